@@ -1,0 +1,42 @@
+# classwise: every target creates .venv if it is missing and installs the project into it.
+#   make run     the default workflow (config/config.yaml, the embedded demo) into results/
+#   make test    lint the workflow and run the test suite
+#   make bench   speed and memory benchmarks -> results/bench/
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The torch/torchvision pair that imports together on the project's machines (from local disk).
+TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
+CORES ?= all
+CONFIG ?= config/config.yaml
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -qq $(TORCH_PINS) -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+
+lint: install
+	$(BIN)/snakefmt --check Snakefile workflow/
+	$(BIN)/snakemake --lint --configfile $(CONFIG)
+
+test: lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python -m classwise.bench --out results/bench/metrics.json
+
+clean:
+	rm -rf results .snakemake

@@ -1,0 +1,27 @@
+# classwise: evaluate image classifiers on their worst classes.
+#
+# Outputs (below config["output_dir"], default results/):
+#   models/{model}.pt                                 trained demo checkpoints
+#   logits/{dataset}/{model}/{shift}.npz (+ .json)    cached logits, one inference per triple
+#   metrics/{dataset}/{labels}/{model}/{shift}/       metric JSON + per-class CSV
+#   tables/{dataset}/{labels}/{shift}/                paper-style tables (md, csv, tex)
+#   logs/, benchmarks/                                one log per job, timings of heavy rules
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/inference.smk"
+include: "workflow/rules/metrics.smk"
+include: "workflow/rules/tables.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),

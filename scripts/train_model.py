@@ -1,0 +1,14 @@
+"""Snakemake script of rule train_model: train one demo model, save its checkpoint."""
+
+from classwise.scripting import job_log
+from classwise.steps import train_step
+
+with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)
+    train_step(
+        model_name=snakemake.wildcards.model,  # noqa: F821
+        model_cfg=snakemake.params.model,  # noqa: F821
+        dataset_name=snakemake.params.dataset_name,  # noqa: F821
+        dataset_cfg=snakemake.params.dataset,  # noqa: F821
+        checkpoint_path=snakemake.output.checkpoint,  # noqa: F821
+        progress=log,
+    )

@@ -1,0 +1,100 @@
+"""The ``classwise`` command line.
+
+``classwise metrics LOGITS.npz`` computes every metric from a logits (or probabilities) file
+that users bring themselves; see the README for the file format and the output layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from classwise.atomic import atomic_open, write_json
+from classwise.errors import InputError
+
+
+def _metrics_command(args: argparse.Namespace) -> int:
+    from classwise.logits_io import load_scores
+    from classwise.metrics.suite import evaluate, per_class_table
+    from classwise.superclasses import load_superclasses
+
+    scores_file = load_scores(args.logits)
+    superclasses = (
+        load_superclasses(args.superclasses, scores_file.n_classes) if args.superclasses is not None else None
+    )
+    evaluation = evaluate(
+        scores_file.scores,
+        scores_file.labels,
+        kind=scores_file.kind,
+        superclasses=superclasses,
+        gamma=args.gamma,
+        bins=args.bins,
+        k=args.k,
+        ns=args.n,
+    )
+    result = evaluation.to_json()
+    result["class_names"] = scores_file.class_names.tolist()
+    # Compute everything before writing anything: a failure leaves no partial outputs.
+    per_class = None
+    if args.per_class is not None:
+        per_class = per_class_table(evaluation.stats, k=args.k, class_names=scores_file.class_names)
+    if args.out is not None:
+        write_json(args.out, result)
+    else:
+        json.dump(result, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    if per_class is not None:
+        with atomic_open(args.per_class, "w", encoding="utf-8", newline="") as handle:
+            per_class.to_csv(handle, index=False, float_format="%.6f")
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def _gamma(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected gamma in [0, 1), got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="classwise", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    metrics = commands.add_parser(
+        "metrics",
+        help="every worst-class, decisiveness/robustness and CFPS metric of a logits file",
+        description="Compute every metric from LOGITS.npz (arrays 'logits' or 'probs', and 'labels').",
+    )
+    metrics.add_argument("logits", help=".npz with 'logits' (N x C) or 'probs', and 'labels' (N)")
+    metrics.add_argument("--superclasses", help="JSON mapping superclass name -> list of class indices")
+    metrics.add_argument("--gamma", type=_gamma, default=0.005, help="probability floor of the generalized means (default 0.005)")
+    metrics.add_argument("--bins", type=_positive_int, default=10, help="equal-population bins for measured metrics (default 10)")
+    metrics.add_argument("--k", type=_positive_int, default=5, help="k of the top-k metrics (default 5)")
+    metrics.add_argument("--n", type=_positive_int, nargs="+", default=[10, 100], help="n of W{n}CR (default 10 100; n >= C skipped)")
+    metrics.add_argument("--out", help="output JSON (default: standard output)")
+    metrics.add_argument("--per-class", dest="per_class", help="also write per-class recall, precision, top-k recall, CFPS, support as CSV")
+    metrics.set_defaults(handler=_metrics_command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except InputError as exc:
+        print(f"classwise {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""Label views: the same cached logits evaluated against other labels or a subset.
+
+A view never reruns inference. ``original`` uses the labels stored with the logits; any
+other view supplies one label per sample, ``-1`` meaning "removed from this view".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from classwise.errors import InputError
+from classwise.logits_io import ScoresFile
+
+ORIGINAL = "original"
+REMOVED = -1
+
+
+@dataclass(frozen=True)
+class LabelledScores:
+    """Scores restricted to the samples a view keeps, with that view's labels."""
+
+    scores: np.ndarray
+    labels: np.ndarray
+    sample_ids: np.ndarray
+    view: str
+
+
+def apply_label_view(
+    scores_file: ScoresFile,
+    view: str,
+    view_labels: np.ndarray | None = None,
+    *,
+    source: str | None = None,
+) -> LabelledScores:
+    """Return the scores and labels of ``view``; ``view_labels`` is required unless original."""
+    if view == ORIGINAL:
+        if view_labels is not None:
+            raise InputError("the 'original' view takes its labels from the logits file", path=source, field="labels")
+        return LabelledScores(scores_file.scores, scores_file.labels, scores_file.sample_ids, view)
+    if view_labels is None:
+        raise InputError(f"label view '{view}' needs a label file", path=source, field="labels")
+    view_labels = np.asarray(view_labels)
+    if view_labels.shape != (scores_file.n_samples,):
+        raise InputError(
+            f"expected {scores_file.n_samples} labels (one per sample of {scores_file.path}), got shape {view_labels.shape}",
+            path=source,
+            field="labels",
+        )
+    invalid = (view_labels < REMOVED) | (view_labels >= scores_file.n_classes)
+    if invalid.any():
+        rows = np.flatnonzero(invalid)[:10].tolist()
+        raise InputError(f"labels must be -1 (removed) or in [0, {scores_file.n_classes}); rows {rows}", path=source, field="labels")
+    keep = view_labels != REMOVED
+    return LabelledScores(
+        scores_file.scores[keep],
+        view_labels[keep].astype(np.int64),
+        scores_file.sample_ids[keep],
+        view,
+    )

@@ -1,0 +1,267 @@
+"""Sufficient statistics of a classifier's scores on a labelled test set.
+
+Every worst-class metric of Bitterwolf et al. (2022), "Classifiers Should Do Well Even on
+Their Worst Classes", except the worst-superclass accuracy (Eq. 4), is a function of a few
+integer tables computed in one pass over the ``(N, C)`` score matrix:
+
+* ``predictions`` (argmax) and ``confusion`` for A, WCA, WCP, WSupCR, WnCR (Eqs. 1-3, 5, 7),
+* ``true_class_rank`` for the top-k metrics A@k, WCA@k, WnCR@k (Eqs. 8-10),
+* ``pairwise_wins`` for the worst two-class accuracy W2CA (Eq. 6 with n = 2).
+
+Conventions
+-----------
+Scores are logits or log-probabilities: higher means more likely.  They are compared as
+they are, never passed through a softmax (a float32 softmax saturates and creates ties
+that the logits do not have).  Ties are broken towards the lower class index everywhere:
+
+* the prediction is the lowest index among the maximal scores (``np.argmax``);
+* class ``j`` ranks ahead of the true class ``y`` iff ``s_j > s_y`` or
+  (``s_j == s_y`` and ``j < y``); the top-k set is the first ``k`` classes of the order
+  (score descending, index ascending), so "y is in the top k" iff ``rank < k``;
+* in the pair ``{a, b}``, ``a`` wins iff ``s_a > s_b`` or (``s_a == s_b`` and ``a < b``),
+  which is exactly the argmax restricted to ``{a, b}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from classwise.errors import InputError
+
+__all__ = ["ClassificationStats", "compute_stats"]
+
+#: Default number of score rows processed at once.  A chunk costs about
+#: ``chunk_rows * C * (itemsize + 2)`` bytes of scratch memory (18 MiB at 4096 x 1000 float32).
+DEFAULT_CHUNK_ROWS = 4096
+
+# Boolean rows are summed eight columns at a time through a uint64 view ("SIMD within a
+# register"): every byte lane holds a 0/1 count, so a sum of at most 255 words cannot carry
+# from one lane into the next.
+_MAX_LANE_SUM = 255
+
+
+@dataclass(frozen=True, eq=False)
+class ClassificationStats:
+    """Integer summary of ``(scores, labels)``; all arrays are read-only.
+
+    Attributes
+    ----------
+    n_classes:
+        Number of classes ``C`` (the number of score columns).
+    labels:
+        ``(N,)`` int64 true labels.
+    predictions:
+        ``(N,)`` int64 argmax of the scores; ties go to the lowest class index.
+    support:
+        ``(C,)`` int64 number of samples per true class (may contain zeros).
+    true_class_rank:
+        ``(N,)`` int64 number of classes ranked ahead of the true class ``y``, where ``j``
+        ranks ahead of ``y`` iff ``s_j > s_y`` or (``s_j == s_y`` and ``j < y``).  The true
+        class is a top-k hit iff ``rank < k``; ``rank == 0`` iff ``prediction == label``.
+    pairwise_wins:
+        ``(C, C)`` int64; ``[a, b]`` is the number of samples with label ``a`` for which
+        ``a`` beats ``b`` in the pair ``{a, b}``: ``s_a > s_b`` or (``s_a == s_b`` and
+        ``a < b``).  The diagonal is 0.  Row ``a`` plus the column ``b`` entries give the
+        restricted-argmax accuracy on any pair (paper Eq. 6 with n = 2).
+    confusion:
+        ``(C, C)`` int64 confusion matrix indexed ``[true, predicted]``.
+    """
+
+    n_classes: int
+    labels: np.ndarray
+    predictions: np.ndarray
+    support: np.ndarray
+    true_class_rank: np.ndarray
+    pairwise_wins: np.ndarray
+    confusion: np.ndarray
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples ``N``."""
+        return int(self.labels.shape[0])
+
+
+def _validate_scores(scores: object) -> np.ndarray:
+    if isinstance(scores, np.ndarray):
+        arr = scores
+    else:
+        try:
+            arr = np.asarray(scores)
+        except Exception as exc:  # ragged lists and the like
+            raise InputError(f"could not convert to an array: {exc}", field="scores") from exc
+    if arr.ndim != 2:
+        raise InputError(
+            f"expected a 2-D array of shape (n_samples, n_classes), got shape {arr.shape}",
+            field="scores",
+        )
+    if not np.issubdtype(arr.dtype, np.floating):
+        raise InputError(
+            f"expected a floating-point array of logits or log-probabilities, got dtype {arr.dtype}",
+            field="scores",
+        )
+    if arr.shape[0] == 0:
+        raise InputError("expected at least one sample (row), got 0", field="scores")
+    if arr.shape[1] == 0:
+        raise InputError("expected at least one class (column), got 0", field="scores")
+    return arr
+
+
+def _validate_labels(labels: object, n_samples: int, n_classes: int) -> np.ndarray:
+    arr = labels if isinstance(labels, np.ndarray) else np.asarray(labels)
+    if arr.ndim != 1:
+        raise InputError(f"expected a 1-D array, got shape {arr.shape}", field="labels")
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(f"expected integer class indices, got dtype {arr.dtype}", field="labels")
+    if arr.shape[0] != n_samples:
+        raise InputError(
+            f"expected one label per score row: scores have {n_samples} rows "
+            f"but labels have length {arr.shape[0]}",
+            field="labels",
+        )
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < 0 or hi >= n_classes:
+        bad = lo if lo < 0 else hi
+        where = int(np.flatnonzero(arr == bad)[0])
+        raise InputError(
+            f"label {bad} at position {where} is out of range: expected 0 <= label < {n_classes}",
+            field="labels",
+        )
+    return arr.astype(np.int64, copy=True)
+
+
+def _lane_counts(words: np.ndarray) -> np.ndarray:
+    """Per-row number of True bytes in a ``(b, W)`` uint64 view of a 0/1 bool matrix."""
+    b, n_words = words.shape
+    total = np.zeros(b, dtype=np.int64)
+    for lo in range(0, n_words, _MAX_LANE_SUM):
+        part = words[:, lo : lo + _MAX_LANE_SUM].sum(axis=1, dtype=np.uint64)
+        total += part.view(np.uint8).reshape(b, 8).sum(axis=1, dtype=np.int64)
+    return total
+
+
+def compute_stats(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    *,
+    n_classes: int | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+) -> ClassificationStats:
+    """Compute :class:`ClassificationStats` from logits and integer labels.
+
+    Parameters
+    ----------
+    scores:
+        ``(N, C)`` floating-point logits or log-probabilities (higher = more likely).  Any
+        float dtype; float16 is widened to float32 chunk by chunk (exactly).  ``+-inf`` is
+        allowed (``-inf`` is log 0); NaN is rejected.  A memory-mapped array works.
+    labels:
+        ``(N,)`` integer true labels in ``[0, C)``.
+    n_classes:
+        Optional expected number of classes; must equal ``C`` when given.
+    chunk_rows:
+        Rows processed at once; bounds the scratch memory (about ``chunk_rows * C * 6``
+        bytes for float32 scores) without changing the result.
+
+    Raises
+    ------
+    InputError
+        On a non-2-D or non-float ``scores``, non-integer or out-of-range ``labels``, a
+        length mismatch, a wrong ``n_classes``, NaN scores or a bad ``chunk_rows``.
+
+    Notes
+    -----
+    One pass over the rows, sorted by label (so that rows of a class are contiguous):
+    per chunk, ``ahead[r, j] = s_j > s_y or (s_j == s_y and j < y)`` is one boolean matrix
+    that yields both the rank of the true class (its row sums) and, summed over the rows
+    of each label, ``pairwise_wins[a, b] = support[a] - ahead_counts[a, b]`` (``b != a``),
+    because for ``b != a`` "b ranks ahead of a" and "a beats b" are complementary.
+    """
+    arr = _validate_scores(scores)
+    n_samples, c = arr.shape
+    if n_classes is not None:
+        if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)):
+            raise InputError(f"expected an integer, got {n_classes!r}", field="n_classes")
+        if int(n_classes) != c:
+            raise InputError(
+                f"scores have {c} columns but n_classes={int(n_classes)}", field="n_classes"
+            )
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
+        raise InputError(f"expected a positive integer, got {chunk_rows!r}", field="chunk_rows")
+    y_all = _validate_labels(labels, n_samples, c)
+
+    support = np.bincount(y_all, minlength=c).astype(np.int64, copy=False)
+    already_sorted = bool(np.all(y_all[1:] >= y_all[:-1]))
+    order = None if already_sorted else np.argsort(y_all, kind="stable")
+
+    n_words = -(-c // 8)
+    b_max = int(min(chunk_rows, n_samples))
+    ahead_buf = np.zeros((b_max, n_words * 8), dtype=np.bool_)  # padding columns stay False
+    eq_buf = np.empty((b_max, c), dtype=np.bool_)
+    col = np.arange(c)
+    ahead_counts = np.zeros((c, c), dtype=np.int64)  # [label a, class j]: j ranked ahead of a
+    rank = np.empty(n_samples, dtype=np.int64)
+    pred = np.empty(n_samples, dtype=np.int64)
+    widen = arr.dtype.itemsize < 4  # float16: compare in float32 (exact, and SIMD-friendly)
+
+    for start in range(0, n_samples, b_max):
+        stop = min(start + b_max, n_samples)
+        b = stop - start
+        if order is None:
+            rows = slice(start, stop)
+            chunk = arr[start:stop]
+        else:
+            rows = order[start:stop]
+            chunk = arr[rows]
+        if widen:
+            chunk = chunk.astype(np.float32)
+        y = y_all[rows]
+        r = np.arange(b)
+
+        p = np.argmax(chunk, axis=1)  # first maximum; first NaN if the row has one
+        if np.isnan(chunk[r, p]).any():
+            bad = int(r[np.isnan(chunk[r, p])][0])
+            sample = start + bad if order is None else int(rows[bad])
+            raise InputError(f"row {sample} contains NaN; scores must be numbers", field="scores")
+        pred[rows] = p
+
+        s_y = chunk[r, y][:, None]
+        ahead = ahead_buf[:b]
+        np.greater(chunk, s_y, out=ahead[:, :c])
+        eq = eq_buf[:b]
+        np.equal(chunk, s_y, out=eq)
+        if np.count_nonzero(eq) > b:  # some class ties with the true class (not only itself)
+            tied = np.flatnonzero(np.count_nonzero(eq, axis=1) > 1)
+            ahead[tied, :c] |= eq[tied] & (col[None, :] < y[tied, None])
+
+        words = ahead.view(np.uint64)
+        rank[rows] = _lane_counts(words)
+
+        # Sum the ahead rows of each label: segments start at every label change and at
+        # least every 255 rows, so the bytewise uint64 sums cannot overflow a lane.
+        change = np.flatnonzero(y[1:] != y[:-1]) + 1
+        starts = np.union1d(np.r_[0, change], np.arange(0, b, _MAX_LANE_SUM))
+        seg = np.add.reduceat(words, starts, axis=0).view(np.uint8)[:, :c]
+        seg_labels = y[starts]
+        first = np.flatnonzero(np.r_[True, seg_labels[1:] != seg_labels[:-1]])
+        if first.shape[0] == starts.shape[0]:
+            ahead_counts[seg_labels] += seg
+        else:  # a label spans several segments
+            ahead_counts[seg_labels[first]] += np.add.reduceat(seg, first, axis=0, dtype=np.int64)
+
+    pairwise_wins = support[:, None] - ahead_counts
+    np.fill_diagonal(pairwise_wins, 0)
+    confusion = np.bincount(y_all * c + pred, minlength=c * c).reshape(c, c).astype(np.int64, copy=False)
+
+    for a in (y_all, pred, support, rank, pairwise_wins, confusion):
+        a.setflags(write=False)
+    return ClassificationStats(
+        n_classes=int(c),
+        labels=y_all,
+        predictions=pred,
+        support=support,
+        true_class_rank=rank,
+        pairwise_wins=pairwise_wins,
+        confusion=confusion,
+    )

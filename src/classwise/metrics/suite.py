@@ -1,0 +1,155 @@
+"""Every metric of the three metric papers, computed from one (scores, labels) pair.
+
+Sufficient statistics are computed once (:func:`compute_stats` for the argmax/rank based
+metrics, :class:`Probabilities` for the probability metrics) and shared by every metric.
+Metric names follow the ``classwise metrics`` output format documented in the README.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from classwise.errors import InputError
+from classwise.logits_io import ScoreKind
+from classwise.metrics import cfps as cfps_metrics
+from classwise.metrics import decisiveness as nelson
+from classwise.metrics import worst_class as wc
+from classwise.metrics.probabilities import Probabilities
+from classwise.metrics.result import MetricResult
+from classwise.metrics.stats import ClassificationStats, compute_stats
+
+DEFAULT_NS: tuple[int, ...] = (10, 100)
+
+
+def argmax_scores(scores: np.ndarray, kind: ScoreKind) -> np.ndarray:
+    """Scores whose argmax and ranks define predictions: logits as given, log of probabilities.
+
+    Ranking probabilities by their logarithm changes no order, but keeps one code path.
+    """
+    if kind == "logits":
+        return scores
+    with np.errstate(divide="ignore"):
+        return np.log(scores.astype(np.float64, copy=False))
+
+
+def worst_class_family(
+    stats: ClassificationStats,
+    scores: np.ndarray,
+    *,
+    superclasses: Mapping[str, Sequence[int]] | None = None,
+    k: int = 5,
+    ns: Sequence[int] = DEFAULT_NS,
+) -> dict[str, MetricResult]:
+    """The metrics of worst-class-metrics.txt (Table 1 rows), plus the exact and balanced variants.
+
+    ``W{n}CR`` is the paper's heuristic (the n individually worst classes, pooled) and
+    ``W{n}CR_exact`` the true minimum over n-subsets; n >= C is skipped.
+    """
+    if k < 1:
+        raise InputError(f"k must be >= 1, got {k}", field="k")
+    c = stats.n_classes
+    valid_ns = [n for n in ns if 1 <= n < c]
+    out: dict[str, MetricResult] = {
+        "A": wc.accuracy(stats),
+        "WCA": wc.worst_class_accuracy(stats),
+        "WCP": wc.worst_class_precision(stats),
+    }
+    if superclasses:
+        out["WSupCA"] = wc.worst_superclass_accuracy(scores, stats, superclasses)
+        out["WSupCR"] = wc.worst_superclass_recall(stats, superclasses)
+    for n in valid_ns:
+        out[f"W{n}CR"] = wc.worst_n_class_recall(stats, n)
+    for n in valid_ns:
+        out[f"W{n}CR_exact"] = wc.worst_n_class_recall_exact(stats, n)
+    out["W2CA"] = wc.worst_pair_accuracy(stats)
+    out["W2CA_balanced"] = wc.worst_pair_accuracy(stats, balanced=True)
+    out[f"A@{k}"] = wc.topk_accuracy(stats, k)
+    out[f"WCA@{k}"] = wc.worst_class_topk_accuracy(stats, k)
+    for n in valid_ns:
+        out[f"W{n}CR@{k}"] = wc.worst_n_class_recall(stats, n, k=k)
+    return out
+
+
+def nelson_family(
+    probabilities: Probabilities,
+    labels: np.ndarray,
+    *,
+    gamma: float = 0.005,
+    bins: int = 10,
+) -> tuple[dict[str, MetricResult], nelson.MeasuredCalibration]:
+    """Reported and measured decisiveness / geometric accuracy / robustness and the slope."""
+    reported = nelson.reported_metrics(probabilities.correct_class_log_prob(labels), gamma=gamma)
+    measured = nelson.measured_metrics(probabilities, labels, gamma=gamma, n_bins=bins)
+    slope = nelson.calibration_slope(reported, measured.metrics)
+    out = {
+        "decisiveness": MetricResult(reported.decisiveness),
+        "geometric_accuracy": MetricResult(reported.geometric_accuracy),
+        "robustness": MetricResult(reported.robustness),
+        "decisiveness_measured": MetricResult(measured.metrics.decisiveness),
+        "geometric_accuracy_measured": MetricResult(measured.metrics.geometric_accuracy),
+        "robustness_measured": MetricResult(measured.metrics.robustness),
+        "calibration_slope": MetricResult(slope),
+    }
+    return out, measured
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Every metric of one scores file, with the statistics they were computed from."""
+
+    metrics: dict[str, MetricResult]
+    stats: ClassificationStats
+    calibration: nelson.MeasuredCalibration
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``classwise metrics`` output layout (values are fractions in [0, 1])."""
+        return {
+            "n_samples": self.stats.n_samples,
+            "n_classes": self.stats.n_classes,
+            "metrics": {name: result.to_json() for name, result in self.metrics.items()},
+        }
+
+
+def evaluate(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    *,
+    kind: ScoreKind = "logits",
+    superclasses: Mapping[str, Sequence[int]] | None = None,
+    gamma: float = 0.005,
+    bins: int = 10,
+    k: int = 5,
+    ns: Sequence[int] = DEFAULT_NS,
+) -> Evaluation:
+    """Compute every metric; argmax metrics use logits (or log-probabilities), the
+    probability metrics use the softmax (or the given probabilities)."""
+    ranked = argmax_scores(scores, kind)
+    stats = compute_stats(ranked, labels)
+    metrics = worst_class_family(stats, ranked, superclasses=superclasses, k=k, ns=ns)
+    probabilities = Probabilities.from_scores(scores, kind)
+    nelson_metrics, calibration = nelson_family(probabilities, labels, gamma=gamma, bins=bins)
+    metrics.update(nelson_metrics)
+    metrics["CFPS_max"] = cfps_metrics.cfps_max(stats.confusion)
+    return Evaluation(metrics=metrics, stats=stats, calibration=calibration)
+
+
+def per_class_table(stats: ClassificationStats, *, k: int = 5, class_names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per class: support, recall, precision, top-k recall and CFPS."""
+    names = list(class_names) if class_names is not None else [str(i) for i in range(stats.n_classes)]
+    return pd.DataFrame(
+        {
+            "class": np.arange(stats.n_classes),
+            "name": names,
+            "support": stats.support,
+            "predicted": stats.confusion.sum(axis=0),
+            "recall": wc.class_recall(stats),
+            "precision": wc.class_precision(stats),
+            f"top{k}_recall": wc.class_topk_recall(stats, k),
+            "cfps": cfps_metrics.class_false_positive_score(stats.confusion),
+        }
+    )

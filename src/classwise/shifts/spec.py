@@ -1,0 +1,203 @@
+"""Distribution shifts as named, JSON-serialisable specifications, expanded from the config."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from classwise.errors import InputError
+
+ShiftKind = Literal["clean", "corruption", "pgd"]
+SHIFT_KINDS: tuple[str, ...] = ("clean", "corruption", "pgd")
+PGD_NORMS: tuple[str, ...] = ("linf", "l2")
+SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
+DEFAULT_SEVERITIES: tuple[int, ...] = (3,)
+PGD_DEFAULTS: dict[str, Any] = {"steps": 10, "random_start": True}
+"""``step_size`` defaults to ``2.5 * eps / steps`` (Madry et al.) when not given."""
+
+
+@dataclass(frozen=True)
+class ShiftSpec:
+    """One evaluation condition.
+
+    * ``kind="clean"``: ``params == {}``.
+    * ``kind="corruption"``: ``params == {"corruption": str, "severity": int}``.
+    * ``kind="pgd"``: ``params == {"norm": "linf"|"l2", "eps": float, "steps": int,
+      "step_size": float, "random_start": bool}``.
+    """
+
+    name: str
+    kind: ShiftKind
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in SHIFT_KINDS:
+            raise InputError(f"unknown shift kind {self.kind!r}; expected one of {list(SHIFT_KINDS)}", field="kind")
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError(f"shift name must be a non-empty string, got {self.name!r}", field="name")
+        object.__setattr__(self, "params", dict(self.params))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"name", "kind", "params"}``, JSON-serialisable."""
+        return {"name": self.name, "kind": self.kind, "params": dict(self.params)}
+
+    def to_json(self) -> str:
+        """Canonical JSON text (sorted keys), stable for hashing and sidecar files."""
+        return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> ShiftSpec:
+        try:
+            return cls(name=payload["name"], kind=payload["kind"], params=dict(payload.get("params", {})))
+        except KeyError as exc:
+            raise InputError(f"shift specification lacks {exc.args[0]!r}", field=str(exc.args[0])) from None
+
+    @classmethod
+    def from_json(cls, text: str) -> ShiftSpec:
+        return cls.from_dict(json.loads(text))
+
+    @property
+    def corruption(self) -> str:
+        return str(self.params["corruption"])
+
+    @property
+    def severity(self) -> int:
+        return int(self.params["severity"])
+
+
+def clean_spec() -> ShiftSpec:
+    return ShiftSpec(name="clean", kind="clean", params={})
+
+
+def corruption_spec(corruption: str, severity: int) -> ShiftSpec:
+    """The spec named ``{corruption}_s{severity}``; validates both."""
+    from classwise.shifts.corruptions import CORRUPTIONS
+
+    if corruption not in CORRUPTIONS:
+        raise InputError(
+            f"unknown corruption {corruption!r}; known: {sorted(CORRUPTIONS)}", field="shifts.corruptions"
+        )
+    _check_severity(severity, "shifts.severities")
+    return ShiftSpec(
+        name=f"{corruption}_s{int(severity)}",
+        kind="corruption",
+        params={"corruption": corruption, "severity": int(severity)},
+    )
+
+
+def pgd_spec(
+    *, norm: str, eps: float, steps: int = 10, step_size: float | None = None, random_start: bool = True,
+    field_prefix: str = "shifts.pgd",
+) -> ShiftSpec:
+    """The spec named ``pgd_{norm}_eps{eps:g}``; validates every parameter."""
+    if norm not in PGD_NORMS:
+        raise InputError(f"unknown norm {norm!r}; expected one of {list(PGD_NORMS)}", field=f"{field_prefix}.norm")
+    eps_f = _number(eps, f"{field_prefix}.eps", minimum=0.0)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise InputError(f"expected an integer >= 0, got {steps!r}", field=f"{field_prefix}.steps")
+    if step_size is None:
+        step_size_f = 2.5 * eps_f / steps if steps else 0.0
+    else:
+        step_size_f = _number(step_size, f"{field_prefix}.step_size", minimum=0.0)
+    if not isinstance(random_start, bool):
+        raise InputError(f"expected true or false, got {random_start!r}", field=f"{field_prefix}.random_start")
+    return ShiftSpec(
+        name=f"pgd_{norm}_eps{eps_f:g}",
+        kind="pgd",
+        params={
+            "norm": norm,
+            "eps": eps_f,
+            "steps": int(steps),
+            "step_size": step_size_f,
+            "random_start": random_start,
+        },
+    )
+
+
+def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
+    """All shifts of a config ``shifts`` section, by name, in a fixed order.
+
+    ``cfg`` is either the section itself or a mapping holding it under ``"shifts"``. The order is
+    ``clean`` (when ``clean: true``, the default), then ``{corruption}_s{severity}`` for each
+    corruption in the listed order and, within it, each severity in the listed order
+    (default ``[3]``), then ``pgd_{norm}_eps{eps:g}`` for each PGD entry in the listed order.
+    """
+    if not isinstance(cfg, Mapping):
+        raise InputError(f"expected a mapping, got {type(cfg).__name__}", field="shifts")
+    section = cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
+    known_keys = {"clean", "corruptions", "severities", "pgd"}
+    unknown = sorted(set(section) - known_keys)
+    if unknown:
+        raise InputError(f"unknown key(s) {unknown}; expected some of {sorted(known_keys)}", field=f"shifts.{unknown[0]}")
+
+    specs: list[ShiftSpec] = []
+    clean = section.get("clean", True)
+    if not isinstance(clean, bool):
+        raise InputError(f"expected true or false, got {clean!r}", field="shifts.clean")
+    if clean:
+        specs.append(clean_spec())
+
+    corruptions = _list(section.get("corruptions", []) or [], "shifts.corruptions")
+    severities = _list(section.get("severities", list(DEFAULT_SEVERITIES)), "shifts.severities")
+    for i, severity in enumerate(severities):
+        _check_severity(severity, f"shifts.severities[{i}]")
+    from classwise.shifts.corruptions import CORRUPTIONS
+
+    for i, corruption in enumerate(corruptions):
+        if not isinstance(corruption, str) or corruption not in CORRUPTIONS:
+            raise InputError(
+                f"unknown corruption {corruption!r}; known: {sorted(CORRUPTIONS)}", field=f"shifts.corruptions[{i}]"
+            )
+        for severity in severities:
+            specs.append(corruption_spec(corruption, severity))
+
+    for i, entry in enumerate(_list(section.get("pgd", []) or [], "shifts.pgd")):
+        prefix = f"shifts.pgd[{i}]"
+        if not isinstance(entry, Mapping):
+            raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
+        allowed = {"norm", "eps", "steps", "step_size", "random_start"}
+        extra = sorted(set(entry) - allowed)
+        if extra:
+            raise InputError(f"unknown key(s) {extra}; expected some of {sorted(allowed)}", field=f"{prefix}.{extra[0]}")
+        for required in ("norm", "eps"):
+            if required not in entry:
+                raise InputError("is required", field=f"{prefix}.{required}")
+        specs.append(
+            pgd_spec(
+                norm=entry["norm"],
+                eps=entry["eps"],
+                steps=entry.get("steps", PGD_DEFAULTS["steps"]),
+                step_size=entry.get("step_size"),
+                random_start=entry.get("random_start", PGD_DEFAULTS["random_start"]),
+                field_prefix=prefix,
+            )
+        )
+
+    result: dict[str, ShiftSpec] = {}
+    for spec in specs:
+        if spec.name in result:
+            raise InputError(f"two shifts are both named {spec.name!r}; remove the duplicate", field="shifts")
+        result[spec.name] = spec
+    return result
+
+
+def _list(value: Any, field_name: str) -> list[Any]:
+    if not isinstance(value, (list, tuple)):
+        raise InputError(f"expected a list, got {value!r}", field=field_name)
+    return list(value)
+
+
+def _check_severity(severity: Any, field_name: str) -> None:
+    if isinstance(severity, bool) or not isinstance(severity, int) or severity not in SEVERITIES:
+        raise InputError(f"expected an integer severity from 1 to 5, got {severity!r}", field=field_name)
+
+
+def _number(value: Any, field_name: str, *, minimum: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"expected a finite number, got {value!r}", field=field_name)
+    if value < minimum:
+        raise InputError(f"expected a number >= {minimum:g}, got {value!r}", field=field_name)
+    return float(value)

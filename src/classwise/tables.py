@@ -1,0 +1,99 @@
+"""Paper-style tables: rows are metrics, columns are models, cells are percentages.
+
+The layout follows Table 1 of worst-class-metrics.txt: a cell is the metric in percent with
+two decimals, zero-padded to two integer digits as in the paper ("08.00"), followed by the
+worst class (or superclass, or pair) in parentheses where the metric has one.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from classwise.errors import InputError
+
+
+def paper_rows(ns: Sequence[int], k: int, *, superclasses: bool) -> list[str]:
+    """Table 1's row order for the given n of W{n}CR and k of the top-k metrics."""
+    rows = ["A", "WCA", "WCP"]
+    if superclasses:
+        rows += ["WSupCA", "WSupCR"]
+    rows += [f"W{n}CR" for n in ns] + ["W2CA", f"A@{k}", f"WCA@{k}"] + [f"W{n}CR@{k}" for n in ns]
+    return rows
+
+
+def format_cell(entry: Mapping[str, Any], class_names: Sequence[str]) -> str:
+    """``{"value": 0.08, "classes": [837]}`` -> ``"08.00 (sunglass)"``."""
+    value = 100.0 * float(entry["value"])
+    text = f"{value:05.2f}"
+    classes = entry.get("classes") or []
+    if classes and len(classes) <= 2:
+        names = [class_names[c] if isinstance(c, int) else str(c) for c in classes]
+        text += f" ({', '.join(names)})"
+    return text
+
+
+def metric_table(
+    documents: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[str],
+    *,
+    source: str = "metrics",
+) -> pd.DataFrame:
+    """Rows = metric names, columns = models (in the given order), string cells.
+
+    Each document is a ``classwise metrics`` JSON (``metrics`` and ``class_names``). A row a
+    model lacks is an error naming the model and the metric: tables never silently blank.
+    """
+    columns: dict[str, list[str]] = {}
+    for model, document in documents.items():
+        metrics = document["metrics"]
+        class_names = document.get("class_names") or [str(i) for i in range(int(document["n_classes"]))]
+        cells = []
+        for row in rows:
+            if row not in metrics:
+                raise InputError(f"model '{model}' has no metric '{row}'", path=source, field=row)
+            cells.append(format_cell(metrics[row], class_names))
+        columns[model] = cells
+    frame = pd.DataFrame(columns, index=list(rows))
+    frame.index.name = "metric"
+    return frame
+
+
+def to_markdown(frame: pd.DataFrame, *, caption: str | None = None) -> str:
+    """A GitHub-flavoured Markdown table (no external dependency)."""
+    header = [frame.index.name or ""] + [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] + ["--:"] * len(frame.columns)) + "|"]
+    for index, row in frame.iterrows():
+        lines.append("| " + " | ".join([str(index)] + [str(v) for v in row]) + " |")
+    text = "\n".join(lines) + "\n"
+    return f"{caption}\n\n{text}" if caption else text
+
+
+def _latex_escape(text: str) -> str:
+    for char, replacement in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+        text = text.replace(char, replacement)
+    return text
+
+
+def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | None = None) -> str:
+    """A booktabs ``table`` environment."""
+    out = io.StringIO()
+    out.write("\\begin{table}[t]\n\\centering\n")
+    if caption:
+        out.write(f"\\caption{{{_latex_escape(caption)}}}\n")
+    if label:
+        out.write(f"\\label{{{label}}}\n")
+    out.write("\\begin{tabular}{l" + "r" * len(frame.columns) + "}\n\\toprule\n")
+    header = [_latex_escape(frame.index.name or "")] + [_latex_escape(str(c)) for c in frame.columns]
+    out.write(" & ".join(header) + " \\\\\n\\midrule\n")
+    for index, row in frame.iterrows():
+        out.write(" & ".join([_latex_escape(str(index))] + [_latex_escape(str(v)) for v in row]) + " \\\\\n")
+    out.write("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+    return out.getvalue()
+
+
+def to_csv(frame: pd.DataFrame) -> str:
+    return frame.to_csv(lineterminator="\n")

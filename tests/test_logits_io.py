@@ -1,0 +1,108 @@
+"""The cached-logits format: round trip, determinism, validation messages, atomicity."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from classwise.errors import InputError
+from classwise.logits_io import load_scores, save_logits, sidecar_path, write_npz_deterministic
+
+
+def _example(n: int = 12, c: int = 4, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {
+        "logits": rng.normal(size=(n, c)).astype(np.float32),
+        "labels": rng.integers(0, c, size=n),
+        "sample_ids": np.array([f"s{i}" for i in range(n)]),
+        "class_names": np.array([f"class {j}" for j in range(c)]),
+    }
+
+
+def test_round_trip_keeps_arrays_and_writes_sidecar(tmp_path: Path) -> None:
+    example = _example()
+    path = tmp_path / "clean.npz"
+    save_logits(path, **example, metadata={"model": "m"})
+    loaded = load_scores(path)
+    assert loaded.kind == "logits"
+    np.testing.assert_array_equal(loaded.scores, example["logits"])
+    assert loaded.scores.dtype == np.float32
+    np.testing.assert_array_equal(loaded.labels, example["labels"])
+    assert loaded.labels.dtype == np.int64
+    assert loaded.sample_ids.tolist() == example["sample_ids"].tolist()
+    assert loaded.class_names.tolist() == example["class_names"].tolist()
+    assert json.loads(sidecar_path(path).read_text()) == {"model": "m"}
+
+
+def test_same_arrays_give_identical_bytes(tmp_path: Path) -> None:
+    example = _example()
+    first, second = tmp_path / "a.npz", tmp_path / "b.npz"
+    save_logits(first, **example, metadata={})
+    save_logits(second, **example, metadata={})
+    assert first.read_bytes() == second.read_bytes()
+    with zipfile.ZipFile(first) as archive:
+        assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_numpy_reads_the_file_without_pickles(tmp_path: Path) -> None:
+    path = tmp_path / "x.npz"
+    write_npz_deterministic(path, {"a": np.arange(3), "b": np.array(["x", "yy"])})
+    with np.load(path, allow_pickle=False) as archive:
+        assert archive["a"].tolist() == [0, 1, 2]
+        assert archive["b"].tolist() == ["x", "yy"]
+
+
+def test_probs_files_and_optional_arrays(tmp_path: Path) -> None:
+    path = tmp_path / "p.npz"
+    probs = np.array([[0.2, 0.8], [0.6, 0.4]])
+    np.savez(path, probs=probs, labels=np.array([1, 0]))
+    loaded = load_scores(path)
+    assert loaded.kind == "probs"
+    assert loaded.class_names.tolist() == ["0", "1"]
+    assert loaded.sample_ids.tolist() == ["0", "1"]
+
+
+@pytest.mark.parametrize(
+    ("arrays", "expected"),
+    [
+        ({"labels": np.array([0])}, "missing array 'logits'"),
+        ({"logits": np.zeros((2, 3), np.float32)}, "missing array 'labels'"),
+        ({"logits": np.zeros((2, 3), np.float32), "labels": np.array([0, 3])}, "labels must lie in [0, 3)"),
+        ({"logits": np.zeros((2, 3), np.float32), "labels": np.array([0, 1, 2])}, "field 'labels'"),
+        ({"logits": np.zeros((3,), np.float32), "labels": np.array([0, 1, 2])}, "2-D array"),
+        ({"logits": np.zeros((2, 3), np.int32), "labels": np.array([0, 1])}, "floating-point"),
+        ({"logits": np.array([[0.0, np.nan], [1.0, 2.0], [np.inf, 0.0]]), "labels": np.array([0, 1, 0])}, "rows 0, 2"),
+        ({"probs": np.array([[0.5, 0.6]]), "labels": np.array([0])}, "sum to 1"),
+        ({"probs": np.array([[0.5, 0.5]]), "logits": np.array([[0.5, 0.5]]), "labels": np.array([0])}, "both"),
+    ],
+)
+def test_bad_files_name_the_file_and_the_problem(tmp_path: Path, arrays: dict, expected: str) -> None:
+    path = tmp_path / "bad.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(InputError) as info:
+        load_scores(path)
+    assert expected in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_missing_and_non_npz_files(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        load_scores(tmp_path / "nope.npz")
+    junk = tmp_path / "junk.npz"
+    junk.write_text("not a zip")
+    with pytest.raises(InputError, match="not a readable .npz"):
+        load_scores(junk)
+
+
+def test_failed_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np.lib.format, "write_array", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        save_logits(tmp_path / "clean.npz", **_example(), metadata={})
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,64 @@
+"""Paper-style tables: cell format, row order, Markdown / CSV / LaTeX rendering."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from classwise import tables
+from classwise.errors import InputError
+
+
+def _document(values: dict[str, tuple[float, list]]) -> dict:
+    return {
+        "n_classes": 3,
+        "class_names": ["tiger cat", "laptop", "notebook"],
+        "metrics": {name: {"value": v, "classes": c} for name, (v, c) in values.items()},
+    }
+
+
+def test_cells_are_zero_padded_percentages_with_class_names() -> None:
+    names = ["tiger cat", "laptop", "notebook"]
+    assert tables.format_cell({"value": 0.08, "classes": [0]}, names) == "08.00 (tiger cat)"
+    assert tables.format_cell({"value": 0.42, "classes": [1, 2]}, names) == "42.00 (laptop, notebook)"
+    assert tables.format_cell({"value": 0.7613, "classes": []}, names) == "76.13"
+    assert tables.format_cell({"value": 1.0, "classes": ["cat"]}, names) == "100.00 (cat)"
+    # n worst classes are not listed: the paper shows no names for W{n}CR.
+    assert tables.format_cell({"value": 0.154, "classes": [0, 1, 2]}, names) == "15.40"
+
+
+def test_paper_rows_follow_table_1() -> None:
+    assert tables.paper_rows([10, 100], 5, superclasses=True) == [
+        "A", "WCA", "WCP", "WSupCA", "WSupCR", "W10CR", "W100CR", "W2CA", "A@5", "WCA@5", "W10CR@5", "W100CR@5",
+    ]
+    assert "WSupCA" not in tables.paper_rows([2], 3, superclasses=False)
+
+
+def test_metric_table_columns_are_models_in_order() -> None:
+    docs = {
+        "vit": _document({"A": (0.8453, []), "WCA": (0.24, [0])}),
+        "resnet18": _document({"A": (0.6976, []), "WCA": (0.08, [1])}),
+    }
+    frame = tables.metric_table(docs, ["A", "WCA"])
+    assert list(frame.columns) == ["vit", "resnet18"]
+    assert frame.loc["WCA", "resnet18"] == "08.00 (laptop)"
+    parsed = pd.read_csv(io.StringIO(tables.to_csv(frame)), index_col=0, dtype=str)
+    assert parsed.loc["A", "vit"] == "84.53"
+
+
+def test_missing_metric_is_an_error_naming_model_and_metric() -> None:
+    with pytest.raises(InputError, match="model 'vit' has no metric 'WCP'"):
+        tables.metric_table({"vit": _document({"A": (0.5, [])})}, ["A", "WCP"])
+
+
+def test_markdown_and_latex_render_every_cell() -> None:
+    frame = tables.metric_table({"m_1": _document({"A": (0.5, []), "WCA": (0.25, [0])})}, ["A", "WCA"])
+    markdown = tables.to_markdown(frame, caption="Table")
+    assert markdown.splitlines()[2] == "| metric | m_1 |"
+    assert "| WCA | 25.00 (tiger cat) |" in markdown
+    latex = tables.to_latex(frame, caption="50% of it")
+    assert "\\toprule" in latex and "\\midrule" in latex and "\\bottomrule" in latex
+    assert "m\\_1" in latex and "50\\% of it" in latex
+    assert "WCA & 25.00 (tiger cat) \\\\" in latex

@@ -1,0 +1,25 @@
+# Inference, once per (dataset, model, shift): results/logits/{dataset}/{model}/{shift}.npz
+# Corruptions and attacks are applied on the fly inside the job, seeded per sample.
+
+
+rule infer:
+    input:
+        checkpoint=checkpoint_path,
+    output:
+        logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
+        metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",
+    log:
+        f"{OUT}/logs/infer/{{dataset}}/{{model}}/{{shift}}.log",
+    benchmark:
+        f"{OUT}/benchmarks/infer/{{dataset}}/{{model}}/{{shift}}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    threads: 2
+    params:
+        dataset=dataset_config,
+        shift=shift_spec,
+        seed=config["seed"],
+        batch_size=config["inference"]["batch_size"],
+        device=config["inference"]["device"],
+    script:
+        "../../scripts/infer.py"

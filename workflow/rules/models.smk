@@ -1,0 +1,19 @@
+# Models trained by the pipeline (the embedded demo): results/models/{model}.pt
+
+
+rule train_model:
+    output:
+        checkpoint=f"{OUT}/models/{{model}}.pt",
+    log:
+        f"{OUT}/logs/train_model/{{model}}.log",
+    benchmark:
+        f"{OUT}/benchmarks/train_model/{{model}}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    threads: 2
+    params:
+        model=model_config,
+        dataset_name=training_dataset,
+        dataset=lambda wildcards: config["datasets"][training_dataset(wildcards)],
+    script:
+        "../../scripts/train_model.py"
