@@ -1,0 +1,1 @@
+"""Worst-class metrics (Bitterwolf et al., 2022)."""

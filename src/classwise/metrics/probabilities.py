@@ -1,0 +1,202 @@
+"""Class probabilities of N samples over C classes, without an N x C float64 matrix.
+
+:class:`Probabilities` wraps the scores of one model on one evaluation set, either raw
+logits or probabilities, and hands out float64 probabilities one block of rows at a time.
+For logits the softmax is computed in float64 log space: the per-row log-normaliser
+``lse_i = log sum_k exp(x_ik)`` is computed once (row-chunked, max-shifted, so it never
+overflows) and kept as an ``(N,)`` vector; probabilities of a row block are then
+``exp(x - lse)`` and correct-class log-probabilities ``x_iy - lse_i`` exactly.  The scores
+array itself is kept as given (float32 stays float32), so memory stays at the size of the
+input plus ``O(N + chunk)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal
+
+import numpy as np
+
+from classwise.errors import InputError
+
+ScoreKind = Literal["logits", "probs"]
+
+#: Tolerance on probability rows: each must sum to 1 within this (as ``logits_io`` checks).
+PROB_ROW_TOLERANCE = 1e-3
+#: Row blocks are sized to about this many elements (about 2 MiB of float64), which keeps
+#: the temporaries in cache; ``iter_chunks`` callers may pass their own ``chunk_rows``.
+_TARGET_CHUNK_ELEMENTS = 1 << 18
+
+
+def auto_chunk_rows(n_classes: int, target_elements: int = _TARGET_CHUNK_ELEMENTS) -> int:
+    """Rows per block so that a block holds about ``target_elements`` values (at least 1 row)."""
+    return max(1, target_elements // max(1, n_classes))
+
+
+class Probabilities:
+    """Class probabilities of N samples over C classes, from logits (softmax computed in
+    float64 log space, row-chunked so the N x C float64 matrix is never materialised) or
+    from given probabilities.
+
+    Build with :meth:`from_scores`.  Logits may hold ``-inf`` (a class ruled out) but no NaN
+    or ``+inf``, and each row needs a finite entry; probabilities must be finite,
+    lie in ``[0, 1 + 1e-3]`` and have rows summing to 1 within ``1e-3`` (the tolerance of
+    :func:`classwise.logits_io.validate_scores`).  Given probabilities are used as they are
+    (not renormalised).
+    """
+
+    __slots__ = ("_scores", "_kind", "_lse")
+
+    def __init__(self, scores: np.ndarray, kind: ScoreKind, lse: np.ndarray | None):
+        # Use from_scores: it validates and computes the log-normaliser.
+        self._scores = scores
+        self._kind: ScoreKind = kind
+        self._lse = lse
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_scores(cls, scores: np.ndarray, kind: Literal["logits", "probs"]) -> Probabilities:
+        """Validate ``scores`` (N, C) of the given ``kind`` and wrap them (no copy)."""
+        if kind not in ("logits", "probs"):
+            raise InputError(f"kind must be 'logits' or 'probs', got {kind!r}", field="kind")
+        arr = np.asarray(scores)
+        if arr.ndim != 2:
+            raise InputError(f"expected a 2-D array (samples x classes), got shape {arr.shape}", field=kind)
+        if not np.issubdtype(arr.dtype, np.floating):
+            raise InputError(f"expected a floating-point array, got dtype {arr.dtype}", field=kind)
+        if arr.shape[0] == 0 or arr.shape[1] == 0:
+            raise InputError(f"expected at least 1 sample and 1 class, got shape {arr.shape}", field=kind)
+        if arr.dtype.itemsize > 8:  # long double: compute in float64 like everything else
+            arr = arr.astype(np.float64)
+        if kind == "logits":
+            lse = _row_logsumexp(arr)
+            if not np.isfinite(lse).all():
+                bad = np.flatnonzero(~np.isfinite(lse))
+                raise InputError(f"NaN or infinite logits in rows {_rows(bad)}", field=kind)
+            return cls(arr, kind, lse)
+        _validate_probs(arr)
+        return cls(arr, kind, None)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_samples(self) -> int:
+        return int(self._scores.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self._scores.shape[1])
+
+    @property
+    def kind(self) -> ScoreKind:
+        return self._kind
+
+    @property
+    def scores(self) -> np.ndarray:
+        """The wrapped scores array, as given (read it, do not modify it)."""
+        return self._scores
+
+    # ------------------------------------------------------------------ per-sample values
+    def check_labels(self, labels: np.ndarray) -> np.ndarray:
+        """Return ``labels`` as an int64 ``(N,)`` array, or raise :class:`InputError`."""
+        lab = np.asarray(labels)
+        if lab.shape != (self.n_samples,):
+            raise InputError(f"expected shape ({self.n_samples},), got {lab.shape}", field="labels")
+        if not np.issubdtype(lab.dtype, np.integer):
+            raise InputError(f"expected integer class indices, got dtype {lab.dtype}", field="labels")
+        lab = lab.astype(np.int64, copy=False)
+        bad = (lab < 0) | (lab >= self.n_classes)
+        if bad.any():
+            raise InputError(f"labels must lie in [0, {self.n_classes}); rows {_rows(np.flatnonzero(bad))}", field="labels")
+        return lab
+
+    def correct_class_log_prob(self, labels: np.ndarray) -> np.ndarray:
+        """``(N,)`` float64 ``log p(y_i)``: exact log-softmax ``x_iy - lse_i`` for logits,
+        ``log(p_iy)`` for probabilities (``-inf`` where ``p_iy == 0``)."""
+        lab = self.check_labels(labels)
+        picked = self._scores[np.arange(self.n_samples), lab].astype(np.float64)
+        if self._kind == "logits":
+            return picked - self._lse
+        with np.errstate(divide="ignore"):
+            return np.log(picked)
+
+    def correct_class_prob(self, labels: np.ndarray) -> np.ndarray:
+        """``(N,)`` float64 ``p(y_i)``, computed exactly as :meth:`iter_chunks` computes
+        the same entry (``exp(x_iy - lse_i)`` for logits, the given value for probabilities)."""
+        lab = self.check_labels(labels)
+        picked = self._scores[np.arange(self.n_samples), lab].astype(np.float64)
+        if self._kind == "logits":
+            picked -= self._lse
+            np.exp(picked, out=picked)
+        return picked
+
+    def predictions(self) -> np.ndarray:
+        """``(N,)`` int64 argmax class of each sample (ties -> lowest index)."""
+        return np.argmax(self._scores, axis=1).astype(np.int64, copy=False)
+
+    # ------------------------------------------------------------------ row blocks
+    def iter_chunks(self, chunk_rows: int = 4096) -> Iterator[tuple[slice, np.ndarray]]:
+        """Yield ``(rows, p)`` for consecutive row blocks: ``p`` is a fresh float64
+        ``(len(rows), C)`` array of probabilities that the caller may modify."""
+        if int(chunk_rows) < 1:
+            raise InputError(f"chunk_rows must be >= 1, got {chunk_rows}", field="chunk_rows")
+        step = int(chunk_rows)
+        for start in range(0, self.n_samples, step):
+            rows = slice(start, min(start + step, self.n_samples))
+            block = self._scores[rows].astype(np.float64)  # always a fresh copy
+            if self._kind == "logits":
+                block -= self._lse[rows, None]
+                np.exp(block, out=block)
+            yield rows, block
+
+    def __repr__(self) -> str:
+        return f"Probabilities(kind={self._kind!r}, n_samples={self.n_samples}, n_classes={self.n_classes})"
+
+
+def _row_logsumexp(x: np.ndarray) -> np.ndarray:
+    """float64 ``log sum_k exp(x_ik)`` per row, row-chunked and max-shifted.
+
+    A row holding NaN or +inf gives a non-finite result (NaN), which the caller rejects.
+    """
+    n, c = x.shape
+    out = np.empty(n, dtype=np.float64)
+    step = auto_chunk_rows(c)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for start in range(0, n, step):
+            stop = min(start + step, n)
+            block = x[start:stop].astype(np.float64)
+            m = block.max(axis=1)
+            block -= m[:, None]
+            np.exp(block, out=block)
+            s = block.sum(axis=1)
+            np.log(s, out=s)
+            s += m
+            out[start:stop] = s
+    return out
+
+
+def _validate_probs(p: np.ndarray) -> None:
+    n, c = p.shape
+    step = auto_chunk_rows(c)
+    for start in range(0, n, step):
+        block = p[start : start + step]
+        finite = np.isfinite(block).all(axis=1)
+        if not finite.all():
+            raise InputError(f"NaN or infinite probabilities in rows {_rows(start + np.flatnonzero(~finite))}", field="probs")
+        out_of_range = ((block < 0) | (block > 1 + PROB_ROW_TOLERANCE)).any(axis=1)
+        if out_of_range.any():
+            raise InputError(
+                f"probabilities must lie in [0, 1]; rows {_rows(start + np.flatnonzero(out_of_range))}", field="probs"
+            )
+        sums = block.sum(axis=1, dtype=np.float64)
+        off = np.abs(sums - 1.0) > PROB_ROW_TOLERANCE
+        if off.any():
+            raise InputError(
+                f"probability rows must sum to 1 (within {PROB_ROW_TOLERANCE}); rows {_rows(start + np.flatnonzero(off))}",
+                field="probs",
+            )
+
+
+def _rows(indices: np.ndarray, limit: int = 10) -> str:
+    shown = ", ".join(str(int(i)) for i in indices[:limit])
+    more = len(indices) - limit
+    return f"{shown} (and {more} more)" if more > 0 else shown

@@ -1,0 +1,445 @@
+"""Worst-class metrics of Bitterwolf et al. (2022), "Classifiers Should Do Well Even on
+Their Worst Classes" (ICML 2022 Shift Happens workshop).
+
+All functions take the :class:`~classwise.metrics.stats.ClassificationStats` of a model
+on a test set (``compute_stats(scores, labels)``); only the worst-superclass accuracy also
+needs the raw scores.  Values are fractions in ``[0, 1]``, never percentages.
+
+Conventions shared by every function (see :mod:`classwise.metrics.stats` for the order):
+
+* **argmax ties** go to the lowest class index, also inside a restricted argmax
+  (over a superclass or a pair) and in the top-k set.
+* **Empty classes.**  The paper assumes every class has a test sample.  A class without
+  samples has an undefined recall: it is NaN in the per-class arrays and excluded from
+  every recall-type minimum (WCA, WCA@k, WnCR, WnCR@k, W2CA); the number of such classes
+  is reported as ``details["n_classes_without_samples"]`` when it is positive.  If no
+  class (or too few classes) has samples, :class:`~classwise.errors.InputError` is raised.
+* **Ties in a minimum** go to the lowest class index (lexicographically smallest pair; the
+  first superclass in the mapping's order).  Ratios of integers are formed with a single
+  correctly rounded division, so equal fractions compare equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from classwise.errors import InputError
+from classwise.metrics.result import MetricResult
+from classwise.metrics.stats import DEFAULT_CHUNK_ROWS, ClassificationStats
+
+__all__ = [
+    "accuracy",
+    "topk_accuracy",
+    "class_recall",
+    "class_precision",
+    "class_topk_recall",
+    "worst_class_accuracy",
+    "worst_class_topk_accuracy",
+    "worst_class_precision",
+    "worst_superclass_accuracy",
+    "worst_superclass_recall",
+    "worst_n_class_recall",
+    "worst_n_class_recall_exact",
+    "worst_pair_accuracy",
+]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"expected a positive integer, got {k!r}", field="k")
+    return int(k)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` as float64 with NaN where ``den == 0`` (no warnings)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def _topk_hits(stats: ClassificationStats, k: int) -> np.ndarray:
+    """``(C,)`` number of samples of each class whose true class is in the top k."""
+    if k == 1:
+        return np.diagonal(stats.confusion).astype(np.int64)
+    hit = stats.true_class_rank < k
+    return np.bincount(stats.labels[hit], minlength=stats.n_classes).astype(np.int64)
+
+
+def _empty_details(stats: ClassificationStats) -> dict[str, Any]:
+    n_empty = int(np.count_nonzero(stats.support == 0))
+    return {"n_classes_without_samples": n_empty} if n_empty else {}
+
+
+def _valid_classes(stats: ClassificationStats, at_least: int = 1) -> np.ndarray:
+    valid = np.flatnonzero(stats.support > 0)
+    if valid.shape[0] < at_least:
+        raise InputError(
+            f"need at least {at_least} class(es) with samples, found {valid.shape[0]}",
+            field="labels",
+        )
+    return valid
+
+
+def _worst_of(values: np.ndarray, stats: ClassificationStats) -> MetricResult:
+    """Minimum of a per-class recall array (NaN = class without samples)."""
+    _valid_classes(stats)
+    c = int(np.nanargmin(values))  # first minimum -> lowest class index
+    return MetricResult(float(values[c]), (c,), _empty_details(stats))
+
+
+# --------------------------------------------------------------- accuracy and per class
+
+
+def accuracy(stats: ClassificationStats) -> MetricResult:
+    """Standard accuracy A (paper Eq. 1).
+
+    ``A = #{argmax_i s_i == y} / N`` over all ``N`` samples; argmax ties go to the lowest
+    class index.  Always defined (``N >= 1``); ``classes`` is empty.
+    """
+    hits = int(np.trace(stats.confusion))
+    return MetricResult(hits / stats.n_samples)
+
+
+def topk_accuracy(stats: ClassificationStats, k: int) -> MetricResult:
+    """Top-k accuracy A@k (paper Eq. 8).
+
+    ``A@k = #{y in top(s, k)} / N``.  ``top(s, k)`` is the first ``k`` classes in the order
+    (score descending, class index ascending), i.e. a hit iff ``true_class_rank < k``; this
+    differs from scikit-learn's ``top_k_accuracy_score`` only when scores tie.  ``k >= C``
+    gives 1.0 (every class is in the top k).  ``A@1 == A``; A@k is non-decreasing in k.
+    """
+    k = _check_k(k)
+    hits = int(np.count_nonzero(stats.true_class_rank < k))
+    return MetricResult(hits / stats.n_samples)
+
+
+def class_recall(stats: ClassificationStats) -> np.ndarray:
+    """``(C,)`` per-class recall (accuracy on the class's samples), the term of Eq. 2.
+
+    ``recall_c = #{y = c, argmax = c} / #{y = c}``; argmax ties go to the lowest index.
+    NaN for classes without samples.
+    """
+    return _ratio(np.diagonal(stats.confusion), stats.support)
+
+
+def class_precision(stats: ClassificationStats) -> np.ndarray:
+    """``(C,)`` per-class precision, the term of Eq. 3.
+
+    ``precision_c = #{y = c, argmax = c} / #{argmax = c}``; argmax ties go to the lowest
+    index.  NaN for classes that are never predicted (0/0).  A class that is predicted but
+    has no samples has precision 0.
+    """
+    return _ratio(np.diagonal(stats.confusion), stats.confusion.sum(axis=0))
+
+
+def class_topk_recall(stats: ClassificationStats, k: int) -> np.ndarray:
+    """``(C,)`` per-class top-k recall, the term of Eq. 9.
+
+    ``recall@k_c = #{y = c, y in top(s, k)} / #{y = c}`` with the top-k tie rule of
+    :func:`topk_accuracy`.  NaN for classes without samples.
+    """
+    k = _check_k(k)
+    return _ratio(_topk_hits(stats, k), stats.support)
+
+
+# ------------------------------------------------------------------------ worst class
+
+
+def worst_class_accuracy(stats: ClassificationStats) -> MetricResult:
+    """Worst-class accuracy (= worst-class recall) WCA (paper Eq. 2).
+
+    ``WCA = min_c #{y = c, argmax = y} / #{y = c}``, minimum over classes with samples
+    (classes without samples are excluded and counted in
+    ``details["n_classes_without_samples"]``).  Ties: the lowest class index.
+    ``classes == (c,)``.  Raises InputError if no class has samples.
+    """
+    return _worst_of(class_recall(stats), stats)
+
+
+def worst_class_topk_accuracy(stats: ClassificationStats, k: int) -> MetricResult:
+    """Worst-class top-k accuracy WCA@k (paper Eq. 9).
+
+    ``WCA@k = min_c #{y = c, y in top(s, k)} / #{y = c}``; top-k ties to the lower index
+    (a hit iff ``true_class_rank < k``).  Classes without samples are excluded and counted
+    in ``details["n_classes_without_samples"]``; ties in the minimum go to the lowest class
+    index; ``classes == (c,)``.  ``WCA@1 == WCA``.
+    """
+    return _worst_of(class_topk_recall(stats, k), stats)
+
+
+def worst_class_precision(stats: ClassificationStats) -> MetricResult:
+    """Worst-class precision WCP (paper Eq. 3).
+
+    ``WCP = min_c #{y = c, argmax = c} / #{argmax = c}``.  A never-predicted class has an
+    undefined precision (0/0): it is excluded from the minimum and the number of such
+    classes is ``details["n_excluded_never_predicted"]`` (always present).  A predicted
+    class without samples has precision 0 and is included.  Ties: the lowest class index;
+    ``classes == (c,)``.  Since ``N >= 1`` some class is always predicted.
+    """
+    prec = class_precision(stats)
+    n_never = int(np.count_nonzero(np.isnan(prec)))
+    c = int(np.nanargmin(prec))
+    return MetricResult(float(prec[c]), (c,), {"n_excluded_never_predicted": n_never})
+
+
+# ------------------------------------------------------------------------- superclasses
+
+
+def _validate_superclasses(
+    superclasses: Mapping[Any, Sequence[int]], n_classes: int
+) -> list[tuple[Any, np.ndarray]]:
+    if not isinstance(superclasses, Mapping):
+        raise InputError(
+            f"expected a mapping from superclass name to class indices, got {type(superclasses).__name__}",
+            field="superclasses",
+        )
+    if len(superclasses) == 0:
+        raise InputError("expected at least one superclass, got an empty mapping", field="superclasses")
+    out = []
+    for name, members in superclasses.items():
+        if isinstance(members, (str, bytes)) or not isinstance(members, (Sequence, np.ndarray)):
+            raise InputError(
+                f"superclass {name!r}: expected a sequence of class indices, got {type(members).__name__}",
+                field="superclasses",
+            )
+        idx = np.asarray(members)
+        if idx.size == 0:
+            raise InputError(f"superclass {name!r} has no classes", field="superclasses")
+        if idx.ndim != 1 or idx.dtype == np.bool_ or not np.issubdtype(idx.dtype, np.integer):
+            raise InputError(
+                f"superclass {name!r}: expected a flat list of integer class indices, got {list(members)!r}",
+                field="superclasses",
+            )
+        bad = idx[(idx < 0) | (idx >= n_classes)]
+        if bad.size:
+            raise InputError(
+                f"superclass {name!r}: class index {int(bad[0])} is out of range "
+                f"(expected 0 <= index < {n_classes})",
+                field="superclasses",
+            )
+        uniq = np.unique(idx)
+        if uniq.shape[0] != idx.shape[0]:
+            vals, counts = np.unique(idx, return_counts=True)
+            raise InputError(
+                f"superclass {name!r}: class index {int(vals[counts > 1][0])} is listed more than once",
+                field="superclasses",
+            )
+        out.append((name, uniq.astype(np.int64)))  # ascending: restricted argmax ties -> lowest
+    return out
+
+
+def _worst_superclass(
+    per_super: list[tuple[Any, int, int]],
+) -> MetricResult:
+    """``per_super``: (name, hits, samples); min of hits/samples over non-empty ones."""
+    best_name, best_val = None, np.inf
+    n_empty = 0
+    for name, hits, n in per_super:
+        if n == 0:
+            n_empty += 1
+            continue
+        val = hits / n
+        if val < best_val:  # strict: ties go to the first superclass in mapping order
+            best_name, best_val = name, val
+    if best_name is None:
+        raise InputError("no superclass has samples in the test set", field="superclasses")
+    details = {"n_superclasses_without_samples": n_empty} if n_empty else {}
+    return MetricResult(float(best_val), (best_name,), details)
+
+
+def worst_superclass_accuracy(
+    scores: np.ndarray,
+    stats: ClassificationStats,
+    superclasses: Mapping[Any, Sequence[int]],
+) -> MetricResult:
+    """Worst-superclass accuracy WSupCA (paper Eq. 4).
+
+    ``WSupCA = min_S #{y in S, argmax_{i in S} s_i = y} / #{y in S}``: the argmax is
+    restricted to the superclass's classes (ties to the lowest class index) and the
+    accuracy is pooled over all samples of the superclass (so larger classes weigh more).
+    ``scores`` must be the ``(N, C)`` array ``stats`` was computed from.  A superclass
+    without samples is excluded and counted in ``details["n_superclasses_without_samples"]``;
+    ties in the minimum go to the first superclass in the mapping's order;
+    ``classes == (name,)``.  Superclasses may overlap.  Raises InputError on a class index
+    out of range (naming the superclass), a duplicate or empty member list, a scores shape
+    that does not match ``stats``, or when no superclass has samples.
+    ``WSupCA >= WSupCR`` (Eq. 5).
+    """
+    arr = np.asarray(scores)
+    if arr.shape != (stats.n_samples, stats.n_classes):
+        raise InputError(
+            f"expected shape {(stats.n_samples, stats.n_classes)} (the array the stats were "
+            f"computed from), got {arr.shape}",
+            field="scores",
+        )
+    groups = _validate_superclasses(superclasses, stats.n_classes)
+    labels = stats.labels
+    member = np.zeros(stats.n_classes, dtype=np.bool_)
+    per_super = []
+    for name, idx in groups:
+        member[:] = False
+        member[idx] = True
+        rows = np.flatnonzero(member[labels])
+        hits = 0
+        for lo in range(0, rows.shape[0], DEFAULT_CHUNK_ROWS):
+            r = rows[lo : lo + DEFAULT_CHUNK_ROWS]
+            sub = arr[np.ix_(r, idx)]
+            am = np.argmax(sub, axis=1)  # first maximum among ascending indices
+            if np.isnan(sub[np.arange(r.shape[0]), am]).any():
+                raise InputError("scores contain NaN", field="scores")
+            hits += int(np.count_nonzero(idx[am] == labels[r]))
+        per_super.append((name, hits, int(rows.shape[0])))
+    return _worst_superclass(per_super)
+
+
+def worst_superclass_recall(
+    stats: ClassificationStats, superclasses: Mapping[Any, Sequence[int]]
+) -> MetricResult:
+    """Worst-superclass recall WSupCR (paper Eq. 5).
+
+    ``WSupCR = min_S #{y in S, argmax_i s_i = y} / #{y in S}``: the unrestricted argmax
+    (over all classes, ties to the lowest index) must equal the true fine class, pooled
+    over the superclass's samples.  Same conventions as :func:`worst_superclass_accuracy`
+    (empty superclasses excluded and counted in ``details["n_superclasses_without_samples"]``,
+    ties to the first superclass in mapping order, ``classes == (name,)``).
+    """
+    groups = _validate_superclasses(superclasses, stats.n_classes)
+    hits = np.diagonal(stats.confusion)
+    per_super = [
+        (name, int(hits[idx].sum()), int(stats.support[idx].sum())) for name, idx in groups
+    ]
+    return _worst_superclass(per_super)
+
+
+# ---------------------------------------------------------------------- worst n classes
+
+
+def _n_class_inputs(stats: ClassificationStats, n: Any, k: Any):
+    k = _check_k(k)
+    valid = _valid_classes(stats)
+    m = valid.shape[0]
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= m:
+        raise InputError(
+            f"expected an integer 1 <= n <= {m} (the number of classes with samples), got {n!r}",
+            field="n",
+        )
+    hits = _topk_hits(stats, k)[valid]
+    support = stats.support[valid]
+    return int(n), valid, hits, support
+
+
+def _by_recall(valid: np.ndarray, hits: np.ndarray, support: np.ndarray, pos: np.ndarray) -> tuple[int, ...]:
+    """Class indices of positions ``pos`` ordered by (individual recall, class index)."""
+    rec = hits[pos] / support[pos]
+    order = np.lexsort((valid[pos], rec))
+    return tuple(int(c) for c in valid[pos][order])
+
+
+def worst_n_class_recall(stats: ClassificationStats, n: int, k: int = 1) -> MetricResult:
+    """Worst-n-class (top-k) recall WnCR / WnCR@k, the paper's heuristic (Sec. 3.1).
+
+    Eq. 7 (k = 1) and Eq. 10 (k > 1) define ``min over n-subsets S of
+    sum_{c in S} hits_c / sum_{c in S} support_c``.  The paper computes it with a
+    heuristic: take the ``n`` classes with the lowest individual (top-k) recall (ties to
+    the lower class index) and pool their samples.  This is exact for class-balanced test
+    sets and an upper bound otherwise; see :func:`worst_n_class_recall_exact`.
+    Classes without samples are excluded (``1 <= n <= #classes with samples``, else
+    InputError) and counted in ``details["n_classes_without_samples"]``.
+    ``classes`` are the ``n`` chosen class indices, worst first (by recall, then index).
+    """
+    n, valid, hits, support = _n_class_inputs(stats, n, k)
+    rec = hits / support
+    pos = np.lexsort((valid, rec))[:n]
+    value = int(hits[pos].sum()) / int(support[pos].sum())
+    return MetricResult(float(value), _by_recall(valid, hits, support, pos), _empty_details(stats))
+
+
+def worst_n_class_recall_exact(stats: ClassificationStats, n: int, k: int = 1) -> MetricResult:
+    """Exact worst-n-class (top-k) recall WnCR / WnCR@k (paper Eqs. 7 and 10).
+
+    ``WnCR@k = min_{|S| = n} H(S) / N(S)`` with ``H(S) = sum_{c in S} hits_c`` (top-k hits,
+    top-k ties to the lower index) and ``N(S) = sum_{c in S} support_c`` over classes with
+    samples.  This linear-fractional problem under a cardinality constraint is solved
+    exactly by Dinkelbach iteration, in integer arithmetic: with ``lambda = H(S)/N(S)``,
+    the ``n`` classes minimising ``N(S) * hits_c - H(S) * support_c`` form the next ``S``;
+    the ratio strictly decreases until that minimal sum is 0, which certifies optimality
+    (finitely many subsets, so it terminates; in practice after a few steps).  Each step is
+    an O(C log C) sort.  It starts from the heuristic set of :func:`worst_n_class_recall`
+    and equals it on class-balanced test sets.
+
+    Ties among optimal subsets: the returned set is the ``n`` classes with the smallest
+    ``hits_c - lambda* support_c``, ties to the lower class index; ``classes`` lists them
+    worst first (by individual recall, then index).  Classes without samples are excluded
+    (``details["n_classes_without_samples"]``); ``1 <= n <= #classes with samples``.
+    Non-decreasing in ``n``; ``W1CR = WCA``; ``W|C|CR = A`` when every class has samples.
+    """
+    n, valid, hits, support = _n_class_inputs(stats, n, k)
+    total = int(support.sum())
+    # keys are bounded by total**2; int64 is exact below ~3e9 samples, else use Python ints
+    dtype = np.int64 if total < 3_000_000_000 else object
+    h = hits.astype(dtype)
+    s = support.astype(dtype)
+    pos = np.lexsort((valid, hits / support))[:n]  # heuristic start
+    for _ in range(valid.shape[0] * n + 2):  # never reached: each step strictly improves
+        big_h, big_n = h[pos].sum(), s[pos].sum()
+        key = big_n * h - big_h * s  # sign of hits_c - lambda * support_c, times N(S) > 0
+        new = np.lexsort((valid, key))[:n]
+        if key[new].sum() >= 0:  # == 0: no subset has a lower ratio; new has the same one
+            pos = new
+            break
+        pos = new
+    else:  # pragma: no cover - Dinkelbach terminates
+        raise RuntimeError("Dinkelbach iteration did not converge")
+    value = int(hits[pos].sum()) / int(support[pos].sum())
+    return MetricResult(float(value), _by_recall(valid, hits, support, pos), _empty_details(stats))
+
+
+# -------------------------------------------------------------------------- worst pair
+
+
+def worst_pair_accuracy(stats: ClassificationStats, *, balanced: bool = False) -> MetricResult:
+    """Worst two-class accuracy W2CA (paper Eq. 6 with n = 2).
+
+    For every pair ``{a, b}`` the argmax is restricted to ``{a, b}``: a sample of class
+    ``a`` is correct iff ``s_a > s_b`` or (``s_a == s_b`` and ``a < b``), counted in
+    ``stats.pairwise_wins[a, b]``.  With ``W = pairwise_wins`` and ``n = support``:
+
+    * pooled (Eq. 6, default): ``(W[a, b] + W[b, a]) / (n_a + n_b)``;
+    * ``balanced=True`` (the class-balanced variant of the published code):
+      ``(W[a, b] / n_a + W[b, a] / n_b) / 2``, evaluated as one division
+      ``(W[a, b] n_b + W[b, a] n_a) / (2 n_a n_b)``.
+
+    The minimum runs over pairs ``a < b`` of classes that both have samples (classes
+    without samples are excluded, ``details["n_classes_without_samples"]``); ties go to
+    the lexicographically smallest pair; ``classes == (a, b)``.  Vectorised over the
+    ``C x C`` matrix.  Raises InputError if fewer than two classes have samples.
+    """
+    valid = _valid_classes(stats, at_least=2)
+    m = valid.shape[0]
+    if m == stats.n_classes:
+        wins, sup = stats.pairwise_wins, stats.support
+    else:
+        wins, sup = stats.pairwise_wins[np.ix_(valid, valid)], stats.support[valid]
+    if balanced:
+        num = wins * sup[None, :]
+        num += (wins * sup[None, :]).T  # W[b, a] * n_a at [a, b]
+        den = sup[:, None] * sup[None, :]
+        den *= 2
+    else:
+        num = wins + wins.T
+        den = sup[:, None] + sup[None, :]
+    value = np.divide(num, den, dtype=np.float64)
+    value[np.tri(m, dtype=np.bool_)] = np.inf  # keep a < b only
+    flat = int(np.argmin(value))  # row-major first minimum -> lexicographically smallest
+    i, j = divmod(flat, m)
+    return MetricResult(
+        float(value[i, j]), (int(valid[i]), int(valid[j])), _empty_details(stats)
+    )
