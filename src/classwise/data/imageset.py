@@ -10,9 +10,11 @@ import numpy as np
 from classwise.errors import InputError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ImageSet:
     """Images with labels, stable sample ids and class names.
+
+    Compared and hashed by identity (``eq=False``): its fields are arrays.
 
     ``images`` is ``(N, C_in, H, W)`` float32 in ``[0, 1]``; ``labels`` is ``(N,)`` int64 in
     ``[0, len(class_names))``; ``sample_ids`` is ``(N,)`` unicode and unique. The arrays are

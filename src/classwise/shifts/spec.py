@@ -35,29 +35,37 @@ class ShiftSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in SHIFT_KINDS:
-            raise InputError(f"unknown shift kind {self.kind!r}; expected one of {list(SHIFT_KINDS)}", field="kind")
+            raise InputError(
+                f"unknown shift kind {self.kind!r}; expected one of {list(SHIFT_KINDS)}", field="kind"
+            )
         if not isinstance(self.name, str) or not self.name:
             raise InputError(f"shift name must be a non-empty string, got {self.name!r}", field="name")
         object.__setattr__(self, "params", dict(self.params))
 
-    def to_dict(self) -> dict[str, Any]:
-        """``{"name", "kind", "params"}``, JSON-serialisable."""
+    def to_json(self) -> dict[str, Any]:
+        """JSON form ``{"name", "kind", "params"}`` (a dict, like the other ``to_json`` methods)."""
         return {"name": self.name, "kind": self.kind, "params": dict(self.params)}
 
-    def to_json(self) -> str:
-        """Canonical JSON text (sorted keys), stable for hashing and sidecar files."""
-        return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False)
+    def to_dict(self) -> dict[str, Any]:
+        """Alias of :meth:`to_json`."""
+        return self.to_json()
+
+    def canonical_json(self) -> str:
+        """Canonical JSON text (sorted keys), e.g. for hashing."""
+        return json.dumps(self.to_json(), sort_keys=True, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, payload: Mapping[str, Any]) -> ShiftSpec:
+    def from_json(cls, payload: Mapping[str, Any] | str) -> ShiftSpec:
+        """Inverse of :meth:`to_json`; also accepts the JSON text."""
+        data = json.loads(payload) if isinstance(payload, str) else payload
+        if not isinstance(data, Mapping):
+            raise InputError(f"expected a mapping, got {type(data).__name__}", field="shift")
         try:
-            return cls(name=payload["name"], kind=payload["kind"], params=dict(payload.get("params", {})))
+            return cls(name=data["name"], kind=data["kind"], params=dict(data.get("params", {})))
         except KeyError as exc:
             raise InputError(f"shift specification lacks {exc.args[0]!r}", field=str(exc.args[0])) from None
 
-    @classmethod
-    def from_json(cls, text: str) -> ShiftSpec:
-        return cls.from_dict(json.loads(text))
+    from_dict = from_json
 
     @property
     def corruption(self) -> str:
@@ -89,12 +97,19 @@ def corruption_spec(corruption: str, severity: int) -> ShiftSpec:
 
 
 def pgd_spec(
-    *, norm: str, eps: float, steps: int = 10, step_size: float | None = None, random_start: bool = True,
+    *,
+    norm: str,
+    eps: float,
+    steps: int = 10,
+    step_size: float | None = None,
+    random_start: bool = True,
     field_prefix: str = "shifts.pgd",
 ) -> ShiftSpec:
     """The spec named ``pgd_{norm}_eps{eps:g}``; validates every parameter."""
     if norm not in PGD_NORMS:
-        raise InputError(f"unknown norm {norm!r}; expected one of {list(PGD_NORMS)}", field=f"{field_prefix}.norm")
+        raise InputError(
+            f"unknown norm {norm!r}; expected one of {list(PGD_NORMS)}", field=f"{field_prefix}.norm"
+        )
     eps_f = _number(eps, f"{field_prefix}.eps", minimum=0.0)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise InputError(f"expected an integer >= 0, got {steps!r}", field=f"{field_prefix}.steps")
@@ -103,7 +118,9 @@ def pgd_spec(
     else:
         step_size_f = _number(step_size, f"{field_prefix}.step_size", minimum=0.0)
     if not isinstance(random_start, bool):
-        raise InputError(f"expected true or false, got {random_start!r}", field=f"{field_prefix}.random_start")
+        raise InputError(
+            f"expected true or false, got {random_start!r}", field=f"{field_prefix}.random_start"
+        )
     return ShiftSpec(
         name=f"pgd_{norm}_eps{eps_f:g}",
         kind="pgd",
@@ -131,7 +148,9 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     known_keys = {"clean", "corruptions", "severities", "pgd"}
     unknown = sorted(set(section) - known_keys)
     if unknown:
-        raise InputError(f"unknown key(s) {unknown}; expected some of {sorted(known_keys)}", field=f"shifts.{unknown[0]}")
+        raise InputError(
+            f"unknown key(s) {unknown}; expected some of {sorted(known_keys)}", field=f"shifts.{unknown[0]}"
+        )
 
     specs: list[ShiftSpec] = []
     clean = section.get("clean", True)
@@ -149,7 +168,8 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     for i, corruption in enumerate(corruptions):
         if not isinstance(corruption, str) or corruption not in CORRUPTIONS:
             raise InputError(
-                f"unknown corruption {corruption!r}; known: {sorted(CORRUPTIONS)}", field=f"shifts.corruptions[{i}]"
+                f"unknown corruption {corruption!r}; known: {sorted(CORRUPTIONS)}",
+                field=f"shifts.corruptions[{i}]",
             )
         for severity in severities:
             specs.append(corruption_spec(corruption, severity))
@@ -161,7 +181,9 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
         allowed = {"norm", "eps", "steps", "step_size", "random_start"}
         extra = sorted(set(entry) - allowed)
         if extra:
-            raise InputError(f"unknown key(s) {extra}; expected some of {sorted(allowed)}", field=f"{prefix}.{extra[0]}")
+            raise InputError(
+                f"unknown key(s) {extra}; expected some of {sorted(allowed)}", field=f"{prefix}.{extra[0]}"
+            )
         for required in ("norm", "eps"):
             if required not in entry:
                 raise InputError("is required", field=f"{prefix}.{required}")

@@ -1,0 +1,134 @@
+"""Model checkpoints: the weights plus everything needed to rebuild the model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from classwise.atomic import atomic_path
+from classwise.errors import InputError
+from classwise.models.architectures import build_model
+
+CHECKPOINT_FORMAT = "classwise-checkpoint"
+CHECKPOINT_VERSION = 1
+_METADATA_KEYS = ("architecture", "n_classes", "input_shape", "options", "class_names", "extra")
+
+
+def save_checkpoint(
+    path: str | Path,
+    model: nn.Module,
+    *,
+    architecture: str,
+    n_classes: int,
+    input_shape: Sequence[int],
+    options: dict[str, Any],
+    class_names: Sequence[str],
+    extra: dict[str, Any],
+) -> None:
+    """Write ``model``'s weights (moved to CPU) and its metadata to ``path``, atomically.
+
+    ``options`` are the keyword options passed to :func:`build_model`; ``extra`` is free-form,
+    JSON-like metadata (numbers, strings, lists, dicts) such as a training summary.
+    """
+    payload = {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "architecture": str(architecture),
+        "n_classes": int(n_classes),
+        "input_shape": [int(v) for v in input_shape],
+        "options": _plain(dict(options)),
+        "class_names": [str(name) for name in class_names],
+        "extra": _plain(dict(extra)),
+        "state_dict": {key: value.detach().cpu().clone() for key, value in model.state_dict().items()},
+    }
+    with atomic_path(path) as tmp:
+        torch.save(payload, str(tmp))
+
+
+def load_checkpoint(
+    path: str | Path, map_location: str | torch.device = "cpu"
+) -> tuple[nn.Module, dict[str, Any]]:
+    """Rebuild the model saved at ``path`` (in eval mode) and return it with its metadata.
+
+    The metadata holds ``architecture``, ``n_classes``, ``input_shape`` (a tuple), ``options``,
+    ``class_names`` (a tuple) and ``extra``. A missing or unreadable file, or weights that do not
+    fit the architecture, raise :class:`InputError` naming the file.
+    """
+    source = Path(path)
+    if not source.is_file():
+        raise InputError("checkpoint file does not exist", path=source)
+    try:
+        payload = torch.load(str(source), map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many types for corrupt or foreign files
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        raise InputError(
+            f"cannot read checkpoint ({type(exc).__name__}: {first_line})", path=source
+        ) from None
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise InputError("not a classwise checkpoint (missing format marker)", path=source)
+    if payload.get("version") != CHECKPOINT_VERSION:
+        raise InputError(
+            f"unsupported checkpoint version {payload.get('version')!r}; expected {CHECKPOINT_VERSION}",
+            path=source,
+            field="version",
+        )
+    for key in (*_METADATA_KEYS, "state_dict"):
+        if key not in payload:
+            raise InputError("checkpoint lacks this entry", path=source, field=key)
+    metadata = {key: payload[key] for key in _METADATA_KEYS}
+    metadata["input_shape"] = tuple(int(v) for v in metadata["input_shape"])
+    metadata["class_names"] = tuple(metadata["class_names"])
+    try:
+        model = build_model(
+            metadata["architecture"],
+            n_classes=int(metadata["n_classes"]),
+            input_shape=metadata["input_shape"],
+            **metadata["options"],
+        )
+    except InputError as exc:
+        raise InputError(f"cannot rebuild the model: {exc}", path=source, field=exc.field) from None
+    _check_state_dict(model, payload["state_dict"], source)
+    model.load_state_dict(payload["state_dict"])
+    model.to(map_location)
+    model.eval()
+    return model, metadata
+
+
+def _check_state_dict(model: nn.Module, state: Any, source: Path) -> None:
+    if not isinstance(state, dict):
+        raise InputError("state_dict is not a mapping", path=source, field="state_dict")
+    expected = model.state_dict()
+    missing = [key for key in expected if key not in state]
+    unexpected = [key for key in state if key not in expected]
+    if missing or unexpected:
+        raise InputError(
+            f"weights do not fit architecture {type(model).__name__}: missing {missing}, unexpected {unexpected}",
+            path=source,
+            field=f"state_dict.{(missing or unexpected)[0]}",
+        )
+    for key, reference in expected.items():
+        value = state[key]
+        if not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(reference.shape):
+            shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            raise InputError(
+                f"parameter {key!r} has shape {shape} but the architecture expects {tuple(reference.shape)}",
+                path=source,
+                field=f"state_dict.{key}",
+            )
+
+
+def _plain(value: Any) -> Any:
+    """Convert tuples to lists (recursively) so the payload loads with ``weights_only=True``."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
+        return value.item()
+    raise InputError(f"checkpoint metadata must be JSON-like; got {type(value).__name__}", field="extra")

@@ -1,0 +1,34 @@
+"""Figures of the papers, drawn with matplotlib and saved as PNG atomically.
+
+Figures are built with :class:`matplotlib.figure.Figure` directly (never ``pyplot``), so
+no GUI backend, global figure registry or ``matplotlib.use`` call is involved: rendering
+always goes through Agg and is safe in worker processes.  Every plotting function writes
+through :func:`classwise.atomic.atomic_path`, so a failed save leaves no file behind.
+
+* :mod:`classwise.plots.reliability` -- reported vs measured accuracy (decisiveness
+  paper, Figure 1).
+* :mod:`classwise.plots.classwise` -- per-class bars, confusion heatmaps and model
+  similarity matrices (CFPS paper, Figures 1-4 and 7).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from classwise.atomic import atomic_path
+
+#: Tick labels are drawn for at most this many classes.
+MAX_LABELLED_CLASSES = 50
+DPI = 120
+
+
+def save_png(fig: Figure, path: str | Path, *, dpi: int = DPI) -> Path:
+    """Render ``fig`` to ``path`` as PNG, atomically (nothing is left if rendering fails)."""
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; figures are meant to be shared
+    return target

@@ -1,0 +1,212 @@
+"""Per-class figures of classwise-robustness-cfps.txt.
+
+* :func:`plot_class_bars` -- grouped bars of a per-class value for several models
+  (class-wise accuracy and CFPS, the papers' Figures 1-3);
+* :func:`plot_confusion` -- a confusion-matrix heatmap (Figure 4);
+* :func:`plot_similarity` -- a model-by-model similarity matrix (Figure 7).
+
+All are readable for 10 classes and degrade gracefully for 1000: past
+:data:`classwise.plots.MAX_LABELLED_CLASSES` classes there are no class tick labels, no
+cell annotations, and per-class bars become one line per model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.colors import PowerNorm
+from matplotlib.figure import Figure
+
+from classwise.errors import InputError
+from classwise.plots import MAX_LABELLED_CLASSES, save_png
+
+_ANNOTATE_MAX = 12  # annotate heatmap cells up to this many rows/columns
+
+
+def plot_class_bars(
+    values: Mapping[str, np.ndarray],
+    class_names: Sequence[str],
+    *,
+    ylabel: str,
+    title: str,
+    path: str | Path,
+    reference_lines: Mapping[str, float] | None = None,
+) -> Path:
+    """Grouped bars: for each class one bar per model (``values``: model -> (C,) array).
+
+    NaN values (e.g. the recall of a class without samples) are left out.  Optional
+    ``reference_lines`` (model -> value) draw a dashed horizontal line per model in the
+    model's colour, as the paper's Figure 1 does with overall accuracy.  Past
+    ``MAX_LABELLED_CLASSES`` classes each model is drawn as a line over the class index.
+    """
+    models = list(values)
+    if not models:
+        raise InputError("no models to plot", field="values")
+    names = [str(n) for n in class_names]
+    c = len(names)
+    if c == 0:
+        raise InputError("no classes to plot", field="class_names")
+    series = []
+    for model in models:
+        v = np.asarray(values[model], dtype=np.float64)
+        if v.shape != (c,):
+            raise InputError(f"expected shape ({c},) to match class_names, got {v.shape}", field=f"values[{model!r}]")
+        series.append(v)
+    colors = [f"C{i % 10}" for i in range(len(models))]
+
+    many = c > MAX_LABELLED_CLASSES
+    width_in = 10.0 if many else min(18.0, max(6.0, 0.28 * c * max(1, len(models)) + 2.0))
+    fig = Figure(figsize=(width_in, 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    x = np.arange(c)
+    if many:
+        for model, v, color in zip(models, series, colors):
+            ax.plot(x, v, drawstyle="steps-mid", linewidth=0.8, color=color, label=model)
+        ax.set_xlim(-0.5, c - 0.5)
+        ax.set_xlabel(f"class index ({c} classes)")
+    else:
+        group = 0.8
+        bar = group / len(models)
+        for i, (model, v, color) in enumerate(zip(models, series, colors)):
+            ok = np.isfinite(v)
+            offset = -group / 2 + (i + 0.5) * bar
+            ax.bar(x[ok] + offset, v[ok], width=bar, color=color, label=model)
+        ax.set_xticks(x)
+        rotate = max(len(n) for n in names) > 4 or c > 12
+        ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
+        ax.set_xlim(-0.6, c - 0.4)
+        ax.set_xlabel("class")
+    if reference_lines:
+        for model, color in zip(models, colors):
+            if model in reference_lines and np.isfinite(reference_lines[model]):
+                ax.axhline(float(reference_lines[model]), color=color, linestyle="--", linewidth=1.0)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    if len(models) > 1 or not many:
+        ax.legend(fontsize=7.5, ncols=min(len(models), 4), loc="best")
+    return save_png(fig, path)
+
+
+def plot_confusion(
+    confusion: np.ndarray,
+    class_names: Sequence[str],
+    *,
+    title: str,
+    path: str | Path,
+    normalize: bool = True,
+) -> Path:
+    """Heatmap of a confusion matrix indexed ``[true, predicted]`` (true classes down the
+    vertical axis, predictions along the horizontal one, as in the paper's Figure 4).
+
+    ``normalize=True`` shows each row as fractions of the true class (a class without
+    samples stays blank); otherwise raw counts.  Cells are annotated up to 12 classes.
+    Past ``MAX_LABELLED_CLASSES`` classes the colour scale is square-root and runs up to the
+    largest cell, and cells are averaged when downsampled, so structure stays visible.
+    """
+    m = np.asarray(confusion, dtype=np.float64)
+    c = len(class_names)
+    if m.ndim != 2 or m.shape != (c, c):
+        raise InputError(f"expected a ({c}, {c}) confusion matrix to match class_names, got {m.shape}", field="confusion")
+    if not np.isfinite(m).all() or (m < 0).any():
+        raise InputError("confusion counts must be finite and non-negative", field="confusion")
+    if normalize:
+        support = m.sum(axis=1, keepdims=True)
+        shown = np.divide(m, support, out=np.full_like(m, np.nan), where=support > 0)
+        label = "fraction of true class"
+    else:
+        shown = m
+        label = "samples"
+    side = 5.5 if c <= 12 else 7.5
+    fig = Figure(figsize=(side + 1.2, side), layout="constrained")
+    ax = fig.add_subplot()
+    finite = shown[np.isfinite(shown)]
+    top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    if c > MAX_LABELLED_CLASSES:
+        # cells are smaller than a pixel: average them when downsampling, and stretch the
+        # low end (square-root scale) so that off-diagonal mass stays visible
+        norm = PowerNorm(0.5, vmin=0.0, vmax=top)
+        image = ax.imshow(np.ma.masked_invalid(shown), cmap="viridis", norm=norm, interpolation="antialiased",
+                          interpolation_stage="data", aspect="equal")
+        label += " (square-root scale)"
+    else:
+        image = ax.imshow(np.ma.masked_invalid(shown), cmap="viridis", interpolation="nearest",
+                          vmin=0.0, vmax=1.0 if normalize else top, aspect="equal")
+    fig.colorbar(image, ax=ax, label=label, shrink=0.85)
+    _class_ticks(ax, [str(n) for n in class_names])
+    if c <= _ANNOTATE_MAX:
+        for i in range(c):
+            for j in range(c):
+                if np.isfinite(shown[i, j]):
+                    text = f"{shown[i, j]:.2f}" if normalize else f"{shown[i, j]:.0f}"
+                    color = "black" if shown[i, j] > 0.6 * top else "white"
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
+    ax.set_xlabel("predicted class")
+    ax.set_ylabel("true class")
+    ax.set_title(title)
+    return save_png(fig, path)
+
+
+def plot_similarity(
+    names: Sequence[str],
+    matrix: np.ndarray,
+    *,
+    title: str,
+    path: str | Path,
+) -> Path:
+    """Heatmap of a symmetric model-by-model similarity matrix (the paper's Figure 7),
+    e.g. from :func:`classwise.metrics.cfps.prediction_cosine_similarity`.
+
+    Cells are annotated (up to 20 models) with 2 to 4 decimals, enough to tell the
+    off-diagonal values apart; NaN cells stay blank.  The
+    colour scale spans the finite off-diagonal values so that differences are visible.
+    """
+    labels = [str(n) for n in names]
+    s = np.asarray(matrix, dtype=np.float64)
+    n = len(labels)
+    if n == 0 or s.shape != (n, n):
+        raise InputError(f"expected a ({n}, {n}) matrix to match names, got {s.shape}", field="matrix")
+    off = s[~np.eye(n, dtype=bool)]
+    finite = off[np.isfinite(off)]
+    if finite.size:
+        vmin, vmax = float(finite.min()), float(finite.max())
+        if vmax - vmin < 1e-6:
+            vmin, vmax = vmin - 0.05, vmax + 0.05
+    else:
+        vmin, vmax = 0.0, 1.0
+    side = min(12.0, max(4.5, 0.6 * n + 2.5))
+    fig = Figure(figsize=(side + 1.2, side), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(np.ma.masked_invalid(s), cmap="viridis", vmin=vmin, vmax=vmax, interpolation="nearest")
+    fig.colorbar(image, ax=ax, label="cosine similarity", shrink=0.85)
+    ax.set_xticks(np.arange(n))
+    ax.set_yticks(np.arange(n))
+    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
+    ax.set_yticklabels(labels, fontsize=8)
+    if n <= 20:
+        mid = (vmin + vmax) / 2
+        spread = vmax - vmin
+        decimals = int(np.clip(np.ceil(-np.log10(spread)) + 1, 2, 4)) if spread > 0 else 2
+        for i in range(n):
+            for j in range(n):
+                if np.isfinite(s[i, j]):
+                    ax.text(j, i, f"{s[i, j]:.{decimals}f}", ha="center", va="center", fontsize=8,
+                            color="black" if s[i, j] > mid else "white")
+    ax.set_title(title)
+    return save_png(fig, path)
+
+
+def _class_ticks(ax, names: list[str]) -> None:
+    c = len(names)
+    if c > MAX_LABELLED_CLASSES:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        return
+    ticks = np.arange(c)
+    ax.set_xticks(ticks)
+    ax.set_yticks(ticks)
+    rotate = max(len(n) for n in names) > 3
+    ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
+    ax.set_yticklabels(names, fontsize=8)

@@ -1,0 +1,83 @@
+"""The digits demo data: shapes, ids, a reproducible stratified split, ImageSet validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from classwise.data import ImageSet, load_digits_imageset, load_digits_split
+from classwise.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def split() -> tuple[ImageSet, ImageSet]:
+    return load_digits_split(test_fraction=0.3, seed=0)
+
+
+def test_full_set_shape_range_and_ids() -> None:
+    full = load_digits_imageset()
+    assert len(full) == 1797
+    assert full.images.shape == (1797, 1, 8, 8)
+    assert full.images.dtype == np.float32
+    assert full.labels.dtype == np.int64
+    assert full.images.min() == 0.0 and full.images.max() == 1.0
+    # 17 grey levels 0..16, divided by 16
+    assert np.array_equal(np.unique(full.images * 16), np.arange(17, dtype=np.float32))
+    assert full.class_names == tuple(str(d) for d in range(10))
+    assert full.sample_ids[0] == "digits-0000" and full.sample_ids[1796] == "digits-1796"
+
+
+def test_split_is_a_partition(split: tuple[ImageSet, ImageSet]) -> None:
+    train, test = split
+    assert len(train) + len(test) == 1797
+    assert len(test) == 540  # ceil(0.3 * 1797)
+    assert not set(train.sample_ids) & set(test.sample_ids)
+    full = load_digits_imageset()
+    assert set(train.sample_ids) | set(test.sample_ids) == set(full.sample_ids)
+    # images and labels travel with their ids
+    index = {sid: i for i, sid in enumerate(full.sample_ids)}
+    rows = [index[sid] for sid in test.sample_ids]
+    assert np.array_equal(test.images, full.images[rows])
+    assert np.array_equal(test.labels, full.labels[rows])
+
+
+def test_split_is_stratified(split: tuple[ImageSet, ImageSet]) -> None:
+    _, test = split
+    full = load_digits_imageset()
+    totals = np.bincount(full.labels, minlength=10)
+    counts = np.bincount(test.labels, minlength=10)
+    assert np.all(np.abs(counts - 0.3 * totals) <= 1.0), (counts, 0.3 * totals)
+
+
+def test_split_is_reproducible_and_seeded(split: tuple[ImageSet, ImageSet]) -> None:
+    train, test = split
+    train2, test2 = load_digits_split(test_fraction=0.3, seed=0)
+    assert np.array_equal(test.sample_ids, test2.sample_ids)
+    assert np.array_equal(train.images, train2.images)
+    _, other = load_digits_split(test_fraction=0.3, seed=1)
+    assert not np.array_equal(test.sample_ids, other.sample_ids)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0, -0.1, "0.3", True])
+def test_bad_test_fraction(fraction: object) -> None:
+    with pytest.raises(InputError, match="test_fraction"):
+        load_digits_split(test_fraction=fraction, seed=0)  # type: ignore[arg-type]
+
+
+def test_imageset_subset_and_validation(split: tuple[ImageSet, ImageSet]) -> None:
+    _, test = split
+    sub = test.subset([5, 2, 7])
+    assert len(sub) == 3
+    assert list(sub.sample_ids) == [test.sample_ids[5], test.sample_ids[2], test.sample_ids[7]]
+    mask = test.labels == 3
+    assert np.all(test.subset(mask).labels == 3)
+    assert test.input_shape == (1, 8, 8)
+    ok = dict(
+        images=np.zeros((2, 1, 2, 2), np.float32), labels=np.array([0, 1]), sample_ids=np.array(["a", "b"])
+    )
+    with pytest.raises(InputError, match="labels"):
+        ImageSet(**{**ok, "labels": np.array([0, 2])}, class_names=("x", "y"))
+    with pytest.raises(InputError, match="sample_ids"):
+        ImageSet(**{**ok, "sample_ids": np.array(["a", "a"])}, class_names=("x", "y"))
+    with pytest.raises(InputError, match="images"):
+        ImageSet(**{**ok, "images": np.full((2, 1, 2, 2), 2.0, np.float32)}, class_names=("x", "y"))

@@ -1,0 +1,140 @@
+"""Figures: written as valid, non-blank PNGs, atomically."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from classwise.errors import InputError
+from classwise.metrics.decisiveness import measured_metrics, reported_metrics
+from classwise.metrics.probabilities import Probabilities
+from classwise.plots import MAX_LABELLED_CLASSES
+from classwise.plots import classwise as cw
+from classwise.plots.classwise import plot_class_bars, plot_confusion, plot_similarity
+from classwise.plots.reliability import plot_reliability
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+NAMES10 = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+def _assert_png(path: Path) -> None:
+    assert path.is_file()
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    pixels = matplotlib.image.imread(path)
+    assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
+    assert float(np.var(pixels[..., :3])) > 0.0  # not a blank canvas
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.fixture(scope="module")
+def calibration():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3000, 10)) * 3
+    y = rng.integers(0, 10, 3000)
+    x[np.arange(3000), y] += 12.0  # an accurate model: a singular top bin
+    pr = Probabilities.from_scores(x, "logits")
+    return measured_metrics(pr, y), reported_metrics(pr.correct_class_log_prob(y))
+
+
+@pytest.fixture(scope="module")
+def confusion10():
+    rng = np.random.default_rng(1)
+    m = rng.integers(0, 30, (10, 10))
+    np.fill_diagonal(m, rng.integers(300, 500, 10))
+    return m
+
+
+def test_reliability(tmp_path, calibration):
+    measured, reported = calibration
+    assert measured.singular.any()  # the hatched singularity bin is drawn
+    out = plot_reliability(measured, reported, title="model / data", path=tmp_path / "sub" / "rel.png")
+    assert out == tmp_path / "sub" / "rel.png"
+    _assert_png(out)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+
+
+def test_reliability_without_a_slope(tmp_path):
+    # every correct-class probability equal: decisiveness == robustness, slope undefined
+    pr = Probabilities.from_scores(np.zeros((20, 4)), "logits")
+    y = np.zeros(20, dtype=np.int64)
+    _assert_png(plot_reliability(measured_metrics(pr, y), reported_metrics(pr.correct_class_log_prob(y)), title="flat", path=tmp_path / "flat.png"))
+
+
+def test_class_bars(tmp_path, confusion10):
+    values = {"m1": np.diag(confusion10) / confusion10.sum(1), "m2": np.linspace(0.2, 0.9, 10)}
+    values["m2"][3] = np.nan  # a class without samples
+    path = plot_class_bars(values, NAMES10, ylabel="recall", title="class-wise accuracy", path=tmp_path / "bars.png",
+                           reference_lines={"m1": 0.8, "m2": 0.6})
+    _assert_png(path)
+
+
+def test_confusion_and_similarity(tmp_path, confusion10):
+    _assert_png(plot_confusion(confusion10, NAMES10, title="confusion", path=tmp_path / "c.png"))
+    _assert_png(plot_confusion(confusion10, NAMES10, title="counts", path=tmp_path / "n.png", normalize=False))
+    s = np.array([[1.0, 0.8, 0.76], [0.8, 1.0, np.nan], [0.76, np.nan, 1.0]])
+    _assert_png(plot_similarity(["a", "b", "c"], s, title="similarity", path=tmp_path / "s.png"))
+
+
+def test_thousand_classes(tmp_path):
+    rng = np.random.default_rng(2)
+    c = 1000
+    names = [f"class {i}" for i in range(c)]
+    values = {"a": rng.random(c), "b": rng.random(c)}
+    _assert_png(plot_class_bars(values, names, ylabel="CFPS", title="1000 classes", path=tmp_path / "b.png"))
+    m = rng.integers(0, 3, (c, c))
+    np.fill_diagonal(m, 50)
+    _assert_png(plot_confusion(m, names, title="1000 classes", path=tmp_path / "c.png"))
+
+
+def test_class_ticks_stop_past_the_limit():
+    for c, labelled in ((10, True), (MAX_LABELLED_CLASSES, True), (MAX_LABELLED_CLASSES + 1, False)):
+        ax = Figure().add_subplot()
+        cw._class_ticks(ax, [f"n{i}" for i in range(c)])
+        shown = [t.get_text() for t in ax.get_xticklabels()]
+        assert (shown == [f"n{i}" for i in range(c)]) if labelled else (len(ax.get_xticks()) == 0)
+
+
+def test_failed_save_leaves_nothing(tmp_path, monkeypatch, calibration, confusion10):
+    def broken_savefig(self, fname, *args, **kwargs):
+        Path(fname).write_bytes(PNG_MAGIC + b"half a picture")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Figure, "savefig", broken_savefig)
+    measured, reported = calibration
+    kept = tmp_path / "kept.png"
+    kept.write_bytes(b"previous figure")
+    calls = [
+        lambda p: plot_reliability(measured, reported, title="t", path=p),
+        lambda p: plot_class_bars({"m": np.ones(10)}, NAMES10, ylabel="y", title="t", path=p),
+        lambda p: plot_confusion(confusion10, NAMES10, title="t", path=p),
+        lambda p: plot_similarity(["a", "b"], np.eye(2), title="t", path=p),
+    ]
+    for i, call in enumerate(calls):
+        with pytest.raises(OSError, match="disk full"):
+            call(tmp_path / f"new{i}.png")
+        with pytest.raises(OSError, match="disk full"):
+            call(kept)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.png"]
+    assert kept.read_bytes() == b"previous figure"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: plot_class_bars({"m": np.ones(3)}, NAMES10, ylabel="y", title="t", path=p),
+        lambda p: plot_class_bars({}, NAMES10, ylabel="y", title="t", path=p),
+        lambda p: plot_confusion(np.ones((3, 3)), NAMES10, title="t", path=p),
+        lambda p: plot_confusion(-np.ones((2, 2)), ["a", "b"], title="t", path=p),
+        lambda p: plot_similarity(["a", "b"], np.eye(3), title="t", path=p),
+        lambda p: plot_reliability("not a calibration", None, title="t", path=p),
+    ],
+)
+def test_bad_input_raises_and_writes_nothing(tmp_path, call):
+    with pytest.raises(InputError):
+        call(tmp_path / "x.png")
+    assert list(tmp_path.iterdir()) == []
