@@ -1,0 +1,166 @@
+"""Verified downloads: stream to a temporary name, check sha256, rename atomically.
+
+Conventions:
+
+- Every download names its expected sha256 (64 hex digits). The file only ever appears at
+  ``dest`` complete and verified; while it streams it lives under a temporary name in ``dest``'s
+  directory, which is removed on any failure.
+- A ``dest`` that already exists with the expected digest is not downloaded again (so a download
+  rule can be rerun, and a user can drop a file in place by hand on a machine without internet).
+- Network failures (connection refused or reset, timeouts, truncated bodies, HTTP 5xx, 408 and
+  429) are retried ``retries`` times with exponential backoff (``backoff * 2**attempt`` seconds);
+  other HTTP errors (404, 403, ...) fail at once. After the last attempt a
+  :class:`DownloadError` names the URL, the destination and the last error.
+- A checksum mismatch is not a network error and is not retried: it raises
+  :class:`~classwise.errors.InputError` naming the file, the URL and both digests, and leaves
+  nothing behind.
+
+Only the standard library (``urllib``) is used, so downloads work wherever Python does; they
+belong in Snakemake ``localrule``s (or a step run before the workflow) so that jobs on compute
+nodes without internet never download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import logging
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from classwise.atomic import atomic_path
+from classwise.errors import InputError
+
+__all__ = ["DownloadError", "download", "sha256_file", "check_sha256"]
+
+log = logging.getLogger(__name__)
+
+CHUNK_SIZE = 1 << 20
+"""Bytes read (and hashed) per step while streaming or hashing a file."""
+
+USER_AGENT = "classwise-downloader/1 (+urllib)"
+"""Some hosts refuse urllib's default agent string; this one names the tool."""
+
+RETRYABLE_HTTP_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+"""HTTP statuses that are worth another attempt; any other HTTP error is final."""
+
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+class DownloadError(OSError):
+    """A download that failed for a network reason after all its attempts (or a final HTTP error)."""
+
+
+def check_sha256(value: object, *, field: str = "sha256") -> str:
+    """``value`` as a lower-case 64-hex-digit sha256, or :class:`InputError` naming ``field``."""
+    if not isinstance(value, str) or not _SHA256_RE.match(value.strip().lower()):
+        raise InputError(f"expected a sha256 digest of 64 hexadecimal digits, got {value!r}", field=field)
+    return value.strip().lower()
+
+
+def sha256_file(path: str | Path, *, chunk_size: int = CHUNK_SIZE) -> str:
+    """The lower-case hex sha256 of the file at ``path``, read in chunks (constant memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _is_retryable(error: BaseException) -> bool:
+    if isinstance(error, urllib.error.HTTPError):
+        return error.code in RETRYABLE_HTTP_STATUS
+    return isinstance(
+        error,
+        (urllib.error.URLError, ConnectionError, TimeoutError, socket.timeout, http.client.HTTPException, _Truncated),
+    )
+
+
+class _Truncated(OSError):
+    """The body ended before the ``Content-Length`` the server announced."""
+
+
+def _stream(url: str, tmp: Path, *, timeout: float, chunk_size: int) -> str:
+    """Stream ``url`` into ``tmp`` (overwriting it); return the sha256 of what was written."""
+    digest = hashlib.sha256()
+    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+    with urllib.request.urlopen(request, timeout=timeout) as response, open(tmp, "wb") as out:
+        length = response.headers.get("Content-Length")
+        expected = int(length) if length is not None and length.strip().isdigit() else None
+        received = 0
+        while chunk := response.read(chunk_size):
+            out.write(chunk)
+            digest.update(chunk)
+            received += len(chunk)
+        if expected is not None and received != expected:
+            raise _Truncated(f"received {received} of {expected} bytes")
+        out.flush()
+    return digest.hexdigest()
+
+
+def download(
+    url: str,
+    dest: str | Path,
+    *,
+    sha256: str,
+    retries: int = 3,
+    backoff: float = 2.0,
+    timeout: float = 60.0,
+    chunk_size: int = CHUNK_SIZE,
+) -> Path:
+    """Download ``url`` to ``dest`` and verify its sha256; return ``dest`` as a :class:`Path`.
+
+    ``retries`` is the number of further attempts after a retryable failure (so at most
+    ``retries + 1`` requests); the wait before attempt ``i`` (1-based retry) is
+    ``backoff * 2**(i - 1)`` seconds. ``timeout`` is the socket timeout of each request in
+    seconds. Raises :class:`InputError` on a checksum mismatch (not retried) and
+    :class:`DownloadError` when the network attempts are exhausted or the server answers with a
+    final HTTP error. See the module docstring for the guarantees.
+    """
+    expected = check_sha256(sha256)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise InputError(f"expected an integer >= 0, got {retries!r}", field="retries")
+    if not backoff >= 0:
+        raise InputError(f"expected a number >= 0, got {backoff!r}", field="backoff")
+    if not timeout > 0:
+        raise InputError(f"expected a number > 0, got {timeout!r}", field="timeout")
+    target = Path(dest)
+    if target.is_file():
+        actual = sha256_file(target, chunk_size=chunk_size)
+        if actual == expected:
+            log.info("%s: already present with the expected sha256, not downloading", target)
+            return target
+        log.warning("%s: present with sha256 %s, expected %s; downloading again", target, actual, expected)
+
+    attempts = retries + 1
+    last_error: BaseException | None = None
+    for attempt in range(attempts):
+        if attempt:
+            wait = backoff * 2 ** (attempt - 1)
+            log.warning("%s: attempt %d/%d failed (%s); retrying in %.1f s", url, attempt, attempts, last_error, wait)
+            time.sleep(wait)
+        try:
+            with atomic_path(target) as tmp:
+                actual = _stream(url, tmp, timeout=timeout, chunk_size=chunk_size)
+                if actual != expected:
+                    raise InputError(
+                        f"checksum mismatch for the download of {url}: expected sha256 {expected}, "
+                        f"got sha256 {actual}; the file was not kept",
+                        path=target,
+                        field="sha256",
+                    )
+            log.info("%s: downloaded from %s, sha256 verified", target, url)
+            return target
+        except InputError:
+            raise
+        except Exception as error:  # noqa: BLE001 - classified just below
+            if not _is_retryable(error):
+                raise DownloadError(f"{target}: downloading {url} failed: {error}") from error
+            last_error = error
+    raise DownloadError(
+        f"{target}: downloading {url} failed after {attempts} attempt(s); last error: {last_error}"
+    ) from last_error
