@@ -1,0 +1,171 @@
+"""RobustBench models by name, dataset and threat model, through the ``robustbench`` package.
+
+``robustbench`` is imported lazily (it is an optional dependency with heavy pins of its own).
+Downloading calls its own loader, ``robustbench.utils.load_model(name, model_dir=dest, ...)``,
+which stores ``<dest>/<dataset>/<threat_model>/<name>.pt`` (ensembles: ``<name>.pt_m<i>.pt``);
+loading calls it again on the same directory, where the files are found and nothing is fetched.
+RobustBench's CIFAR models take ``[0, 1]`` images and normalise themselves, so the data config has
+``mean = 0`` and ``std = 1`` and the wrapper's normalisation is the identity.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from torch import nn
+
+from classwise.data.downloads import sha256_file
+from classwise.errors import InputError
+from classwise.models.data_config import DataConfig
+from classwise.models.fetch import FetchedFile, FetchOptions
+from classwise.models.state_dicts import runtime_load_error
+
+if TYPE_CHECKING:
+    from classwise.models.zoo import ModelSpec
+
+__all__ = ["DATASETS", "THREAT_MODELS", "build", "check_name", "data_config", "download", "model_files"]
+
+DATASETS = ("cifar10", "cifar100", "imagenet")
+THREAT_MODELS = ("Linf", "L2", "corruptions")
+_IMAGENET_PREPROCESSING: dict[str | None, dict[str, Any]] = {
+    "Res256Crop224": dict(
+        input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bilinear"
+    ),
+    "BicubicRes256Crop224": dict(
+        input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bicubic"
+    ),
+    "Res224": dict(input_size=(3, 224, 224), resize_size=(224, 224), crop_mode="squash", interpolation="bilinear"),
+    "Crop288": dict(input_size=(3, 288, 288), resize_size=None, crop_mode="none", interpolation="bilinear"),
+}
+"""RobustBench's named ImageNet preprocessings (``robustbench.data.PREPROCESSINGS``), as data configs."""
+
+
+def _robustbench() -> Any:
+    """The ``robustbench`` package, or :class:`InputError` saying how to install it."""
+    try:
+        import robustbench  # noqa: F401
+        import robustbench.model_zoo
+        import robustbench.utils
+    except ImportError as exc:
+        raise InputError(
+            "models with source 'robustbench' need the robustbench package "
+            f"(pip install robustbench; import failed: {exc})",
+            field="source",
+        ) from None
+    return robustbench
+
+
+def _by_value(table: Mapping[Any, Any]) -> dict[str, Any]:
+    """RobustBench keys its tables by enums; index them by the enums' string values."""
+    return {str(getattr(key, "value", key)): value for key, value in table.items()}
+
+
+def _entry(spec: ModelSpec) -> Mapping[str, Any]:
+    rb = _robustbench()
+    datasets = _by_value(rb.model_zoo.model_dicts)
+    dataset = str(spec.dataset)
+    if dataset not in datasets:
+        raise InputError(f"RobustBench has no dataset {dataset!r}; known: {sorted(datasets)}", field="dataset")
+    threats = _by_value(datasets[dataset])
+    threat = str(spec.threat_model)
+    if threat not in threats:
+        raise InputError(
+            f"RobustBench has no threat model {threat!r} for {dataset}; known: {sorted(threats)}", field="threat_model"
+        )
+    models = threats[threat]
+    if spec.name not in models:
+        close = difflib.get_close_matches(str(spec.name), list(models), n=5)
+        raise InputError(
+            f"RobustBench has no {dataset} {threat} model {spec.name!r}; close matches: {close}", field="name"
+        )
+    return models[spec.name]
+
+
+def check_name(spec: ModelSpec) -> None:
+    """:class:`InputError` for an unknown dataset, threat model or model name (needs robustbench)."""
+    _entry(spec)
+
+
+def model_files(spec: ModelSpec, model_dir: Path) -> list[Path]:
+    """The files RobustBench keeps for ``spec`` under ``model_dir``."""
+    folder = model_dir / str(spec.dataset) / str(spec.threat_model)
+    name = str(spec.name)
+    return sorted(p for p in folder.glob(f"{name}.pt*") if p.name == f"{name}.pt" or p.name.startswith(f"{name}.pt_m"))
+
+
+def _load(spec: ModelSpec, model_dir: Path) -> nn.Module:
+    rb = _robustbench()
+    try:
+        model = rb.utils.load_model(
+            model_name=str(spec.name),
+            model_dir=str(model_dir),
+            dataset=str(spec.dataset),
+            threat_model=str(spec.threat_model),
+        )
+    except RuntimeError as exc:
+        raise runtime_load_error(exc, model_dir, what=f"RobustBench model {spec.name!r}") from None
+    return model.eval()
+
+
+def download(spec: ModelSpec, dest_dir: Path, options: FetchOptions) -> list[FetchedFile]:
+    """Download with RobustBench's own loader (it fetches from its own hosts; ``options`` do not
+    apply) and record each file's sha256. A model that RobustBench loads without a file under
+    ``dest_dir`` (one it would fetch at load time) is refused: compute nodes have no network."""
+    _entry(spec)
+    _load(spec, dest_dir)
+    files = model_files(spec, dest_dir)
+    if not files:
+        raise InputError(
+            f"RobustBench loaded {spec.name!r} without storing a file under {dest_dir}; it would need "
+            "network at inference time, which this pipeline does not allow",
+            field="name",
+        )
+    source = f"robustbench:{spec.dataset}/{spec.threat_model}/{spec.name}"
+    return [FetchedFile(path, source, sha256_file(path), path.stat().st_size, "recorded") for path in files]
+
+
+def data_config(spec: ModelSpec) -> DataConfig:
+    """``[0, 1]`` input at the dataset's resolution with identity normalisation; ImageNet models
+    use the resize/crop RobustBench names in its model zoo entry."""
+    entry = _entry(spec)
+    origin = f"robustbench {spec.dataset} {spec.threat_model} {spec.name} (the model normalises itself)"
+    identity = dict(mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+    if spec.dataset == "imagenet":
+        name = entry.get("preprocessing", "Res256Crop224") if isinstance(entry, Mapping) else "Res256Crop224"
+        if name not in _IMAGENET_PREPROCESSING:
+            raise InputError(
+                f"RobustBench preprocessing {name!r} of {spec.name!r} is not supported; known: "
+                f"{sorted(k for k in _IMAGENET_PREPROCESSING if k)}",
+                field="name",
+            )
+        geometry = _IMAGENET_PREPROCESSING[name]
+        crop = geometry["input_size"][1]
+        resize = geometry["resize_size"]
+        return DataConfig(
+            crop_pct=crop / resize[0] if resize else 1.0,
+            origin=f"{origin}; preprocessing {name}",
+            **identity,
+            **geometry,
+        )
+    return DataConfig(
+        input_size=(3, 32, 32),
+        interpolation="bilinear",
+        crop_pct=1.0,
+        crop_mode="none",
+        resize_size=None,
+        origin=origin,
+        **identity,
+    )
+
+
+def build(spec: ModelSpec, files: list[Path], model_dir: Path) -> tuple[nn.Module, DataConfig]:
+    """The model loaded by RobustBench from ``model_dir`` (which holds ``files``)."""
+    missing = [path for path in files if not path.is_file()]
+    if missing or not files:
+        raise InputError(
+            "RobustBench weights are missing (run the download first)", path=missing[0] if missing else model_dir
+        )
+    return _load(spec, model_dir), data_config(spec)

@@ -1,0 +1,120 @@
+"""Reading weight files (``.safetensors`` or torch pickles) and fitting them to a model, with
+errors that name the file, the parameter and both shapes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from classwise.errors import InputError
+
+__all__ = ["check_fits", "load_into", "read_state_dict", "runtime_load_error"]
+
+_WRAPPER_KEYS = ("state_dict_ema", "model_ema", "state_dict", "model", "net")
+"""Common keys under which training scripts nest the weights (tried in this order)."""
+_PREFIXES = ("module.", "_orig_mod.")
+"""Prefixes added by DataParallel/DistributedDataParallel and torch.compile."""
+
+
+def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+    """The tensors of a weights file: safetensors, or a ``torch.save`` of a state dict
+    (possibly nested under ``state_dict``/``model``/... and prefixed with ``module.``).
+
+    Read with ``weights_only=True`` (no arbitrary code). Unreadable files raise :class:`InputError`.
+    """
+    source = Path(path)
+    if not source.is_file():
+        raise InputError("weights file does not exist", path=source)
+    try:
+        if source.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            payload: Any = load_file(str(source), device="cpu")
+        else:
+            payload = torch.load(str(source), map_location="cpu", weights_only=True)
+    except Exception as exc:  # safetensors and torch raise many types for foreign files
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise InputError(f"cannot read weights ({type(exc).__name__}: {first})", path=source) from None
+    if isinstance(payload, Mapping):
+        for key in _WRAPPER_KEYS:
+            inner = payload.get(key)
+            if isinstance(inner, Mapping) and inner and all(isinstance(v, torch.Tensor) for v in inner.values()):
+                payload = inner
+                break
+    if not isinstance(payload, Mapping) or not all(isinstance(v, torch.Tensor) for v in payload.values()):
+        raise InputError(
+            f"expected a state dict (parameter name -> tensor), possibly under one of {list(_WRAPPER_KEYS)}",
+            path=source,
+        )
+    state = dict(payload)
+    for prefix in _PREFIXES:
+        if state and all(key.startswith(prefix) for key in state):
+            state = {key[len(prefix) :]: value for key, value in state.items()}
+    return state
+
+
+def check_fits(model: nn.Module, state: Mapping[str, torch.Tensor], source: str | Path, *, what: str) -> None:
+    """:class:`InputError` unless ``state`` has exactly ``model``'s keys with the same shapes."""
+    expected = model.state_dict()
+    missing = [key for key in expected if key not in state]
+    unexpected = [key for key in state if key not in expected]
+    if missing or unexpected:
+        raise InputError(
+            f"weights do not fit {what}: missing {missing[:5]}{' ...' if len(missing) > 5 else ''}, "
+            f"unexpected {unexpected[:5]}{' ...' if len(unexpected) > 5 else ''}",
+            path=source,
+            field=f"state_dict.{(missing or unexpected)[0]}",
+        )
+    for key, reference in expected.items():
+        if tuple(state[key].shape) != tuple(reference.shape):
+            raise InputError(
+                f"parameter {key!r} has shape {tuple(state[key].shape)} but {what} expects "
+                f"{tuple(reference.shape)} (wrong architecture or num_classes?)",
+                path=source,
+                field=f"state_dict.{key}",
+            )
+
+
+def load_into(model: nn.Module, path: str | Path, *, what: str) -> nn.Module:
+    """Read ``path``, check it fits ``model`` (:func:`check_fits`) and load it strictly."""
+    state = read_state_dict(path)
+    check_fits(model, state, path, what=what)
+    model.load_state_dict(state)
+    return model
+
+
+_SIZE_MISMATCH = re.compile(
+    r"size mismatch for ([^:]+): copying a param with shape torch\.Size\(\[([^\]]*)\]\) from checkpoint, "
+    r"the shape in current model is torch\.Size\(\[([^\]]*)\]\)"
+)
+_MISSING = re.compile(r'Missing key\(s\) in state_dict: "([^"]+)"')
+_UNEXPECTED = re.compile(r'Unexpected key\(s\) in state_dict: "([^"]+)"')
+
+
+def runtime_load_error(exc: BaseException, source: str | Path, *, what: str) -> InputError:
+    """Turn a ``load_state_dict`` ``RuntimeError`` (raised inside a library's loader) into an
+    :class:`InputError` naming the file, the first offending parameter and both shapes."""
+    text = str(exc)
+    match = _SIZE_MISMATCH.search(text)
+    if match:
+        key, got, want = match.groups()
+        return InputError(
+            f"parameter {key!r} has shape ({got}) but {what} expects ({want}) (wrong architecture or num_classes?)",
+            path=source,
+            field=f"state_dict.{key}",
+        )
+    for pattern, label in ((_MISSING, "missing"), (_UNEXPECTED, "unexpected")):
+        match = pattern.search(text)
+        if match:
+            return InputError(
+                f"weights do not fit {what}: {label} parameter {match.group(1)!r}",
+                path=source,
+                field=f"state_dict.{match.group(1)}",
+            )
+    first = text.splitlines()[0] if text else ""
+    return InputError(f"weights do not fit {what} ({type(exc).__name__}: {first})", path=source)
