@@ -11,7 +11,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The embedded demo is the default config. A config given with --configfile replaces it
+# rather than merging into it (Snakemake merges by default, which would mix the demo's
+# models into a paper config).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"

@@ -1,7 +1,7 @@
 """Snakemake script of rule infer: one (dataset, model, shift) inference -> cached logits."""
 
 from classwise.scripting import job_log
-from classwise.steps import infer_step
+from classwise.steps.models import infer_step
 
 with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)
     infer_step(
@@ -15,4 +15,5 @@ with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemak
         device=snakemake.params.device,  # noqa: F821
         logits_path=snakemake.output.logits,  # noqa: F821
         progress=log,
+        threads=snakemake.threads,  # noqa: F821
     )

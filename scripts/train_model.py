@@ -1,7 +1,7 @@
 """Snakemake script of rule train_model: train one demo model, save its checkpoint."""
 
 from classwise.scripting import job_log
-from classwise.steps import train_step
+from classwise.steps.models import train_step
 
 with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)
     train_step(
@@ -11,4 +11,5 @@ with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemak
         dataset_cfg=snakemake.params.dataset,  # noqa: F821
         checkpoint_path=snakemake.output.checkpoint,  # noqa: F821
         progress=log,
+        threads=snakemake.threads,  # noqa: F821
     )

@@ -62,3 +62,39 @@ def test_markdown_and_latex_render_every_cell() -> None:
     assert "\\toprule" in latex and "\\midrule" in latex and "\\bottomrule" in latex
     assert "m\\_1" in latex and "50\\% of it" in latex
     assert "WCA & 25.00 (tiger cat) \\\\" in latex
+
+
+def test_three_decimals_follows_the_papers_formats() -> None:
+    from classwise.tables import three_decimals
+
+    assert three_decimals(0.91349) == "0.913"
+    assert three_decimals(0.7084, leading_zero=False) == ".708"
+    assert three_decimals(1.0, leading_zero=False) == "1.000"
+    assert three_decimals(None) == "n/a"
+    assert three_decimals(float("nan")) == "n/a"
+
+
+def _decisiveness_document(accuracy: float, reported: float, measured: float) -> dict:
+    metrics = {}
+    for name in ("decisiveness", "geometric_accuracy", "robustness"):
+        metrics[name] = {"value": reported}
+        metrics[f"{name}_measured"] = {"value": measured}
+    metrics["calibration_slope"] = {"value": None}
+    sweep = [{"gamma": g, "robustness": 0.1, "geometric_accuracy": 0.5, "decisiveness": 0.9} for g in (0.05, 0.0)]
+    return {"accuracy": accuracy, "metrics": metrics, "gamma_sweep": sweep}
+
+
+def test_decisiveness_table_has_the_papers_rows_and_slashed_cells() -> None:
+    from classwise.tables import decisiveness_table, gamma_sweep_table
+
+    documents = {"alexnet": _decisiveness_document(0.974, 0.9131, 0.9128), "densenet": _decisiveness_document(0.5, 0.2, 0.3)}
+    frame = decisiveness_table(documents)
+    assert list(frame.index) == ["Prediction Accuracy", "Geometric Accuracy", "Robustness", "Decisiveness", "Calibration slope"]
+    assert frame.loc["Prediction Accuracy", "alexnet"] == "0.974"
+    assert frame.loc["Geometric Accuracy", "alexnet"] == "0.913 / 0.913"
+    assert frame.loc["Robustness", "densenet"] == "0.200 / 0.300"
+    assert frame.loc["Calibration slope", "densenet"] == "n/a"
+    sweep = gamma_sweep_table(documents)
+    assert list(sweep.index) == [".05", "0"]
+    assert sweep.loc[".05", "densenet: robustness"] == ".100"
+    assert list(sweep.columns)[:3] == ["alexnet: robustness", "alexnet: geometric accuracy", "alexnet: decisiveness"]

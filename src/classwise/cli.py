@@ -2,11 +2,14 @@
 
 ``classwise metrics LOGITS.npz`` computes every metric from a logits (or probabilities) file
 that users bring themselves; see the README for the file format and the output layout.
+Other subcommands live beside the code they drive and register themselves through an
+``add_parser(subcommands)`` function (see ``_SUBCOMMAND_MODULES``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -65,7 +68,9 @@ def _gamma(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command`` given, only the modules of that subcommand are imported
+    (``classwise metrics`` stays fast), otherwise every subcommand is listed."""
     parser = argparse.ArgumentParser(prog="classwise", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -83,12 +88,21 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("--out", help="output JSON (default: standard output)")
     metrics.add_argument("--per-class", dest="per_class", help="also write per-class recall, precision, top-k recall, CFPS, support as CSV")
     metrics.set_defaults(handler=_metrics_command)
+    for name, module in _SUBCOMMAND_MODULES.items():
+        if command is None or command == name:
+            importlib.import_module(module).add_parser(commands)
     return parser
 
 
+#: Subcommand -> module whose ``add_parser(subcommands)`` adds it.
+_SUBCOMMAND_MODULES: dict[str, str] = {"imagenet-cleaned-labels": "classwise.labels.cli"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    known = {"metrics", *_SUBCOMMAND_MODULES}
+    parser = build_parser(arguments[0] if arguments and arguments[0] in known else None)
+    args = parser.parse_args(arguments)
     try:
         return int(args.handler(args))
     except InputError as exc:

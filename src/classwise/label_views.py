@@ -6,12 +6,12 @@ other view supplies one label per sample, ``-1`` meaning "removed from this view
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from classwise.errors import InputError
-from classwise.logits_io import ScoresFile
+from classwise.logits_io import ScoreKind, ScoresFile
 
 ORIGINAL = "original"
 REMOVED = -1
@@ -25,6 +25,11 @@ class LabelledScores:
     labels: np.ndarray
     sample_ids: np.ndarray
     view: str
+    kind: ScoreKind = "logits"
+    class_names: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
+
+
+LabelView = LabelledScores
 
 
 def apply_label_view(
@@ -38,7 +43,14 @@ def apply_label_view(
     if view == ORIGINAL:
         if view_labels is not None:
             raise InputError("the 'original' view takes its labels from the logits file", path=source, field="labels")
-        return LabelledScores(scores_file.scores, scores_file.labels, scores_file.sample_ids, view)
+        return LabelledScores(
+            scores_file.scores,
+            scores_file.labels,
+            scores_file.sample_ids,
+            view,
+            scores_file.kind,
+            scores_file.class_names,
+        )
     if view_labels is None:
         raise InputError(f"label view '{view}' needs a label file", path=source, field="labels")
     view_labels = np.asarray(view_labels)
@@ -58,4 +70,6 @@ def apply_label_view(
         view_labels[keep].astype(np.int64),
         scores_file.sample_ids[keep],
         view,
+        scores_file.kind,
+        scores_file.class_names,
     )

@@ -8,6 +8,7 @@ worst class (or superclass, or pair) in parentheses where the metric has one.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -97,3 +98,65 @@ def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | No
 
 def to_csv(frame: pd.DataFrame) -> str:
     return frame.to_csv(lineterminator="\n")
+
+
+# ---------------------------------------------------------------------------- decisiveness-robustness.txt
+#: Table 1 of decisiveness-robustness.txt: its rows, and the JSON metric each row reads.
+DECISIVENESS_ROWS: dict[str, str] = {
+    "Geometric Accuracy": "geometric_accuracy",
+    "Robustness": "robustness",
+    "Decisiveness": "decisiveness",
+}
+
+
+def three_decimals(value: float | None, *, leading_zero: bool = True) -> str:
+    """The papers' number format: ``0.913`` (Table 1) or ``.913`` (Table 2); ``n/a`` if undefined."""
+    if value is None or not math.isfinite(float(value)):
+        return "n/a"
+    text = f"{float(value):.3f}"
+    if not leading_zero:
+        text = text.replace("0.", ".", 1) if text.startswith("0.") else text.replace("-0.", "-.", 1)
+    return text
+
+
+def decisiveness_table(documents: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Table 1 of decisiveness-robustness.txt: rows = metrics, columns = models.
+
+    "Prediction Accuracy" is one number; the three generalized means are "reported / measured"
+    (``0.913 / 0.913``). A last row gives the calibration slope (Eq. 3; below 1: overconfident).
+    """
+    columns: dict[str, list[str]] = {}
+    for model, document in documents.items():
+        metrics = document["metrics"]
+
+        def value(name: str) -> float | None:
+            return metrics[name]["value"]
+
+        cells = [three_decimals(document["accuracy"])]
+        for name in DECISIVENESS_ROWS.values():
+            cells.append(f"{three_decimals(value(name))} / {three_decimals(value(name + '_measured'))}")
+        cells.append(three_decimals(value("calibration_slope")))
+        columns[model] = cells
+    frame = pd.DataFrame(columns, index=["Prediction Accuracy", *DECISIVENESS_ROWS, "Calibration slope"])
+    frame.index.name = "metric"
+    return frame
+
+
+def gamma_sweep_table(documents: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Table 2 of decisiveness-robustness.txt for every model side by side: rows = gamma,
+    columns = (model, robustness / geometric accuracy / decisiveness), cells like ``.708``."""
+    blocks = {}
+    for model, document in documents.items():
+        sweep = document["gamma_sweep"]
+        blocks[model] = pd.DataFrame(
+            {
+                "robustness": [three_decimals(r["robustness"], leading_zero=False) for r in sweep],
+                "geometric accuracy": [three_decimals(r["geometric_accuracy"], leading_zero=False) for r in sweep],
+                "decisiveness": [three_decimals(r["decisiveness"], leading_zero=False) for r in sweep],
+            },
+            index=[f"{r['gamma']:g}".replace("0.", ".", 1) for r in sweep],
+        )
+    frame = pd.concat(blocks, axis=1)
+    frame.columns = [f"{model}: {metric}" for model, metric in frame.columns]
+    frame.index.name = "gamma"
+    return frame

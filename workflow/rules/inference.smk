@@ -14,7 +14,9 @@ rule infer:
         f"{OUT}/benchmarks/infer/{{dataset}}/{{model}}/{{shift}}.tsv"
     conda:
         "../../envs/torch.yaml"
-    threads: 2
+    # The demo's tiny models run fastest one thread per job, jobs in parallel; raise it for
+    # real models with --set-threads or a profile (the job's torch uses exactly this many).
+    threads: 1
     params:
         dataset=dataset_config,
         shift=shift_spec,

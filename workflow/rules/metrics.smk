@@ -1,25 +1,45 @@
 # Metrics over cached logits: results/metrics/{dataset}/{labels}/{model}/{shift}/
+#   worst_class.json     worst-class-metrics.txt
+#   per_class.csv        per-class recall, precision, top-k recall, CFPS (classwise-robustness-cfps.txt)
+#   confusion.csv        true x predicted counts
+#   decisiveness.json    decisiveness-robustness.txt (reported, measured, slope, gamma sweep)
 # A label view reuses the same logits with other labels; it never reruns inference.
+# One rule per metric family, so a changed parameter reruns only that family.
 
 
 rule compute_worst_class_metrics:
     input:
-        logits=lambda wildcards: logits_path(
-            wildcards.dataset, wildcards.model, wildcards.shift
-        ),
+        unpack(metric_inputs),
     output:
-        metrics=f"{OUT}/metrics/{{dataset}}/{{labels}}/{{model}}/{{shift}}/worst_class.json",
-        per_class=f"{OUT}/metrics/{{dataset}}/{{labels}}/{{model}}/{{shift}}/per_class.csv",
+        metrics=f"{METRICS}/worst_class.json",
+        per_class=f"{METRICS}/per_class.csv",
+        confusion=f"{METRICS}/confusion.csv",
     log:
-        f"{OUT}/logs/compute_worst_class_metrics/{{dataset}}/{{labels}}/{{model}}/{{shift}}.log",
+        f"{OUT}/logs/compute_worst_class_metrics/{VIEW_MODEL_SHIFT}.log",
     conda:
         "../../envs/metrics.yaml"
     params:
         k=config["metrics"]["worst_class"]["k"],
         n=config["metrics"]["worst_class"]["n"],
-        superclasses=lambda wildcards: config["datasets"][wildcards.dataset].get(
-            "superclasses", {}
-        ),
-        label_view=lambda wildcards: wildcards.labels,
+        superclasses=superclasses_of,
     script:
         "../../scripts/compute_worst_class_metrics.py"
+
+
+rule compute_decisiveness_metrics:
+    input:
+        unpack(metric_inputs),
+    output:
+        metrics=f"{METRICS}/decisiveness.json",
+        figure=f"{FIGURES}/reliability_{{model}}.png",
+    log:
+        f"{OUT}/logs/compute_decisiveness_metrics/{VIEW_MODEL_SHIFT}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        gamma=config["metrics"]["decisiveness"]["gamma"],
+        gammas=config["metrics"]["decisiveness"]["gamma_sweep"],
+        bins=config["metrics"]["decisiveness"]["bins"],
+        title=lambda wildcards: f"{wildcards.model} on {wildcards.dataset} ({wildcards.shift})",
+    script:
+        "../../scripts/compute_decisiveness_metrics.py"

@@ -10,7 +10,9 @@ rule train_model:
         f"{OUT}/benchmarks/train_model/{{model}}.tsv"
     conda:
         "../../envs/torch.yaml"
-    threads: 2
+    # The demo's tiny models run fastest one thread per job, jobs in parallel; raise it for
+    # real models with --set-threads or a profile (the job's torch uses exactly this many).
+    threads: 1
     params:
         model=model_config,
         dataset_name=training_dataset,

@@ -1,0 +1,120 @@
+"""Workflow steps that compute metrics over cached logits (the metric rules).
+
+Each step reads one logits file, applies the label view (a view never reruns inference: it
+is the same logits with other labels, -1 meaning "removed"), computes one metric family and
+writes its outputs atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from classwise.atomic import atomic_open, write_json
+from classwise.label_views import LabelView, apply_label_view
+from classwise.logits_io import load_scores
+from classwise.metrics import decisiveness as nelson
+from classwise.metrics.probabilities import Probabilities
+from classwise.metrics.stats import compute_stats
+from classwise.metrics.suite import argmax_scores, nelson_family, per_class_table, worst_class_family
+from classwise.superclasses import validate_superclasses
+
+
+def load_view(logits_path: str | Path, label_view: str, view_labels_path: str | Path | None) -> LabelView:
+    """The scores of ``logits_path`` under a label view (``original`` needs no labels file)."""
+    scores_file = load_scores(logits_path)
+    view_labels = None
+    if view_labels_path is not None:
+        view_labels = np.loadtxt(view_labels_path, dtype=np.int64, ndmin=1, delimiter=",")
+    return apply_label_view(scores_file, label_view, view_labels, source=view_labels_path)
+
+
+def _finite_or_none(value):
+    """JSON has no NaN: undefined numbers (e.g. an empty bin's fraction) become null."""
+    if isinstance(value, dict):
+        return {key: _finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_none(item) for item in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def _write_csv(path: str | Path, frame: pd.DataFrame, **kwargs) -> None:
+    with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
+        frame.to_csv(handle, lineterminator="\n", **kwargs)
+
+
+def worst_class_step(
+    *,
+    logits_path: str | Path,
+    label_view: str,
+    view_labels_path: str | Path | None,
+    superclasses: Mapping[str, Sequence[int]],
+    k: int,
+    ns: Sequence[int],
+    metrics_path: str | Path,
+    per_class_path: str | Path,
+    confusion_path: str | Path,
+) -> None:
+    """Worst-class metrics (JSON), per-class recall/precision/CFPS (CSV) and the confusion
+    matrix (CSV of counts, rows = true class, columns = predicted) of one logits file."""
+    view = load_view(logits_path, label_view, view_labels_path)
+    n_classes = view.scores.shape[1]
+    groups = validate_superclasses(superclasses, n_classes, path="config") if superclasses else None
+    ranked = argmax_scores(view.scores, view.kind)
+    stats = compute_stats(ranked, view.labels, n_classes=n_classes)
+    metrics = worst_class_family(stats, ranked, superclasses=groups, k=k, ns=ns)
+    document = {
+        "n_samples": stats.n_samples,
+        "n_classes": stats.n_classes,
+        "label_view": label_view,
+        "class_names": view.class_names.tolist(),
+        "parameters": {"k": k, "n": list(ns), "superclasses": groups or {}},
+        "metrics": {name: result.to_json() for name, result in metrics.items()},
+    }
+    per_class = per_class_table(stats, k=k, class_names=view.class_names)
+    names = [str(name) for name in view.class_names]
+    confusion = pd.DataFrame(stats.confusion, index=pd.Index(names, name="true"), columns=names)
+    write_json(metrics_path, document)
+    _write_csv(per_class_path, per_class, index=False, float_format="%.6f")
+    _write_csv(confusion_path, confusion)
+
+
+def decisiveness_step(
+    *,
+    logits_path: str | Path,
+    label_view: str,
+    view_labels_path: str | Path | None,
+    gamma: float,
+    gammas: Sequence[float],
+    bins: int,
+    metrics_path: str | Path,
+    figure_path: str | Path,
+    title: str,
+) -> None:
+    """Reported and measured decisiveness / geometric accuracy / robustness, the calibration
+    slope, the gamma sweep (JSON) and the reliability figure (Figure 1 of the paper)."""
+    from classwise.plots.reliability import plot_reliability  # matplotlib only where drawn
+
+    view = load_view(logits_path, label_view, view_labels_path)
+    probabilities = Probabilities.from_scores(view.scores, view.kind)
+    metrics, calibration = nelson_family(probabilities, view.labels, gamma=gamma, bins=bins)
+    correct_log_probs = probabilities.correct_class_log_prob(view.labels)
+    reported = nelson.reported_metrics(correct_log_probs, gamma=gamma)
+    accuracy = float(np.mean(argmax_scores(view.scores, view.kind).argmax(axis=1) == view.labels))
+    document = {
+        "n_samples": int(view.labels.size),
+        "n_classes": int(view.scores.shape[1]),
+        "label_view": label_view,
+        "parameters": {"gamma": gamma, "gammas": list(gammas), "bins": bins},
+        "accuracy": accuracy,
+        "metrics": {name: result.to_json() for name, result in metrics.items()},
+        "calibration": calibration.to_json(),
+        "gamma_sweep": nelson.gamma_sweep(correct_log_probs, gammas),
+    }
+    plot_reliability(calibration, reported, title=title, path=figure_path)
+    write_json(metrics_path, _finite_or_none(document))

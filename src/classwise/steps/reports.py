@@ -1,0 +1,117 @@
+"""Workflow steps that aggregate per-model metrics into paper-style tables and figures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from classwise import tables
+from classwise.atomic import write_text
+from classwise.errors import InputError
+from classwise.plots.classwise import plot_class_bars, plot_confusion
+
+
+def _read_json(path: str | Path) -> dict[str, Any]:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc})", path=path) from None
+
+
+def _write_table(frame: pd.DataFrame, caption: str, markdown: str | Path, csv: str | Path, latex: str | Path) -> None:
+    write_text(markdown, tables.to_markdown(frame, caption=caption))
+    write_text(csv, tables.to_csv(frame))
+    write_text(latex, tables.to_latex(frame, caption=caption))
+
+
+def worst_class_table_step(
+    *,
+    metrics_paths: Mapping[str, str | Path],
+    caption: str,
+    markdown_path: str | Path,
+    csv_path: str | Path,
+    latex_path: str | Path,
+) -> None:
+    """Table 1 of worst-class-metrics.txt for one (dataset, label view, shift)."""
+    documents = {model: _read_json(path) for model, path in metrics_paths.items()}
+    first = next(iter(documents.values()))
+    parameters = first["parameters"]
+    ns = [n for n in parameters["n"] if n < int(first["n_classes"])]
+    rows = tables.paper_rows(ns, int(parameters["k"]), superclasses=bool(parameters["superclasses"]))
+    frame = tables.metric_table(documents, rows, source=str(next(iter(metrics_paths.values()))))
+    _write_table(frame, caption, markdown_path, csv_path, latex_path)
+
+
+def decisiveness_tables_step(
+    *,
+    metrics_paths: Mapping[str, str | Path],
+    caption: str,
+    table_paths: Mapping[str, str | Path],
+    sweep_paths: Mapping[str, str | Path],
+) -> None:
+    """Tables 1 (reported / measured) and 2 (gamma sweep) of decisiveness-robustness.txt.
+
+    ``table_paths`` and ``sweep_paths`` map ``markdown``, ``csv`` and ``latex`` to files.
+    """
+    documents = {model: _read_json(path) for model, path in metrics_paths.items()}
+    gamma = next(iter(documents.values()))["parameters"]["gamma"]
+    _write_table(
+        tables.decisiveness_table(documents),
+        f"{caption} Reported / measured metrics (gamma = {gamma:g}).",
+        table_paths["markdown"],
+        table_paths["csv"],
+        table_paths["latex"],
+    )
+    _write_table(
+        tables.gamma_sweep_table(documents),
+        f"{caption} Effect of gamma on the reported metrics.",
+        sweep_paths["markdown"],
+        sweep_paths["csv"],
+        sweep_paths["latex"],
+    )
+
+
+def per_class_figures_step(
+    *,
+    per_class_paths: Mapping[str, str | Path],
+    metrics_paths: Mapping[str, str | Path],
+    confusion_paths: Mapping[str, str | Path],
+    title: str,
+    recall_path: str | Path,
+    cfps_path: str | Path,
+    confusion_figure_paths: Mapping[str, str | Path],
+) -> None:
+    """Per-class recall (each model's accuracy as a dashed line), per-class CFPS bars, and one
+    confusion heatmap per model (rows normalised to the true class)."""
+    frames = {model: pd.read_csv(path) for model, path in per_class_paths.items()}
+    first = next(iter(frames.values()))
+    names = first["name"].astype(str).tolist()
+    accuracies = {model: float(_read_json(path)["metrics"]["A"]["value"]) for model, path in metrics_paths.items()}
+    plot_class_bars(
+        {model: frame["recall"].to_numpy(dtype=np.float64) for model, frame in frames.items()},
+        names,
+        ylabel="class-wise accuracy (recall)",
+        title=f"{title}: class-wise accuracy",
+        path=recall_path,
+        reference_lines=accuracies,
+    )
+    plot_class_bars(
+        {model: frame["cfps"].to_numpy(dtype=np.float64) for model, frame in frames.items()},
+        names,
+        ylabel="class false positive score",
+        title=f"{title}: class false positive score",
+        path=cfps_path,
+    )
+    for model, path in confusion_paths.items():
+        confusion = pd.read_csv(path, index_col=0)
+        plot_confusion(
+            confusion.to_numpy(),
+            [str(c) for c in confusion.columns],
+            title=f"{model}, {title}",
+            path=confusion_figure_paths[model],
+        )

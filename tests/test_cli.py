@@ -1,0 +1,188 @@
+"""``classwise metrics``: output layout, agreement with independent references, and errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import log_softmax, softmax
+from sklearn.metrics import accuracy_score, precision_score, recall_score, top_k_accuracy_score
+
+from classwise.cli import main
+
+REPORTED = ["decisiveness", "geometric_accuracy", "robustness"]
+MEASURED = [f"{name}_measured" for name in REPORTED] + ["calibration_slope"]
+
+
+def _write(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def _random_logits(n: int, c: int, seed: int, signal: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(c), n // c)
+    logits = rng.normal(size=(labels.size, c)).astype(np.float32)
+    logits[np.arange(labels.size), labels] += signal * rng.random(labels.size).astype(np.float32)
+    return logits, labels.astype(np.int64)
+
+
+def _run(tmp_path: Path, npz: Path, *extra: str) -> dict:
+    out = tmp_path / "metrics.json"
+    assert main(["metrics", str(npz), "--out", str(out), *extra]) == 0
+    return json.loads(out.read_text())
+
+
+def test_output_names_follow_the_issue(tmp_path):
+    logits, labels = _random_logits(1200, 120, seed=0)
+    result = _run(tmp_path, _write(tmp_path / "s.npz", logits=logits, labels=labels))
+    expected = {
+        "A", "WCA", "WCP", "W10CR", "W100CR", "W10CR_exact", "W100CR_exact", "W2CA", "W2CA_balanced",
+        "A@5", "WCA@5", "W10CR@5", "W100CR@5", "CFPS_max", *REPORTED, *MEASURED,
+    }  # fmt: skip
+    assert set(result["metrics"]) == expected
+    assert result["n_samples"] == 1200 and result["n_classes"] == 120
+    for name, entry in result["metrics"].items():
+        if name != "calibration_slope":
+            assert 0.0 <= entry["value"] <= 1.0, name
+
+
+def test_n_at_least_the_class_count_is_skipped_and_k_follows_the_flag(tmp_path):
+    logits, labels = _random_logits(200, 10, seed=1)
+    result = _run(tmp_path, _write(tmp_path / "s.npz", logits=logits, labels=labels), "--k", "3", "--n", "2", "10")
+    names = set(result["metrics"])
+    assert {"W2CR", "W2CR_exact", "W2CR@3", "A@3", "WCA@3"} <= names
+    assert not any(name.startswith("W10CR") for name in names)
+    assert "A@5" not in names
+
+
+def test_values_agree_with_scikit_learn_and_brute_force(tmp_path):
+    logits, labels = _random_logits(600, 12, seed=2)
+    result = _run(tmp_path, _write(tmp_path / "s.npz", logits=logits, labels=labels), "--n", "3")
+    metrics = result["metrics"]
+    predictions = logits.argmax(axis=1)
+    recalls = recall_score(labels, predictions, average=None, labels=np.arange(12), zero_division=0)
+    assert metrics["A"]["value"] == pytest.approx(accuracy_score(labels, predictions))
+    assert metrics["WCA"]["value"] == pytest.approx(recalls.min())
+    assert metrics["WCA"]["classes"] == [int(np.argmin(recalls))]
+    predicted = np.bincount(predictions, minlength=12) > 0
+    precisions = precision_score(labels, predictions, average=None, labels=np.arange(12), zero_division=0)
+    assert metrics["WCP"]["value"] == pytest.approx(precisions[predicted].min())
+    assert metrics["A@5"]["value"] == pytest.approx(
+        top_k_accuracy_score(labels, logits.astype(np.float64), k=5, labels=np.arange(12))
+    )
+    # Balanced set: W3CR is the mean of the three smallest recalls.
+    assert metrics["W3CR"]["value"] == pytest.approx(np.sort(recalls)[:3].mean())
+    # CFPS_max: false positives of a class over all false positives.
+    wrong = predictions != labels
+    cfps = np.bincount(predictions[wrong], minlength=12) / wrong.sum()
+    assert metrics["CFPS_max"]["value"] == pytest.approx(cfps.max())
+    assert metrics["CFPS_max"]["classes"] == [int(np.argmax(cfps))]
+    # Reported metrics: generalized means of the clipped correct-class probability.
+    p = np.maximum(softmax(logits.astype(np.float64), axis=1)[np.arange(labels.size), labels], 0.005)
+    assert metrics["decisiveness"]["value"] == pytest.approx(p.mean(), rel=1e-6)
+    assert metrics["geometric_accuracy"]["value"] == pytest.approx(np.exp(np.log(p).mean()), rel=1e-6)
+    assert metrics["robustness"]["value"] == pytest.approx(np.mean(p ** (-2 / 3)) ** (-3 / 2), rel=1e-6)
+
+
+def test_probabilities_input_gives_the_same_argmax_metrics(tmp_path):
+    logits, labels = _random_logits(400, 8, seed=3)
+    from_logits = _run(tmp_path, _write(tmp_path / "l.npz", logits=logits, labels=labels), "--n", "2")
+    probs = softmax(logits.astype(np.float64), axis=1)
+    from_probs = _run(tmp_path, _write(tmp_path / "p.npz", probs=probs, labels=labels), "--n", "2")
+    for name in ["A", "WCA", "WCP", "W2CR", "W2CA", "A@5", "WCA@5", "CFPS_max", *REPORTED]:
+        assert from_probs["metrics"][name]["value"] == pytest.approx(from_logits["metrics"][name]["value"], rel=1e-6)
+    # Probability metrics use the probabilities themselves, not a re-softmax of them.
+    p = np.maximum(np.exp(log_softmax(logits.astype(np.float64), axis=1))[np.arange(labels.size), labels], 0.005)
+    assert from_probs["metrics"]["decisiveness"]["value"] == pytest.approx(p.mean(), rel=1e-6)
+
+
+def test_superclasses_add_the_superclass_metrics(tmp_path):
+    logits, labels = _random_logits(300, 6, seed=4)
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"low": [0, 1, 2], "high": [3, 4, 5]}))
+    result = _run(tmp_path, _write(tmp_path / "s.npz", logits=logits, labels=labels), "--superclasses", str(groups))
+    metrics = result["metrics"]
+    predictions = logits.argmax(axis=1)
+    fine_correct = predictions == labels
+    super_of = np.array([0, 0, 0, 1, 1, 1])
+    # WSupCR: the unrestricted argmax equals the true fine class, pooled per superclass.
+    per_group = [fine_correct[super_of[labels] == g].mean() for g in (0, 1)]
+    assert metrics["WSupCR"]["value"] == pytest.approx(min(per_group))
+    assert metrics["WSupCR"]["classes"] == [["low", "high"][int(np.argmin(per_group))]]
+    assert metrics["WSupCR"]["value"] <= metrics["WSupCA"]["value"] + 1e-12
+
+
+def test_per_class_csv_matches_scikit_learn(tmp_path):
+    logits, labels = _random_logits(300, 5, seed=5)
+    npz = _write(tmp_path / "s.npz", logits=logits, labels=labels, class_names=np.array(list("abcde")))
+    csv = tmp_path / "per_class.csv"
+    _run(tmp_path, npz, "--per-class", str(csv), "--k", "2", "--n", "2")
+    table = pd.read_csv(csv)
+    assert list(table["name"]) == list("abcde")
+    assert {"support", "recall", "precision", "top2_recall", "cfps"} <= set(table.columns)
+    predictions = logits.argmax(axis=1)
+    np.testing.assert_allclose(table["recall"], recall_score(labels, predictions, average=None), atol=1e-6)
+    np.testing.assert_array_equal(table["support"], np.bincount(labels, minlength=5))
+    assert table["cfps"].sum() == pytest.approx(1.0, abs=1e-5)
+
+
+def test_writes_to_standard_output_without_out(tmp_path, capsys):
+    logits, labels = _random_logits(100, 4, seed=6)
+    assert main(["metrics", str(_write(tmp_path / "s.npz", logits=logits, labels=labels)), "--n", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_classes"] == 4
+
+
+def _bad_logits(tmp_path: Path) -> dict[str, tuple[dict[str, np.ndarray], str]]:
+    logits, labels = _random_logits(40, 4, seed=7)
+    with_nan = logits.copy()
+    with_nan[[3, 17]] = np.nan
+    with_inf = logits.copy()
+    with_inf[5, 1] = np.inf
+    out_of_range = labels.copy()
+    out_of_range[9] = 4
+    return {
+        "missing labels": ({"logits": logits}, "labels"),
+        "missing scores": ({"labels": labels}, "logits"),
+        "nan rows": ({"logits": with_nan, "labels": labels}, "3, 17"),
+        "infinite": ({"logits": with_inf, "labels": labels}, "5"),
+        "label range": ({"logits": logits, "labels": out_of_range}, "[0, 4)"),
+        "shape mismatch": ({"logits": logits, "labels": labels[:-1]}, "40"),
+        "one-dimensional": ({"logits": logits[:, 0], "labels": labels}, "logits"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case", ["missing labels", "missing scores", "nan rows", "infinite", "label range", "shape mismatch", "one-dimensional"]
+)
+def test_bad_input_fails_clearly_and_writes_nothing(tmp_path, capsys, case):
+    arrays, must_mention = _bad_logits(tmp_path)[case]
+    npz = _write(tmp_path / "bad.npz", **arrays)
+    out, per_class = tmp_path / "m.json", tmp_path / "pc.csv"
+    status = main(["metrics", str(npz), "--out", str(out), "--per-class", str(per_class)])
+    message = capsys.readouterr().err
+    assert status != 0
+    assert str(npz) in message and must_mention in message, message
+    assert not out.exists() and not per_class.exists()
+    assert list(tmp_path.iterdir()) == [npz]
+
+
+def test_superclass_index_out_of_range_fails_clearly(tmp_path, capsys):
+    logits, labels = _random_logits(40, 4, seed=8)
+    npz = _write(tmp_path / "s.npz", logits=logits, labels=labels)
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"a": [0, 1], "b": [2, 7]}))
+    out = tmp_path / "m.json"
+    assert main(["metrics", str(npz), "--superclasses", str(groups), "--out", str(out)]) != 0
+    message = capsys.readouterr().err
+    assert str(groups) in message and "7" in message and "b" in message
+    assert not out.exists()
+
+
+def test_missing_file_fails_clearly(tmp_path, capsys):
+    missing = tmp_path / "nope.npz"
+    assert main(["metrics", str(missing), "--out", str(tmp_path / "m.json")]) != 0
+    assert str(missing) in capsys.readouterr().err

@@ -1,0 +1,175 @@
+"""The workflow end to end, through Snakemake itself, on a small version of the demo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from classwise.logits_io import load_scores
+from classwise.metrics.stats import compute_stats
+from classwise.metrics import worst_class as wc
+
+REPO = Path(__file__).resolve().parents[1]
+TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"
+SHIFTS = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1"]
+MODELS = ["linear", "mlp"]
+
+pytestmark = pytest.mark.workflow
+
+
+def snakemake(workdir: Path, configfile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable, "-m", "snakemake",
+        "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir),
+        "--configfile", str(configfile),
+        "--cores", "2",
+        *args,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = tmp_path_factory.mktemp("run")
+    result = snakemake(workdir, TINY_CONFIG)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return workdir
+
+
+def test_every_table_is_written(finished_run: Path) -> None:
+    for shift in SHIFTS:
+        table_dir = finished_run / "results" / "tables" / "digits" / "original" / shift
+        markdown = (table_dir / "worst_class.md").read_text()
+        assert "| metric | linear | mlp |" in markdown
+        for row in ("A", "WCA", "WCP", "WSupCA", "WSupCR", "W2CR", "W5CR", "W2CA", "A@3", "WCA@3", "W5CR@3"):
+            assert f"| {row} |" in markdown, row
+        assert (table_dir / "worst_class.tex").read_text().count("\\\\") == 13  # header + 12 rows
+        assert (table_dir / "worst_class.csv").read_text().splitlines()[0] == "metric,linear,mlp"
+
+
+def test_decisiveness_tables_show_reported_and_measured(finished_run: Path) -> None:
+    from scipy.special import log_softmax
+
+    from classwise.metrics.decisiveness import reported_metrics
+
+    for shift in SHIFTS:
+        table_dir = finished_run / "results" / "tables" / "digits" / "original" / shift
+        table = (table_dir / "decisiveness.csv").read_text().splitlines()
+        assert table[0] == "metric,linear,mlp"
+        cells = {line.split(",")[0]: line.split(",")[1:] for line in table[1:]}
+        assert list(cells) == ["Prediction Accuracy", "Geometric Accuracy", "Robustness", "Decisiveness", "Calibration slope"]
+        for column, model in enumerate(MODELS):
+            scores = load_scores(finished_run / "results" / "logits" / "digits" / model / f"{shift}.npz")
+            log_p = log_softmax(scores.scores.astype(np.float64), axis=1)[np.arange(scores.n_samples), scores.labels]
+            reported = reported_metrics(log_p, gamma=0.005)
+            reported_cell, measured_cell = cells["Geometric Accuracy"][column].split(" / ")
+            assert float(reported_cell) == pytest.approx(reported.geometric_accuracy, abs=5e-4)
+            assert 0.0 <= float(measured_cell) <= 1.0
+        sweep = (table_dir / "gamma_sweep.csv").read_text().splitlines()
+        assert sweep[0] == "gamma,linear: robustness,linear: geometric accuracy,linear: decisiveness," + (
+            "mlp: robustness,mlp: geometric accuracy,mlp: decisiveness"
+        )
+        assert [line.split(",")[0] for line in sweep[1:]] == [".05", ".01", ".005", ".001", "0"]
+
+
+def test_figures_are_drawn(finished_run: Path) -> None:
+    figures = finished_run / "results" / "figures" / "digits" / "original"
+    for shift in SHIFTS:
+        names = ["per_class_recall.png", "per_class_cfps.png"]
+        names += [f"{kind}_{model}.png" for kind in ("confusion", "reliability") for model in MODELS]
+        for name in names:
+            assert (figures / shift / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+
+
+def test_tables_agree_with_metrics_recomputed_from_cached_logits(finished_run: Path) -> None:
+    results = finished_run / "results"
+    for shift in SHIFTS:
+        table = (results / "tables" / "digits" / "original" / shift / "worst_class.csv").read_text().splitlines()
+        cells = {line.split(",")[0]: line.split(",")[1:] for line in table[1:]}
+        for column, model in enumerate(MODELS):
+            scores = load_scores(results / "logits" / "digits" / model / f"{shift}.npz")
+            stats = compute_stats(scores.scores, scores.labels)
+            accuracy = float(cells["A"][column])
+            assert accuracy == pytest.approx(100 * wc.accuracy(stats).value, abs=0.005)
+            worst = wc.worst_class_accuracy(stats)
+            assert cells["WCA"][column].startswith(f"{100 * worst.value:05.2f} ({scores.class_names[worst.classes[0]]})")
+
+
+def test_logits_files_follow_the_documented_format(finished_run: Path) -> None:
+    path = finished_run / "results" / "logits" / "digits" / "mlp" / "gaussian_noise_s3.npz"
+    with np.load(path, allow_pickle=False) as archive:
+        assert sorted(archive.files) == ["class_names", "labels", "logits", "sample_ids"]
+        assert archive["logits"].dtype == np.float32
+        assert archive["labels"].dtype == np.int64
+        assert archive["logits"].shape == (archive["labels"].shape[0], 10)
+    metadata = json.loads(path.with_suffix(".json").read_text())
+    assert metadata["shift"]["name"] == "gaussian_noise_s3"
+    assert metadata["model"]["name"] == "mlp"
+    assert {"dataset", "preprocessing", "code_version", "seed"} <= set(metadata)
+
+
+def test_shifts_change_the_logits(finished_run: Path) -> None:
+    logits = finished_run / "results" / "logits" / "digits" / "linear"
+    clean = load_scores(logits / "clean.npz")
+    for shift in SHIFTS[1:]:
+        shifted = load_scores(logits / f"{shift}.npz")
+        np.testing.assert_array_equal(shifted.labels, clean.labels)
+        assert not np.allclose(shifted.scores, clean.scores)
+    attacked = load_scores(logits / "pgd_linf_eps0.1.npz")
+    accuracy = lambda s: float((s.scores.argmax(1) == s.labels).mean())  # noqa: E731
+    assert accuracy(attacked) < accuracy(clean)
+
+
+def test_every_job_wrote_its_log(finished_run: Path) -> None:
+    logs = finished_run / "results" / "logs"
+    assert (logs / "train_model" / "linear.log").stat().st_size > 0  # progress bars
+    assert (logs / "infer" / "digits" / "mlp" / "clean.log").exists()
+    assert (finished_run / "results" / "benchmarks" / "infer" / "digits" / "mlp" / "clean.tsv").exists()
+
+
+def test_second_run_schedules_no_job(finished_run: Path) -> None:
+    result = snakemake(finished_run, TINY_CONFIG, "--dry-run")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_rerun_from_scratch_gives_byte_identical_logits_and_tables(finished_run: Path, tmp_path: Path) -> None:
+    result = snakemake(tmp_path, TINY_CONFIG)
+    assert result.returncode == 0, result.stderr[-4000:]
+    for relative in [
+        *(f"logits/digits/{m}/{s}.npz" for m in MODELS for s in SHIFTS),
+        *(f"tables/digits/original/{s}/worst_class.csv" for s in SHIFTS),
+    ]:
+        assert (tmp_path / "results" / relative).read_bytes() == (finished_run / "results" / relative).read_bytes(), relative
+
+
+def _write_config(path: Path, mutate) -> Path:
+    config = yaml.safe_load(TINY_CONFIG.read_text())
+    mutate(config)
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda c: c.update(modles=c.pop("models")), "modles"),
+        (lambda c: c["models"]["linear"].update(epochs="ten"), "ten"),
+        (lambda c: c["shifts"].update(corruptions=["gaussian_noize"]), "gaussian_noize"),
+        (lambda c: c["models"]["mlp"].update(train_on="cifar"), "models.mlp.train_on"),
+    ],
+    ids=["unknown-key", "wrong-type", "unknown-corruption", "dangling-reference"],
+)
+def test_bad_config_stops_before_any_job_naming_the_key(tmp_path: Path, mutate, expected: str) -> None:
+    configfile = _write_config(tmp_path / "bad.yaml", mutate)
+    result = snakemake(tmp_path, configfile, "--dry-run")
+    assert result.returncode != 0
+    assert expected in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()
