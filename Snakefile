@@ -20,13 +20,19 @@ if not workflow.overwrite_configfiles:
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/resources.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/inference.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/analyses.smk"
+include: "workflow/rules/robustness.smk"
 
 
 rule all:
     default_target: True
     input:
         final_outputs(),
+        f"{OUT}/README.md",
+        analysis_outputs(),
+        robustness_outputs(),

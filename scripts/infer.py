@@ -6,7 +6,8 @@ from classwise.steps.models import infer_step
 with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)
     infer_step(
         model_name=snakemake.wildcards.model,  # noqa: F821
-        checkpoint_path=snakemake.input.checkpoint,  # noqa: F821
+        model_cfg=snakemake.params.model,  # noqa: F821
+        checkpoint_path=snakemake.input.weights,  # noqa: F821
         dataset_name=snakemake.wildcards.dataset,  # noqa: F821
         dataset_cfg=snakemake.params.dataset,  # noqa: F821
         shift=snakemake.params.shift,  # noqa: F821

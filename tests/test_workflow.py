@@ -102,6 +102,30 @@ def test_tables_agree_with_metrics_recomputed_from_cached_logits(finished_run: P
             assert cells["WCA"][column].startswith(f"{100 * worst.value:05.2f} ({scores.class_names[worst.classes[0]]})")
 
 
+def test_label_view_reuses_the_clean_logits_with_its_own_labels(finished_run: Path) -> None:
+    import pandas as pd
+
+    from classwise.labels.views import aligned_labels
+
+    results = finished_run / "results"
+    view = results / "labels" / "digits" / "cleaned_cl.csv"
+    frame = pd.read_csv(view, dtype={"sample_id": str})
+    assert list(frame.columns) == ["sample_id", "label"]
+    assert (frame["label"] == -1).any() and (frame["label"] >= 0).sum() > 0.8 * len(frame)
+    table = (results / "tables" / "digits" / "cleaned_cl" / "clean" / "worst_class.csv").read_text().splitlines()
+    cells = {line.split(",")[0]: line.split(",")[1:] for line in table[1:]}
+    assert "W2CA_balanced" in cells  # Table 2 shape for cleaned labels
+    for column, model in enumerate(MODELS):
+        scores = load_scores(results / "logits" / "digits" / model / "clean.npz")
+        labels = aligned_labels(view, scores.sample_ids)
+        keep = labels >= 0
+        stats = compute_stats(scores.scores[keep], labels[keep], n_classes=scores.n_classes)
+        assert float(cells["A"][column]) == pytest.approx(100 * wc.accuracy(stats).value, abs=0.005)
+    # Only the clean shift is evaluated under the view, and no inference reran for it.
+    assert not (results / "tables" / "digits" / "cleaned_cl" / "gaussian_noise_s3").exists()
+    assert (finished_run / "results" / "README.md").read_text().startswith("# Results")
+
+
 def test_logits_files_follow_the_documented_format(finished_run: Path) -> None:
     path = finished_run / "results" / "logits" / "digits" / "mlp" / "gaussian_noise_s3.npz"
     with np.load(path, allow_pickle=False) as archive:

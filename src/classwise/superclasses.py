@@ -41,3 +41,36 @@ def load_superclasses(path: str | Path, n_classes: int) -> Superclasses:
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc})", path=p) from exc
     return validate_superclasses(raw, n_classes, path=p)
+
+
+#: Restricted ImageNet (MadryLab/robustness): nine superclasses as inclusive ranges of
+#: ImageNet-1k class indices (sorted-wnid order).
+RESTRICTED_IMAGENET_RANGES: dict[str, tuple[int, int]] = {
+    "dog": (151, 268),
+    "cat": (281, 285),
+    "frog": (30, 32),
+    "turtle": (33, 37),
+    "bird": (80, 100),
+    "monkey": (365, 382),
+    "fish": (389, 397),
+    "crab": (118, 121),
+    "insect": (300, 319),
+}
+
+#: Named superclass sets a config may give instead of a mapping.
+NAMED_SUPERCLASSES: dict[str, dict[str, list[int]]] = {
+    "restricted_imagenet": {
+        name: list(range(first, last + 1)) for name, (first, last) in RESTRICTED_IMAGENET_RANGES.items()
+    },
+}
+
+
+def resolve_superclasses(value: Any) -> dict[str, list[int]]:
+    """A config's ``superclasses``: a mapping as given, a named set resolved, absent -> ``{}``."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        if value not in NAMED_SUPERCLASSES:
+            raise InputError(f"unknown superclass set {value!r}; expected one of {sorted(NAMED_SUPERCLASSES)}", field="superclasses")
+        return NAMED_SUPERCLASSES[value]
+    return {str(name): list(members) for name, members in dict(value).items()}

@@ -4,16 +4,27 @@ import re
 from snakemake.utils import validate
 
 from classwise.config_checks import check_references
+from classwise.data.sources import DOWNLOADED_SOURCES
+from classwise.labels.views import LABEL_FILES, required_files
 from classwise.shifts.spec import expand_shifts
+from classwise.superclasses import resolve_superclasses
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
-check_references(config)
 
 OUT = config["output_dir"].rstrip("/")
 DATASETS = list(config["datasets"])
 MODELS = list(config["models"])
 SHIFTS = expand_shifts(config["shifts"])
-LABEL_VIEWS = list(config["label_views"])
+check_references(config, shifts=list(SHIFTS))
+RESOURCES = "resources"
+
+
+def views_of(dataset):
+    """`original` and the dataset's own label views."""
+    return ["original", *config["datasets"][dataset].get("label_views", {})]
+
+
+LABEL_VIEWS = sorted({view for dataset in DATASETS for view in views_of(dataset)})
 
 VIEW_SHIFT = "{dataset}/{labels}/{shift}"
 VIEW_MODEL_SHIFT = "{dataset}/{labels}/{model}/{shift}"
@@ -47,15 +58,66 @@ def dataset_config(wildcards):
 
 
 def superclasses_of(wildcards):
-    return config["datasets"][wildcards.dataset].get("superclasses", {})
+    return resolve_superclasses(
+        config["datasets"][wildcards.dataset].get("superclasses")
+    )
+
+
+def view_config(wildcards):
+    return config["datasets"][wildcards.dataset]["label_views"][wildcards.labels]
+
+
+def view_shifts(dataset, view):
+    """The shifts a label view is evaluated on (every shift for `original`)."""
+    if view == "original":
+        return config["datasets"][dataset].get("shifts", list(SHIFTS))
+    return config["datasets"][dataset]["label_views"][view]["shifts"]
 
 
 def shift_spec(wildcards):
     return SHIFTS[wildcards.shift].to_json()
 
 
+def model_weights(wildcards):
+    """What infer loads: the demo checkpoint, the download_model manifest, or a local file."""
+    model = config["models"][wildcards.model]
+    if model["source"] == "train":
+        return f"{OUT}/models/{wildcards.model}.pt"
+    if model["source"] == "checkpoint":
+        return model["path"]
+    if model["source"] == "torchvision" and model.get("weights") is None:
+        return []
+    return f"{RESOURCES}/models/{wildcards.model}/manifest.json"
+
+
 def checkpoint_path(wildcards):
-    return f"{OUT}/models/{wildcards.model}.pt"
+    return model_weights(wildcards)
+
+
+def prepared_dataset(wildcards):
+    """The marker of a downloaded dataset (nothing for data the user provides)."""
+    if config["datasets"][wildcards.dataset]["source"] in DOWNLOADED_SOURCES:
+        return [f"{RESOURCES}/datasets/{wildcards.dataset}.prepared.json"]
+    return []
+
+
+def label_files_dir(dataset, view):
+    view_cfg = config["datasets"][dataset]["label_views"][view]
+    return view_cfg.get("label_errors_dir", f"{RESOURCES}/label-errors")
+
+
+def label_view_inputs(wildcards):
+    view_cfg = view_config(wildcards)
+    inputs = {}
+    names = required_files(view_cfg)
+    if names:
+        directory = label_files_dir(wildcards.dataset, wildcards.labels)
+        inputs["files"] = [f"{directory}/{name}" for name in names]
+    if view_cfg["kind"] == "confident_learning":
+        inputs["reference"] = logits_path(
+            wildcards.dataset, view_cfg["reference_model"], "clean"
+        )
+    return inputs
 
 
 def logits_path(dataset, model, shift):
@@ -93,8 +155,8 @@ def final_outputs():
     """Every table and figure of every (dataset, label view, shift)."""
     outputs = []
     for dataset in DATASETS:
-        for labels in LABEL_VIEWS:
-            for shift in SHIFTS:
+        for labels in views_of(dataset):
+            for shift in view_shifts(dataset, labels):
                 tables = f"{OUT}/tables/{dataset}/{labels}/{shift}"
                 figures = f"{OUT}/figures/{dataset}/{labels}/{shift}"
                 outputs += [

@@ -4,7 +4,8 @@
 
 rule infer:
     input:
-        checkpoint=checkpoint_path,
+        weights=model_weights,
+        data=prepared_dataset,
     output:
         logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
         metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",
@@ -18,6 +19,7 @@ rule infer:
     # real models with --set-threads or a profile (the job's torch uses exactly this many).
     threads: 1
     params:
+        model=model_config,
         dataset=dataset_config,
         shift=shift_spec,
         seed=config["seed"],

@@ -70,3 +70,17 @@ rule plot_class_wise_figures:
         title=lambda wildcards: f"{wildcards.dataset}, {wildcards.labels} labels, {wildcards.shift}",
     script:
         "../../scripts/plot_class_wise_figures.py"
+
+
+rule describe_results:
+    output:
+        readme=f"{OUT}/README.md",
+    log:
+        f"{OUT}/logs/describe_results.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        description=config["description"],
+        outputs=final_outputs(),
+    script:
+        "../../scripts/describe_results.py"

@@ -1,7 +1,15 @@
-"""Dataset dispatch: a ``datasets:`` config entry -> an :class:`ImageSet` split."""
+"""Dataset dispatch: a ``datasets:`` config entry -> the images of one split.
+
+Small sets (the digits demo, CIFAR, CIFAR-10-C) load into memory as an :class:`ImageSet`;
+image-file sets (ImageNet, GTSRB, any ImageFolder) open as a lazy :class:`ImageFileDataset`
+that inference decodes batch by batch with the model's own preprocessing. Loading never
+downloads: downloads happen in the workflow's local rules (see :func:`prepare_dataset`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from classwise.data.digits import load_digits_split
@@ -10,14 +18,107 @@ from classwise.errors import InputError
 
 Split = Literal["train", "test"]
 
+#: Sources and the config keys each needs (beyond ``source``).
+SOURCES: dict[str, tuple[str, ...]] = {
+    "sklearn_digits": (),
+    "imagenet_val": ("root",),
+    "image_folder": ("root",),
+    "torchvision": ("name", "root"),
+    "cifar10c": ("root", "corruption", "severity"),
+}
+#: Sources whose files a local rule downloads before any job needs them.
+DOWNLOADED_SOURCES = ("torchvision", "cifar10c")
 
-def load_split(dataset: dict[str, Any], split: Split, *, name: str = "dataset") -> ImageSet:
-    """Load one split of a configured dataset (the test split is the evaluation set)."""
+
+def _require(dataset: Mapping[str, Any], name: str) -> str:
     source = dataset.get("source")
+    if source not in SOURCES:
+        raise InputError(f"unknown source {source!r}; expected one of {list(SOURCES)}", field=f"datasets.{name}.source")
+    for key in SOURCES[source]:
+        if key not in dataset:
+            raise InputError(f"is required for source '{source}'", field=f"datasets.{name}.{key}")
+    return str(source)
+
+
+def check_dataset_paths(dataset: Mapping[str, Any], name: str) -> None:
+    """A directory the user provides (ImageNet, an ImageFolder) must exist before any job runs."""
+    source = _require(dataset, name)
+    if source in ("imagenet_val", "image_folder") and not Path(dataset["root"]).is_dir():
+        raise InputError(
+            f"dataset directory {dataset['root']!r} does not exist (relative paths are relative to the "
+            "working directory)",
+            field=f"datasets.{name}.root",
+        )
+
+
+def open_split(dataset: Mapping[str, Any], split: Split, *, name: str = "dataset") -> Any:
+    """One split of a configured dataset: an :class:`ImageSet` or a lazy ``ImageFileDataset``.
+
+    Evaluation sets without a train split (ImageNet validation, CIFAR-10-C, an ImageFolder)
+    serve only ``"test"``.
+    """
+    source = _require(dataset, name)
+    field = f"datasets.{name}"
     if source == "sklearn_digits":
         train, test = load_digits_split(
             test_fraction=float(dataset.get("test_fraction", 0.5)),
             seed=int(dataset.get("split_seed", 0)),
         )
         return train if split == "train" else test
-    raise InputError(f"unknown source {source!r}; expected 'sklearn_digits'", field=f"datasets.{name}.source")
+    if split == "train" and source in ("imagenet_val", "image_folder", "cifar10c"):
+        raise InputError(f"source '{source}' is an evaluation set without a train split", field=f"{field}.source")
+    if source == "imagenet_val":
+        from classwise.data.imagefolder import imagenet_val
+
+        return imagenet_val(
+            dataset["root"],
+            layout=dataset.get("layout", "auto"),
+            devkit=dataset.get("devkit"),
+            label_space=dataset.get("label_space", "found"),
+            on_bad_image=dataset.get("on_bad_image", "error"),
+        )
+    if source == "image_folder":
+        from classwise.data.imagefolder import image_folder
+
+        return image_folder(
+            dataset["root"],
+            classes=dataset.get("classes"),
+            class_names=dataset.get("class_names"),
+            on_bad_image=dataset.get("on_bad_image", "error"),
+        )
+    if source == "torchvision":
+        from classwise.data import torchvision_sets
+
+        if dataset["name"] == "gtsrb":
+            return torchvision_sets.gtsrb_dataset(
+                dataset["root"], split, on_bad_image=dataset.get("on_bad_image", "error")
+            )
+        return torchvision_sets.load_cifar_split(dataset["name"], dataset["root"], split)
+    from classwise.data import torchvision_sets
+
+    return torchvision_sets.load_cifar10c(dataset["root"], dataset["corruption"], int(dataset["severity"]))
+
+
+def load_split(dataset: Mapping[str, Any], split: Split, *, name: str = "dataset") -> ImageSet:
+    """One split in memory (small sets; GTSRB is resized to ``image_size``, default 32)."""
+    source = _require(dataset, name)
+    if source == "torchvision" and dataset["name"] == "gtsrb":
+        from classwise.data.torchvision_sets import load_gtsrb_split
+
+        return load_gtsrb_split(dataset["root"], split, image_size=int(dataset.get("image_size", 32)))
+    opened = open_split(dataset, split, name=name)
+    return opened if isinstance(opened, ImageSet) else opened.to_imageset()
+
+
+def prepare_dataset(dataset: Mapping[str, Any], *, name: str = "dataset") -> Path:
+    """Download and verify a dataset's archives (a local rule's job); return its manifest path."""
+    source = _require(dataset, name)
+    from classwise.data import torchvision_sets
+
+    if source == "torchvision":
+        return torchvision_sets.prepare_torchvision_dataset(
+            dataset["name"], dataset["root"], overrides=dataset.get("downloads")
+        )
+    if source == "cifar10c":
+        return torchvision_sets.prepare_cifar10c(dataset["root"], url=dataset.get("url"), sha256=dataset.get("sha256"))
+    raise InputError(f"source '{source}' has nothing to download", field=f"datasets.{name}.source")

@@ -24,11 +24,14 @@ from classwise.superclasses import validate_superclasses
 
 
 def load_view(logits_path: str | Path, label_view: str, view_labels_path: str | Path | None) -> LabelView:
-    """The scores of ``logits_path`` under a label view (``original`` needs no labels file)."""
+    """The scores of ``logits_path`` under a label view: ``original`` uses the stored labels,
+    any other view a ``sample_id,label`` file (:mod:`classwise.labels.views`) matched by id."""
     scores_file = load_scores(logits_path)
     view_labels = None
     if view_labels_path is not None:
-        view_labels = np.loadtxt(view_labels_path, dtype=np.int64, ndmin=1, delimiter=",")
+        from classwise.labels.views import aligned_labels
+
+        view_labels = aligned_labels(view_labels_path, scores_file.sample_ids)
     return apply_label_view(scores_file, label_view, view_labels, source=view_labels_path)
 
 

@@ -15,8 +15,14 @@ from typing import Any, TextIO
 import numpy as np
 
 import classwise
-from classwise.data.sources import load_split
+from classwise.data.sources import load_split, open_split
+from classwise.errors import InputError
 from classwise.logits_io import save_logits
+
+
+#: Training settings of ``source: train`` models that the config leaves out (documented in the
+#: config schema; kept here because they apply to one source only).
+TRAINING_DEFAULTS: dict[str, Any] = {"epochs": 10, "lr": 0.01, "batch_size": 64, "weight_decay": 0.0, "seed": 0}
 
 
 def train_step(
@@ -44,17 +50,17 @@ def train_step(
         model_cfg["architecture"],
         n_classes=len(train.class_names),
         input_shape=input_shape,
-        seed=int(model_cfg["seed"]),
+        seed=int(model_cfg.get("seed", TRAINING_DEFAULTS["seed"])),
         **options,
     )
     summary = train_model(
         model,
         train,
-        epochs=int(model_cfg["epochs"]),
-        lr=float(model_cfg["lr"]),
-        batch_size=int(model_cfg["batch_size"]),
-        weight_decay=float(model_cfg.get("weight_decay", 0.0)),
-        seed=int(model_cfg["seed"]),
+        epochs=int(model_cfg.get("epochs", TRAINING_DEFAULTS["epochs"])),
+        lr=float(model_cfg.get("lr", TRAINING_DEFAULTS["lr"])),
+        batch_size=int(model_cfg.get("batch_size", TRAINING_DEFAULTS["batch_size"])),
+        weight_decay=float(model_cfg.get("weight_decay", TRAINING_DEFAULTS["weight_decay"])),
+        seed=int(model_cfg.get("seed", TRAINING_DEFAULTS["seed"])),
         progress=progress,
     )
     save_checkpoint(
@@ -69,9 +75,53 @@ def train_step(
     )
 
 
+def load_inference_model(
+    model_name: str, model_cfg: Mapping[str, Any], weights_path: Any, device: str
+) -> tuple[Any, dict[str, Any], Any]:
+    """The model (``[0, 1]`` images in, logits out), its metadata, and its resolved data config
+    (``None`` for demo models, which take the dataset's images as they are).
+
+    ``weights_path``: the demo checkpoint the pipeline trained, or the directory (manifest) that
+    the ``download_model`` rule filled; a ``checkpoint`` source may give its own path.
+    """
+    if model_cfg.get("source", "train") == "train":
+        from classwise.models.checkpoint import load_checkpoint
+
+        model, checkpoint_meta = load_checkpoint(weights_path)
+        return model, {"name": model_name, "checkpoint": str(weights_path), **_json_safe(checkpoint_meta)}, None
+    from classwise.models.zoo import load_model, parse_model_spec
+
+    if not isinstance(weights_path, (str, Path)) or not str(weights_path):
+        weights_path = None  # no weights file: random torchvision weights, or a checkpoint's own path
+    spec = parse_model_spec(model_cfg, key=model_name, check_names=False)
+    model, data_config = load_model(spec, weights_path, device=device)
+    return model, {"name": model_name, "weights": str(weights_path), **_json_safe(spec.to_dict())}, data_config
+
+
+def _batches(evaluation: Any, data_config: Any, batch_size: int, workers: int) -> tuple[Any, int]:
+    """Image batches of the evaluation set (decoded lazily for image-file sets) and its size."""
+    from classwise.data.imageset import ImageSet
+
+    if isinstance(evaluation, ImageSet):
+        return [evaluation], len(evaluation)
+    if data_config is None:
+        raise InputError(
+            "image-file datasets need a model with a data config (timm, torchvision, robustbench or "
+            "checkpoint source) to know the input size",
+            field="models",
+        )
+    from classwise.models.data_config import preprocess_image
+
+    def transform(image: Any) -> np.ndarray:
+        return preprocess_image(image, data_config).numpy()
+
+    return evaluation.iter_batches(batch_size, transform, workers=workers), len(evaluation)
+
+
 def infer_step(
     *,
     model_name: str,
+    model_cfg: Mapping[str, Any] | None = None,
     checkpoint_path: str | Path,
     dataset_name: str,
     dataset_cfg: Mapping[str, Any],
@@ -85,37 +135,59 @@ def infer_step(
 ) -> None:
     """Run one (dataset, model, shift) inference and cache its logits with a sidecar JSON.
 
-    ``threads`` caps torch's intra-op threads (the job's Snakemake threads)."""
+    Image-file datasets are decoded batch by batch with the model's own resize, crop and
+    interpolation (its resolved data config, recorded in the sidecar); the perturbation of each
+    sample is seeded by its id, so batching never changes the logits. ``threads`` caps torch's
+    intra-op threads (the job's Snakemake threads)."""
     _limit_threads(threads)
+    from tqdm import tqdm
+
     from classwise.inference import predict_logits, resolve_device
-    from classwise.models.checkpoint import load_checkpoint
     from classwise.shifts.spec import ShiftSpec
 
-    evaluation = load_split(dict(dataset_cfg), "test", name=dataset_name)
-    model, checkpoint_meta = load_checkpoint(checkpoint_path)
+    evaluation = open_split(dict(dataset_cfg), "test", name=dataset_name)
+    model, model_meta, data_config = load_inference_model(
+        model_name, model_cfg or {"source": "train"}, checkpoint_path, device
+    )
     spec = ShiftSpec(name=shift["name"], kind=shift["kind"], params=dict(shift["params"]))
     resolved_device = resolve_device(device)
-    logits = predict_logits(
-        model, evaluation, spec, base_seed=seed, batch_size=batch_size, device=device, progress=progress
-    )
+    batches, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
+    logits, labels, sample_ids, input_shape = [], [], [], None
+    bar = tqdm(total=total, desc=f"{model_name} {spec.name}", unit="img", file=progress, disable=progress is None)
+    for batch in batches:
+        logits.append(
+            predict_logits(model, batch, spec, base_seed=seed, batch_size=batch_size, device=device, progress=None)
+        )
+        labels.append(batch.labels)
+        sample_ids.append(batch.sample_ids)
+        input_shape = list(batch.images.shape[1:])
+        bar.update(len(batch))
+    bar.close()
+    if not logits:
+        raise InputError("the evaluation set has no readable images", field=f"datasets.{dataset_name}")
+    skipped = [
+        {"sample_id": s.sample_id, "path": str(s.path), "reason": s.reason} for s in getattr(evaluation, "skipped", [])
+    ]
     metadata = {
-        "dataset": {"name": dataset_name, **dict(dataset_cfg)},
-        "model": {"name": model_name, "checkpoint": str(checkpoint_path), **_json_safe(checkpoint_meta)},
+        "dataset": {"name": dataset_name, **_json_safe(dict(dataset_cfg))},
+        "model": model_meta,
         "preprocessing": {
             "input": "float32 in [0, 1], channels first",
             "normalisation": "inside the model",
-            "input_shape": list(evaluation.images.shape[1:]),
+            "input_shape": input_shape,
+            "data_config": None if data_config is None else data_config.to_dict(),
         },
         "shift": spec.to_json(),
         "seed": seed,
         "device": resolved_device.type,
+        "skipped_images": skipped,
         "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
     }
     save_logits(
         logits_path,
-        logits=logits,
-        labels=evaluation.labels,
-        sample_ids=evaluation.sample_ids,
+        logits=np.concatenate(logits),
+        labels=np.concatenate(labels),
+        sample_ids=np.concatenate(sample_ids),
         class_names=np.asarray(evaluation.class_names),
         metadata=metadata,
     )

@@ -42,7 +42,12 @@ def worst_class_table_step(
     first = next(iter(documents.values()))
     parameters = first["parameters"]
     ns = [n for n in parameters["n"] if n < int(first["n_classes"])]
-    rows = tables.paper_rows(ns, int(parameters["k"]), superclasses=bool(parameters["superclasses"]))
+    rows = tables.paper_rows(
+        ns,
+        int(parameters["k"]),
+        superclasses=bool(parameters["superclasses"]),
+        balanced_pairs=first.get("label_view", "original") != "original",
+    )
     frame = tables.metric_table(documents, rows, source=str(next(iter(metrics_paths.values()))))
     _write_table(frame, caption, markdown_path, csv_path, latex_path)
 
@@ -115,3 +120,29 @@ def per_class_figures_step(
             title=f"{model}, {title}",
             path=confusion_figure_paths[model],
         )
+
+
+#: Output file name -> the paper table or figure it mirrors (for the run's README).
+MIRRORS: dict[str, str] = {
+    "worst_class": "worst-class-metrics.txt, Table 1 (original labels) / Table 2 (cleaned labels)",
+    "decisiveness": "decisiveness-robustness.txt, Table 1 (reported / measured)",
+    "gamma_sweep": "decisiveness-robustness.txt, Table 2 (effect of gamma)",
+    "reliability": "decisiveness-robustness.txt, Figure 1",
+    "per_class_recall": "classwise-robustness-cfps.txt, Figure 1 (class-wise accuracy)",
+    "per_class_cfps": "classwise-robustness-cfps.txt, Figure 2 (class false positive score)",
+    "confusion": "classwise-robustness-cfps.txt, Figure 4 (confusion matrix)",
+}
+
+
+def results_readme_step(*, description: str, output_dir: str | Path, outputs: list[str], readme_path: str | Path) -> None:
+    """``<output_dir>/README.md``: what the run reproduces and which file mirrors which paper table."""
+    root = Path(output_dir)
+    lines = ["# Results", ""]
+    if description.strip():
+        lines += [description.strip(), ""]
+    lines += ["| file | mirrors |", "|:--|:--|"]
+    for output in sorted(outputs):
+        relative = Path(output).relative_to(root) if Path(output).is_relative_to(root) else Path(output)
+        stem = relative.stem.split("_")[0] if relative.stem.startswith(("reliability_", "confusion_")) else relative.stem
+        lines.append(f"| `{relative}` | {MIRRORS.get(stem, '')} |")
+    write_text(readme_path, "\n".join(lines) + "\n")

@@ -1,0 +1,10 @@
+"""Snakemake script of localrule download_label_file: fetch one label-errors file (verified)."""
+
+from pathlib import Path
+
+from classwise.scripting import job_log
+from classwise.steps.resources import download_label_files_step
+
+with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
+    output = Path(snakemake.output.file)  # noqa: F821
+    download_label_files_step(names=[output.name], dest_dir=output.parent)

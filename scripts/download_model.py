@@ -1,0 +1,13 @@
+"""Snakemake script of localrule download_model: fetch one model's weights into resources/."""
+
+from pathlib import Path
+
+from classwise.scripting import job_log
+from classwise.steps.resources import download_model_step
+
+with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
+    download_model_step(
+        model_name=snakemake.wildcards.model,  # noqa: F821
+        model_cfg=snakemake.params.model,  # noqa: F821
+        dest_dir=Path(snakemake.output.manifest).parent,  # noqa: F821
+    )

@@ -1,0 +1,57 @@
+"""Workflow steps that fetch what inference needs (local rules: they need the network) and
+build label views."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def download_model_step(*, model_name: str, model_cfg: Mapping[str, Any], dest_dir: str | Path) -> None:
+    """Fetch a timm / torchvision / RobustBench model's weights (verified) into ``dest_dir``;
+    ``dest_dir/manifest.json`` is written last."""
+    from classwise.models.zoo import download_weights, parse_model_spec
+
+    download_weights(parse_model_spec(model_cfg, key=model_name), dest_dir)
+
+
+def prepare_dataset_step(*, dataset_name: str, dataset_cfg: Mapping[str, Any], marker_path: str | Path) -> None:
+    """Download and verify a dataset's archives (torchvision sets, CIFAR-10-C); the marker
+    (what was prepared, and where) is written last."""
+    from classwise.atomic import write_json
+    from classwise.data.sources import prepare_dataset
+
+    prepared = prepare_dataset(dataset_cfg, name=dataset_name)
+    write_json(marker_path, {"dataset": dataset_name, "prepared": str(prepared), "config": dict(dataset_cfg)})
+
+
+def download_label_files_step(*, names: list[str], dest_dir: str | Path) -> None:
+    """Fetch the public label-errors files the cleaned views are built from."""
+    from classwise.labels.views import download_label_files
+
+    download_label_files(dest_dir, names)
+
+
+def build_label_view_step(
+    *,
+    dataset_name: str,
+    view_name: str,
+    view_cfg: Mapping[str, Any],
+    label_errors_dir: str | Path | None,
+    reference_logits: str | Path | None,
+    view_path: str | Path,
+) -> None:
+    """Write one label view as ``sample_id,label`` (``-1`` = removed) and log its summary."""
+    import numpy as np
+
+    from classwise.labels.views import build_view, write_view
+
+    ids, labels = build_view(
+        view_cfg,
+        label_errors_dir=label_errors_dir,
+        reference_logits=reference_logits,
+        field=f"datasets.{dataset_name}.label_views.{view_name}",
+    )
+    print(f"{dataset_name}/{view_name}: {int(np.sum(labels >= 0))} of {labels.size} samples kept")
+    write_view(view_path, ids, labels)

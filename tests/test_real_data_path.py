@@ -1,0 +1,142 @@
+"""The path real datasets and models take: paper configs build their DAGs on fixtures, label
+views travel as id-keyed files, and inference streams an ImageFolder through a torchvision model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from classwise.errors import InputError
+from classwise.labels.views import aligned_labels, build_view, write_view
+from classwise.logits_io import load_scores, save_logits
+from classwise.steps.metrics import load_view
+from classwise.steps.models import infer_step
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_IMAGENET_LABELS = REPO.parent / "shared" / "data" / "imagenet-labels"
+WNIDS = ["n01440764", "n01443537", "n01484850"]
+
+
+def _imagenet_fixture(root: Path, per_class: int = 2) -> Path:
+    rng = np.random.default_rng(0)
+    for c, wnid in enumerate(WNIDS):
+        folder = root / "val" / wnid
+        folder.mkdir(parents=True)
+        for i in range(per_class):
+            pixels = rng.integers(0, 256, size=(40 + 8 * c, 52, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(folder / f"ILSVRC2012_val_{c * per_class + i + 1:08d}.JPEG")
+    return root
+
+
+def _dry_run(workdir: Path, configfile: Path) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir), "--configfile", str(configfile), "--cores", "1", "--dry-run",
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected_jobs"),
+    [
+        ("worst_classes_imagenet", ["download_model", "download_label_file", "build_label_view", "infer"]),
+        ("decisiveness_imagenet", ["download_model", "compute_decisiveness_metrics"]),
+        ("classwise_robustness_cifar10", ["prepare_dataset", "download_model", "infer"]),
+    ],
+)
+def test_paper_configs_build_their_dag_on_fixtures(tmp_path: Path, config: str, expected_jobs: list[str]) -> None:
+    _imagenet_fixture(tmp_path / "data" / "imagenet")
+    result = _dry_run(tmp_path, REPO / "config" / f"{config}.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for job in expected_jobs:
+        assert job in result.stdout, job
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_missing_dataset_directory_stops_before_any_job(tmp_path: Path) -> None:
+    result = _dry_run(tmp_path, REPO / "config" / "worst_classes_imagenet.yaml")
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert "datasets.imagenet.root" in message and "data/imagenet" in message
+
+
+def _scores_file(tmp_path: Path, ids: list[str], labels: list[int], n_classes: int = 3) -> Path:
+    logits = np.eye(n_classes, dtype=np.float32)[labels] * 3
+    path = tmp_path / "scores.npz"
+    save_logits(
+        path, logits=logits, labels=np.array(labels), sample_ids=np.array(ids),
+        class_names=np.array([f"c{i}" for i in range(n_classes)]), metadata={},
+    )  # fmt: skip
+    return path
+
+
+def test_label_views_are_matched_by_sample_id_not_by_row(tmp_path: Path) -> None:
+    scores = _scores_file(tmp_path, ["b", "a", "c"], [1, 0, 2])
+    view = tmp_path / "view.csv"
+    write_view(view, np.array(["a", "z", "b", "c"]), np.array([2, 0, -1, 2]))  # extra id z, other order
+    labelled = load_view(scores, "cleaned", view)
+    np.testing.assert_array_equal(labelled.sample_ids, ["a", "c"])  # b removed
+    np.testing.assert_array_equal(labelled.labels, [2, 2])
+    write_view(view, np.array(["a", "b"]), np.array([0, 1]))
+    with pytest.raises(InputError, match=r"1 of 3 samples have no label.*'c'") as error:
+        aligned_labels(view, load_scores(scores).sample_ids)
+    assert str(view) in str(error.value)
+
+
+def test_confident_learning_view_flags_the_mislabelled_samples(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    labels = np.repeat(np.arange(3), 40)
+    logits = np.full((120, 3), -2.0, dtype=np.float32)
+    logits[np.arange(120), labels] = 3.0 + rng.random(120).astype(np.float32)
+    flipped = np.array([5, 50, 90])
+    noisy = labels.copy()
+    noisy[flipped] = (labels[flipped] + 1) % 3  # the model confidently disagrees with these labels
+    path = tmp_path / "ref.npz"
+    ids = np.array([f"s{i:03d}" for i in range(120)])
+    save_logits(path, logits=logits, labels=noisy, sample_ids=ids, class_names=np.array(["a", "b", "c"]), metadata={})
+    view_ids, view = build_view({"kind": "confident_learning", "reference_model": "m"}, reference_logits=path)
+    np.testing.assert_array_equal(view_ids, ids)
+    np.testing.assert_array_equal(np.flatnonzero(view < 0), flipped)
+
+
+@pytest.mark.skipif(not SHARED_IMAGENET_LABELS.is_dir(), reason="../shared/data/imagenet-labels is not present")
+@pytest.mark.parametrize("variant", ["paper", "aligned"])
+def test_imagenet_views_key_every_validation_image_by_its_folder_path(variant: str) -> None:
+    ids, labels = build_view({"kind": "imagenet_cleaned", "variant": variant}, label_errors_dir=SHARED_IMAGENET_LABELS)
+    assert ids.shape == labels.shape == (50_000,)
+    assert int(np.sum(labels >= 0)) == 46_044
+    assert ids[0].startswith("n01440764/ILSVRC2012_val_") and not ids[0].startswith("val/")
+    assert len(set(ids.tolist())) == 50_000
+
+
+def test_infer_streams_an_image_folder_through_a_torchvision_model(tmp_path: Path) -> None:
+    root = _imagenet_fixture(tmp_path / "imagenet", per_class=2)
+    model_cfg = {"source": "torchvision", "name": "resnet18", "weights": None}
+    dataset_cfg = {"source": "imagenet_val", "root": str(root), "label_space": "imagenet1k"}
+    shift = {"name": "clean", "kind": "clean", "params": {}}
+    outputs = []
+    for batch_size in (4, 3):  # batching must not change the logits
+        out = tmp_path / f"logits_{batch_size}.npz"
+        torch.manual_seed(0)  # weights: null builds randomly initialised weights
+        infer_step(
+            model_name="resnet18", model_cfg=model_cfg, checkpoint_path=[], dataset_name="imagenet",
+            dataset_cfg=dataset_cfg, shift=shift, seed=0, batch_size=batch_size, device="cpu",
+            logits_path=out, threads=1,
+        )  # fmt: skip
+        outputs.append(load_scores(out))
+    first, second = outputs
+    assert first.scores.shape == (6, 1000)
+    np.testing.assert_array_equal(first.sample_ids, second.sample_ids)
+    assert first.sample_ids[0] == "n01440764/ILSVRC2012_val_00000001.JPEG"
+    np.testing.assert_array_equal(first.labels, [0, 0, 1, 1, 2, 2])
+    np.testing.assert_allclose(first.scores, second.scores, rtol=1e-4, atol=1e-4)
+    metadata = json.loads((tmp_path / "logits_4.json").read_text())
+    assert metadata["preprocessing"]["data_config"]["input_size"][-1] == 224
+    assert metadata["preprocessing"]["input_shape"] == [3, 224, 224]
