@@ -116,3 +116,44 @@ def test_bad_batch_size(setup) -> None:  # type: ignore[no-untyped-def]
     model, test = setup
     with pytest.raises(InputError, match="batch_size"):
         predict_logits(model, test, SHIFTS["clean"], base_seed=0, batch_size=0)
+
+
+# ----------------------------------------------------------------------------- targeted PGD
+
+
+def _targeted(target, eps: float = 0.3):  # type: ignore[no-untyped-def]
+    from classwise.shifts import ShiftSpec
+
+    params = {"norm": "linf", "eps": eps, "steps": 10, "step_size": eps / 4, "random_start": True, "target": target}
+    return ShiftSpec(name=f"pgd_targeted_{target}", kind="pgd", params=params)
+
+
+def test_targeted_pgd_moves_samples_into_the_target_class(setup) -> None:  # type: ignore[no-untyped-def]
+    from classwise.inference import pgd_target
+    from classwise.metrics.cfps import targeted_success_rate
+
+    model, test = setup
+    spec = _targeted(3)
+    assert pgd_target(spec, test.n_classes) == 3
+    assert pgd_target(SHIFTS["pgd_linf_eps0.1"], test.n_classes) is None
+    logits = predict_logits(model, test, spec, base_seed=0, batch_size=32)
+    assert logits.shape == (len(test), 10)
+    predicted = logits.argmax(1)
+    targets = np.full(len(test), 3)
+    rate = targeted_success_rate(predicted, targets, test.labels)
+    clean = predict_logits(model, test, SHIFTS["clean"], base_seed=0).argmax(1)
+    assert rate > 0.8 > targeted_success_rate(clean, targets, test.labels)
+    # samples of the target class are kept and stay in it
+    own = test.labels == 3
+    assert own.any() and (predicted[own] == 3).all()
+    # per-sample seeding: batch size does not matter
+    again = predict_logits(model, test, spec, base_seed=0, batch_size=256)
+    np.testing.assert_allclose(logits, again, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("target", [10, -1, True, 2.0, "3"])
+def test_bad_targets_are_rejected(setup, target) -> None:  # type: ignore[no-untyped-def]
+    model, test = setup
+    with pytest.raises(InputError) as info:
+        predict_logits(model, test, _targeted(target), base_seed=0)
+    assert info.value.field == "target"

@@ -156,3 +156,104 @@ def test_matches_torchattacks(models, data, norm, eps, alpha) -> None:  # type: 
     atol, share = (1e-6, 0.98) if norm == "linf" else (1e-3, 0.95)
     close = torch.isclose(ours, reference, atol=atol).flatten(1).all(dim=1)
     assert close.float().mean() >= share
+
+
+# ----------------------------------------------------------------------------- more torchattacks agreement
+
+
+@pytest.fixture(scope="module")
+def demo_cnn(data):  # type: ignore[no-untyped-def]
+    """The demo CNN (untrained) on 64 digits, with its own predictions as labels: every sample
+    starts correctly classified."""
+    x, _, _ = data
+    model = build_model("cnn", n_classes=10, input_shape=(1, 8, 8), seed=0).eval()
+    with torch.no_grad():
+        labels = model(x[:64]).argmax(1)
+    return model, x[:64], labels
+
+
+@pytest.mark.parametrize("norm,eps,alpha", [("linf", 0.03, 0.01), ("l2", 0.3, 0.1)])
+def test_matches_torchattacks_on_the_demo_cnn(demo_cnn, norm, eps, alpha) -> None:  # type: ignore[no-untyped-def]
+    torchattacks = pytest.importorskip("torchattacks")
+    model, x, y = demo_cnn
+    ours = pgd_attack(model, x, y, norm=norm, eps=eps, alpha=alpha, steps=10, random_start=False)
+    cls = torchattacks.PGD if norm == "linf" else torchattacks.PGDL2
+    reference = cls(model, eps=eps, alpha=alpha, steps=10, random_start=False)(x, y)
+    ours_acc, ref_acc = _accuracy(model, ours, y), _accuracy(model, reference, y)
+    assert ours_acc < 0.9  # the attack does something
+    assert abs(ours_acc - ref_acc) <= 2.0 / len(y) + 1e-9, (ours_acc, ref_acc)
+    close = torch.isclose(ours, reference, atol=1e-6 if norm == "linf" else 1e-3).flatten(1).all(dim=1)
+    assert close.float().mean() >= 0.95
+
+
+@pytest.mark.parametrize("norm,eps,alpha", [("linf", 0.2, 0.05), ("l2", 1.0, 0.25)])
+def test_targeted_matches_torchattacks_targeted_by_label(models, data, norm, eps, alpha) -> None:  # type: ignore[no-untyped-def]
+    torchattacks = pytest.importorskip("torchattacks")
+    x, y, _ = data
+    model = models["mlp"]
+    targets = (y + 3) % 10
+    ours = pgd_attack(model, x, y, norm=norm, eps=eps, alpha=alpha, steps=10, random_start=False, targets=targets)
+    cls = torchattacks.PGD if norm == "linf" else torchattacks.PGDL2
+    attack = cls(model, eps=eps, alpha=alpha, steps=10, random_start=False)
+    attack.set_mode_targeted_by_label(quiet=True)
+    reference = attack(x, targets)  # in this mode torchattacks takes the targets as "labels"
+    with torch.no_grad():
+        ours_hit = float((model(ours).argmax(1) == targets).float().mean())
+        ref_hit = float((model(reference).argmax(1) == targets).float().mean())
+    assert ours_hit > 0.3  # the targeted attack moves samples into the target class
+    assert abs(ours_hit - ref_hit) <= 2.0 / N_EVAL + 1e-9, (ours_hit, ref_hit)
+    assert abs(_accuracy(model, ours, y) - _accuracy(model, reference, y)) <= 2.0 / N_EVAL + 1e-9
+    close = torch.isclose(ours, reference, atol=1e-6 if norm == "linf" else 1e-3).flatten(1).all(dim=1)
+    assert close.float().mean() >= 0.95
+
+
+def test_targets_equal_to_labels_keep_samples_in_their_class(models, data) -> None:  # type: ignore[no-untyped-def]
+    x, y, _ = data
+    model = models["mlp"]
+    adv = pgd_attack(model, x, y, norm="linf", eps=0.1, alpha=0.025, steps=10, random_start=False, targets=y)
+    assert _accuracy(model, adv, y) >= _accuracy(model, x, y)
+
+
+# ----------------------------------------------------------------------------- definition checks
+
+
+@pytest.mark.parametrize("norm,eps", [("linf", 0.2), ("l2", 2.0)])
+def test_large_steps_still_respect_ball_and_range(models, data, norm, eps) -> None:  # type: ignore[no-untyped-def]
+    x, y, _ = data
+    adv = pgd_attack(
+        models["mlp"], x, y, norm=norm, eps=eps, alpha=10 * eps, steps=3, random_start=True,
+        generator=torch.Generator().manual_seed(0), targets=(y + 1) % 10,
+    )
+    assert adv.min() >= 0.0 and adv.max() <= 1.0
+    delta = (adv - x).flatten(1)
+    size = delta.abs().max(dim=1).values if norm == "linf" else delta.norm(dim=1)
+    assert size.max() <= eps * (1 + 1e-5) + 1e-6
+
+
+def test_runs_on_the_model_device_and_returns_on_the_input_device(models, data) -> None:  # type: ignore[no-untyped-def]
+    x, y, _ = data
+    model = models["mlp"]
+    adv = pgd_attack(model, x[:8], y[:8], norm="linf", eps=0.1, alpha=0.05, steps=2, random_start=False)
+    assert adv.device == x.device and adv.dtype == torch.float32
+    if torch.cuda.is_available():  # pragma: no cover - only with a GPU
+        model.cuda()
+        try:
+            on_gpu = pgd_attack(model, x[:8], y[:8], norm="linf", eps=0.1, alpha=0.05, steps=2, random_start=False)
+        finally:
+            model.cpu()
+        assert on_gpu.device == x.device
+        torch.testing.assert_close(on_gpu, adv, atol=1e-5, rtol=0)
+
+
+def test_bad_images_and_targets(models, data) -> None:  # type: ignore[no-untyped-def]
+    x, y, _ = data
+    model = models["linear"]
+    kwargs = dict(norm="linf", eps=0.1, alpha=0.1, steps=1, random_start=False)
+    with pytest.raises(InputError, match=r"\[0, 1\]"):
+        pgd_attack(model, x * 2, y, **kwargs)
+    with pytest.raises(InputError, match="floating"):
+        pgd_attack(model, (x * 255).to(torch.uint8), y, **kwargs)
+    with pytest.raises(InputError, match="targets"):
+        pgd_attack(model, x, y, targets=torch.full_like(y, 10), **kwargs)
+    with pytest.raises(InputError, match="targets"):
+        pgd_attack(model, x, y, targets=y[:5], **kwargs)

@@ -4,7 +4,18 @@ The library is pure and typed: metrics are functions of cached (logits, labels)
 arrays; the Snakemake workflow in ``workflow/`` only wires library calls together.
 """
 
+from typing import Any
+
 from classwise.errors import InputError
 
-__all__ = ["InputError", "__version__"]
+__all__ = ["InputError", "__version__", "pgd_attack"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # pgd_attack needs torch; importing it lazily keeps `import classwise` (and the metrics CLI) light.
+    if name == "pgd_attack":
+        from classwise.shifts.pgd import pgd_attack
+
+        return pgd_attack
+    raise AttributeError(f"module 'classwise' has no attribute {name!r}")

@@ -1,0 +1,273 @@
+"""Class-wise robustness figures of classwise-robustness-cfps.txt, across models and shifts.
+
+* :func:`plot_classwise_robustness` -- Figures 2-3: per-class accuracy (top row of each
+  block) and CFPS (bottom row) for every model (bars) and every shift (one panel each);
+* :func:`plot_mean_confusion` -- Figure 4: the confusion matrix under an attack, averaged
+  over models, as a heatmap (rows: true class, columns: predicted class);
+* :func:`plot_targeted_success` -- Figure 5: targeted-attack success rate per target class;
+* :func:`plot_prediction_similarity` -- Figure 7: cosine similarity of the models' class-wise
+  predictions (errors), model by model.
+
+Every function draws on a :class:`matplotlib.figure.Figure` (Agg, no pyplot), writes the PNG
+atomically with :func:`classwise.plots.save_png` and returns the figure, so callers and tests
+can inspect what was drawn. The numbers are those of :mod:`classwise.robustness.classwise`.
+Past :data:`classwise.plots.MAX_LABELLED_CLASSES` classes, bars become one line per model and
+class tick labels and cell annotations are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from classwise.errors import InputError
+from classwise.metrics.cfps import prediction_cosine_similarity
+from classwise.plots import MAX_LABELLED_CLASSES, save_png
+from classwise.robustness.classwise import Confusions, classwise_values, mean_confusion
+
+_ANNOTATE_MAX = 12
+_MAX_COLUMNS = 4
+
+
+def _colors(n: int) -> list[str]:
+    return [f"C{i % 10}" for i in range(n)]
+
+
+def _class_values(
+    ax: Axes, values: Mapping[str, np.ndarray], class_names: Sequence[str], colors: Sequence[str]
+) -> None:
+    """Grouped bars (one bar per model and class) or, for many classes, one line per model.
+
+    NaN values are left out. Bars of model ``i`` form ``ax.containers[i]``.
+    """
+    c = len(class_names)
+    x = np.arange(c)
+    models = list(values)
+    if c > MAX_LABELLED_CLASSES:
+        for model, color in zip(models, colors):
+            ax.plot(x, values[model], drawstyle="steps-mid", linewidth=0.8, color=color, label=model)
+        ax.set_xlim(-0.5, c - 0.5)
+        ax.set_xticks([])
+        return
+    width = 0.8 / max(1, len(models))
+    for i, (model, color) in enumerate(zip(models, colors)):
+        v = np.asarray(values[model], dtype=np.float64)
+        ok = np.isfinite(v)
+        ax.bar(x[ok] - 0.4 + (i + 0.5) * width, v[ok], width=width, color=color, label=model)
+    ax.set_xticks(x)
+    rotate = max(len(n) for n in class_names) > 3 or c > 12
+    ax.set_xticklabels(
+        class_names, rotation=60 if rotate else 0, ha="right" if rotate else "center", fontsize=7
+    )
+    ax.set_xlim(-0.6, c - 0.4)
+
+
+def _names(class_names: Sequence[str]) -> list[str]:
+    names = [str(n) for n in class_names]
+    if not names:
+        raise InputError("no classes to plot", field="class_names")
+    return names
+
+
+def plot_classwise_robustness(
+    confusions: Confusions,
+    class_names: Sequence[str],
+    *,
+    path: str | Path,
+    title: str = "Class-wise accuracy and CFPS",
+) -> Figure:
+    """Figures 2-3: for every shift a panel of class-wise accuracy and one of CFPS.
+
+    ``confusions`` is ``{shift: {model: (C, C) confusion [true, predicted]}}``. Panels are
+    laid out in blocks of up to four shifts: an accuracy row (y in [0, 1]) above a CFPS row
+    (shared y scale), one colour per model (bars, or lines past
+    ``MAX_LABELLED_CLASSES`` classes). Returns the figure; the axes are in
+    ``fig.axes`` as ``[acc(shift0), cfps(shift0), acc(shift1), ...]``.
+    """
+    names = _names(class_names)
+    accuracy, cfps = classwise_values(confusions, len(names))
+    shifts = list(confusions)
+    models: list[str] = []
+    for by_model in confusions.values():
+        models += [m for m in by_model if m not in models]
+    colors = dict(zip(models, _colors(len(models))))
+    n_cols = min(len(shifts), _MAX_COLUMNS)
+    n_blocks = math.ceil(len(shifts) / n_cols)
+    c = len(names)
+    panel_w = 6.0 if c > MAX_LABELLED_CLASSES else min(8.0, max(3.2, 0.09 * c * max(1, len(models)) + 1.4))
+    fig = Figure(figsize=(panel_w * n_cols, 2.3 * 2 * n_blocks + 0.6), layout="constrained")
+    grid = fig.add_gridspec(2 * n_blocks, n_cols)
+    finite_cfps = [v[np.isfinite(v)] for by in cfps.values() for v in by.values()]
+    top = max([float(v.max()) for v in finite_cfps if v.size] + [0.0])
+    cfps_top = 1.05 * top if top > 0 else 1.0
+    for k, shift in enumerate(shifts):
+        row, col = divmod(k, n_cols)
+        for offset, (values, label, ylim) in enumerate(
+            ((accuracy[shift], "accuracy", (0.0, 1.05)), (cfps[shift], "CFPS", (0.0, cfps_top)))
+        ):
+            ax = fig.add_subplot(grid[2 * row + offset, col])
+            _class_values(ax, values, names, [colors[m] for m in values])
+            ax.set_ylim(*ylim)
+            ax.grid(axis="y", alpha=0.3)
+            if col == 0:
+                ax.set_ylabel(label)
+            if offset == 0:
+                ax.set_title(shift, fontsize=9)
+    legend: dict[str, object] = {}  # one entry per model, even if some shift lacks a model
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    fig.legend(
+        list(legend.values()), list(legend), loc="outside upper right", ncols=min(len(models), 6), fontsize=7.5
+    )
+    fig.suptitle(title)
+    save_png(fig, path)
+    return fig
+
+
+def plot_mean_confusion(
+    confusions: Mapping[str, np.ndarray],
+    class_names: Sequence[str],
+    *,
+    path: str | Path,
+    title: str = "Confusion matrix averaged over models",
+) -> Figure:
+    """Figure 4: the models' mean confusion matrix, each row as fractions of its true class.
+
+    ``confusions`` is ``{model: (C, C) confusion [true, predicted]}`` under one shift (e.g.
+    PGD). The heatmap (``fig.axes[0].images[0]``) shows :func:`mean_confusion` divided by its
+    row sums (blank for a class without samples), blue (low) to red (high) as in the paper;
+    cells are annotated up to 12 classes.
+    """
+    names = _names(class_names)
+    m = mean_confusion(confusions)
+    c = len(names)
+    if m.shape != (c, c):
+        raise InputError(
+            f"expected ({c}, {c}) matrices to match class_names, got {m.shape}", field="confusions"
+        )
+    support = m.sum(axis=1, keepdims=True)
+    shown = np.divide(m, support, out=np.full_like(m, np.nan), where=support > 0)
+    side = 5.5 if c <= _ANNOTATE_MAX else 7.5
+    fig = Figure(figsize=(side + 1.2, side), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(
+        np.ma.masked_invalid(shown),
+        cmap="coolwarm",
+        vmin=0.0,
+        vmax=1.0,
+        interpolation="nearest",
+        aspect="equal",
+    )
+    fig.colorbar(
+        image, ax=ax, label=f"fraction of true class (mean of {len(confusions)} models)", shrink=0.85
+    )
+    if c <= MAX_LABELLED_CLASSES:
+        ticks = np.arange(c)
+        ax.set_xticks(ticks)
+        ax.set_yticks(ticks)
+        rotate = max(len(n) for n in names) > 3
+        ax.set_xticklabels(
+            names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8
+        )
+        ax.set_yticklabels(names, fontsize=8)
+    else:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if c <= _ANNOTATE_MAX:
+        for i in range(c):
+            for j in range(c):
+                if np.isfinite(shown[i, j]):
+                    ax.text(j, i, f"{shown[i, j]:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xlabel("predicted class")
+    ax.set_ylabel("true class")
+    ax.set_title(title)
+    save_png(fig, path)
+    return fig
+
+
+def plot_targeted_success(
+    rates: Mapping[str, np.ndarray],
+    class_names: Sequence[str],
+    *,
+    path: str | Path,
+    title: str = "Targeted PGD: success rate per target class",
+) -> Figure:
+    """Figure 5: success rate of the targeted attack towards each class, per model.
+
+    ``rates`` is ``{model: (C,) success rate per target class}`` (e.g.
+    :func:`classwise.robustness.targeted.targeted_success_rates`; NaN for classes without a
+    run are left out). Bars of model ``i`` are ``fig.axes[0].containers[i]``.
+    """
+    names = _names(class_names)
+    models = list(rates)
+    if not models:
+        raise InputError("no models to plot", field="rates")
+    values = {}
+    for model in models:
+        v = np.asarray(rates[model], dtype=np.float64)
+        if v.shape != (len(names),):
+            raise InputError(
+                f"expected shape ({len(names)},) to match class_names, got {v.shape}",
+                field=f"rates[{model!r}]",
+            )
+        values[model] = v
+    c = len(names)
+    width = 10.0 if c > MAX_LABELLED_CLASSES else min(16.0, max(5.0, 0.3 * c * len(models) + 2.0))
+    fig = Figure(figsize=(width, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    _class_values(ax, values, names, _colors(len(models)))
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel("target class")
+    ax.set_ylabel("success rate")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7.5, loc="best")
+    ax.set_title(title)
+    save_png(fig, path)
+    return fig
+
+
+def plot_prediction_similarity(
+    confusions: Mapping[str, np.ndarray],
+    *,
+    path: str | Path,
+    title: str = "Cosine similarity of class-wise predictions",
+) -> Figure:
+    """Figure 7: model-by-model cosine similarity of class-wise errors (heatmap).
+
+    ``confusions`` is ``{model: (C, C) confusion}``; the matrix shown
+    (``fig.axes[0].images[0]``) is
+    :func:`classwise.metrics.cfps.prediction_cosine_similarity` (NaN cells blank). Cells are
+    annotated up to 20 models; the colour scale spans the off-diagonal values.
+    """
+    names, s = prediction_cosine_similarity(confusions)
+    n = len(names)
+    off = s[~np.eye(n, dtype=bool)]
+    finite = off[np.isfinite(off)]
+    vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if vmax - vmin < 1e-6:
+        vmin, vmax = vmin - 0.05, vmax + 0.05
+    side = min(12.0, max(4.5, 0.6 * n + 2.5))
+    fig = Figure(figsize=(side + 1.2, side), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(np.ma.masked_invalid(s), cmap="viridis", vmin=vmin, vmax=vmax, interpolation="nearest")
+    fig.colorbar(image, ax=ax, label="cosine similarity", shrink=0.85)
+    ax.set_xticks(np.arange(n))
+    ax.set_yticks(np.arange(n))
+    ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
+    ax.set_yticklabels(names, fontsize=8)
+    if n <= 20:
+        mid = (vmin + vmax) / 2
+        for i in range(n):
+            for j in range(n):
+                if np.isfinite(s[i, j]):
+                    color = "black" if s[i, j] > mid else "white"
+                    ax.text(j, i, f"{s[i, j]:.3f}", ha="center", va="center", fontsize=8, color=color)
+    ax.set_title(title)
+    save_png(fig, path)
+    return fig

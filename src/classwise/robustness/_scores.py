@@ -1,0 +1,24 @@
+"""Reading cached scores for the robustness analyses: a path or an already loaded file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from classwise.logits_io import ScoresFile, load_scores
+
+
+def as_scores(source: ScoresFile | str | Path) -> ScoresFile:
+    """``source`` itself when already loaded, else :func:`classwise.logits_io.load_scores`."""
+    return source if isinstance(source, ScoresFile) else load_scores(source)
+
+
+def predictions(scores: ScoresFile) -> np.ndarray:
+    """Top-1 predicted class per sample (``argmax``; ties -> lowest index), int64."""
+    return np.asarray(scores.scores).argmax(axis=1).astype(np.int64)
+
+
+def where(scores: ScoresFile, fallback: str) -> str:
+    """The file a scores object came from, for error messages."""
+    return scores.path if scores.path is not None else fallback

@@ -1,0 +1,119 @@
+"""The numbers behind the class-wise robustness figures (classwise-robustness-cfps.txt).
+
+Everything starts from confusion matrices indexed ``[true, predicted]``, one per
+(shift, model), computed from cached logits with :func:`confusion_of`; the figures in
+:mod:`classwise.plots.robustness` draw exactly what these tables hold.
+
+* Figures 2-3: :func:`classwise_table` -- class-wise accuracy (recall) and CFPS per shift,
+  model and class;
+* Figure 4: :func:`mean_confusion` -- the confusion matrix averaged over models;
+* Figure 7: :func:`similarity_table` -- cosine similarity of the models' class-wise errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from classwise.errors import InputError
+from classwise.logits_io import ScoresFile
+from classwise.metrics.cfps import (
+    class_false_positive_score,
+    class_wise_accuracy,
+    prediction_cosine_similarity,
+)
+from classwise.robustness._scores import as_scores, predictions
+
+Confusions = Mapping[str, Mapping[str, np.ndarray]]
+"""``{shift: {model: (C, C) confusion}}``."""
+
+
+def confusion_of(source: ScoresFile | str | Path) -> np.ndarray:
+    """``(C, C)`` int64 confusion matrix ``[true, predicted]`` of a cached logits file."""
+    scores = as_scores(source)
+    c = scores.n_classes
+    flat = scores.labels * c + predictions(scores)
+    return np.bincount(flat, minlength=c * c).reshape(c, c).astype(np.int64)
+
+
+def _check_nested(confusions: Confusions, n_classes: int) -> None:
+    if not confusions:
+        raise InputError("no shifts given", field="confusions")
+    for shift, by_model in confusions.items():
+        if not by_model:
+            raise InputError("no models given", field=f"confusions[{shift!r}]")
+        for model, m in by_model.items():
+            if np.shape(m) != (n_classes, n_classes):
+                raise InputError(
+                    f"expected a ({n_classes}, {n_classes}) confusion matrix to match class_names, "
+                    f"got {np.shape(m)}",
+                    field=f"confusions[{shift!r}][{model!r}]",
+                )
+
+
+def classwise_values(
+    confusions: Confusions, n_classes: int
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, np.ndarray]]]:
+    """``(accuracy, cfps)``, each ``{shift: {model: (C,)}}``, in the input order.
+
+    Accuracy is the class-wise recall (NaN for a class without samples,
+    :func:`classwise.metrics.cfps.class_wise_accuracy`); CFPS is Eq. 1 of the paper.
+    """
+    _check_nested(confusions, n_classes)
+    accuracy = {s: {m: class_wise_accuracy(c) for m, c in by.items()} for s, by in confusions.items()}
+    cfps = {s: {m: class_false_positive_score(c) for m, c in by.items()} for s, by in confusions.items()}
+    return accuracy, cfps
+
+
+def classwise_table(confusions: Confusions, class_names: Sequence[str]) -> pd.DataFrame:
+    """Long table with one row per (shift, model, class): columns ``shift``, ``model``,
+    ``class``, ``class_name``, ``accuracy``, ``cfps`` (the numbers of Figures 2-3)."""
+    names = [str(n) for n in class_names]
+    accuracy, cfps = classwise_values(confusions, len(names))
+    frames = []
+    for shift, by_model in accuracy.items():
+        for model, acc in by_model.items():
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "shift": shift,
+                        "model": model,
+                        "class": np.arange(len(names)),
+                        "class_name": names,
+                        "accuracy": acc,
+                        "cfps": cfps[shift][model],
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+def mean_confusion(confusions: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The element-wise mean of the models' confusion matrices (Figure 4), float64.
+
+    The models are evaluated on the same samples, so every row has the same support in every
+    matrix and the mean of the counts, row-normalised, equals the mean of the row-normalised
+    matrices.
+    """
+    if not confusions:
+        raise InputError("no confusion matrices given", field="confusions")
+    matrices = [np.asarray(m, dtype=np.float64) for m in confusions.values()]
+    shape = matrices[0].shape
+    for name, m in zip(confusions, matrices):
+        if m.ndim != 2 or m.shape != shape or shape[0] != shape[1]:
+            raise InputError(
+                f"expected square matrices of one shape {shape}, got {m.shape}", field=f"confusions[{name!r}]"
+            )
+    return np.mean(matrices, axis=0)
+
+
+def similarity_table(confusions: Mapping[str, np.ndarray]) -> pd.DataFrame:
+    """Model-by-model cosine similarity of class-wise errors (Figure 7), as a DataFrame.
+
+    See :func:`classwise.metrics.cfps.prediction_cosine_similarity` for the definition.
+    """
+    names, matrix = prediction_cosine_similarity(confusions)
+    return pd.DataFrame(matrix, index=pd.Index(names, name="model"), columns=names)

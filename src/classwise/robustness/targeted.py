@@ -1,0 +1,180 @@
+"""Success rate of targeted PGD per target class (classwise-robustness-cfps.txt, Figure 5).
+
+One targeted run per target class ``t`` is the shift ``pgd_targeted_<t>``: every evaluation
+sample is attacked towards ``t``. Its success rate is the share of the samples *not* of class
+``t`` that the model predicts as ``t`` under the attack; samples already of class ``t`` are not
+attacks and are left out (:func:`classwise.metrics.cfps.targeted_success_rate`, which this
+module reuses). With the clean logits the table also gives the clean base rate, the share of
+the same non-``t`` samples already predicted as ``t`` without any attack.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from classwise.errors import InputError
+from classwise.logits_io import ScoresFile, sidecar_path
+from classwise.metrics.cfps import targeted_success_rate, targeted_success_rate_per_class
+from classwise.robustness._scores import as_scores, predictions, where
+
+TARGETED_PREFIX = "pgd_targeted_"
+"""Targeted PGD shifts are named ``pgd_targeted_<t>``, ``t`` the target class index."""
+
+_NAME = re.compile(rf"^{TARGETED_PREFIX}(\d+)$")
+
+
+def targeted_shift_name(target: int) -> str:
+    """``pgd_targeted_<target>``."""
+    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < 0:
+        raise InputError(f"expected a class index >= 0, got {target!r}", field="target")
+    return f"{TARGETED_PREFIX}{int(target)}"
+
+
+def target_of_shift(shift: str | Mapping[str, Any]) -> int | None:
+    """The target class of a shift, or ``None`` when it is not a targeted attack.
+
+    ``shift`` is a shift name (``"pgd_targeted_3"`` -> 3) or a shift's JSON form
+    (``{"name", "kind", "params"}``; ``params["target"]`` wins over the name).
+    """
+    if isinstance(shift, Mapping):
+        params = shift.get("params") or {}
+        target = params.get("target")
+        if target is not None:
+            if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < 0:
+                raise InputError(f"expected a class index >= 0, got {target!r}", field="params.target")
+            return int(target)
+        shift = str(shift.get("name", ""))
+    match = _NAME.match(shift)
+    return int(match.group(1)) if match else None
+
+
+def _target_from_file(path: Path) -> int:
+    """The target of a logits file: its sidecar's ``shift`` when present, else its file name."""
+    side = sidecar_path(path)
+    if side.is_file():
+        try:
+            shift = json.loads(side.read_text(encoding="utf-8")).get("shift")
+        except (OSError, ValueError) as exc:
+            raise InputError(f"unreadable sidecar JSON ({exc})", path=side) from exc
+        if isinstance(shift, Mapping):
+            target = target_of_shift(shift)
+            if target is not None:
+                return target
+    target = target_of_shift(path.stem)
+    if target is None:
+        raise InputError(
+            f"cannot tell the target class: the file is not named {TARGETED_PREFIX}<t>.npz and its "
+            "sidecar JSON has no shift.params.target",
+            path=path,
+        )
+    return target
+
+
+def _runs_by_target(
+    runs: Mapping[int, ScoresFile | str | Path] | Sequence[str | Path],
+) -> dict[int, ScoresFile]:
+    """``{target: ScoresFile}`` from a mapping, or from paths whose target is read off the file."""
+    out: dict[int, ScoresFile] = {}
+    if isinstance(runs, Mapping):
+        items = list(runs.items())
+    else:
+        items = [(_target_from_file(Path(p)), p) for p in runs]
+    for target, source in items:
+        if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < 0:
+            raise InputError(f"expected a class index >= 0 as key, got {target!r}", field="runs")
+        if int(target) in out:
+            raise InputError(f"two runs target class {int(target)}", field="runs")
+        out[int(target)] = as_scores(source)
+    if not out:
+        raise InputError("no targeted runs given", field="runs")
+    return dict(sorted(out.items()))
+
+
+def _check_runs(runs: Mapping[int, ScoresFile]) -> tuple[int, np.ndarray]:
+    """All runs must have the same classes; every target must be one of them."""
+    first = next(iter(runs.values()))
+    n_classes, class_names = first.n_classes, first.class_names
+    for target, scores in runs.items():
+        source = where(scores, f"runs[{target}]")
+        if scores.n_classes != n_classes or not np.array_equal(scores.class_names, class_names):
+            raise InputError(
+                f"class names differ from the first run's ({n_classes} classes)",
+                path=source,
+                field="class_names",
+            )
+        if target >= n_classes:
+            raise InputError(
+                f"target {target} is not a class index in [0, {n_classes})", path=source, field="target"
+            )
+    return n_classes, class_names
+
+
+def targeted_success_rates(
+    runs: Mapping[int, ScoresFile | str | Path] | Sequence[str | Path],
+) -> np.ndarray:
+    """``(C,)`` success rate per target class (NaN for a class without a run), for Figure 5.
+
+    ``runs`` maps each target class index to its ``pgd_targeted_<t>`` logits (a path or a
+    loaded :class:`ScoresFile`), or lists the paths and lets each file tell its target (sidecar
+    ``shift.params.target``, else the file name). Entry ``t`` is
+    ``#{pred = t, y != t} / #{y != t}`` under the attack towards ``t``.
+    """
+    by_target = _runs_by_target(runs)
+    n_classes, _ = _check_runs(by_target)
+    preds, targets, labels = [], [], []
+    for target, scores in by_target.items():
+        preds.append(predictions(scores))
+        labels.append(scores.labels)
+        targets.append(np.full(scores.n_samples, target, dtype=np.int64))
+    return targeted_success_rate_per_class(
+        np.concatenate(preds), np.concatenate(targets), np.concatenate(labels), n_classes
+    )
+
+
+def targeted_success_table(
+    runs: Mapping[int, ScoresFile | str | Path] | Sequence[str | Path],
+    *,
+    clean: ScoresFile | str | Path | None = None,
+) -> pd.DataFrame:
+    """One row per target class run (index ``target``, ascending).
+
+    Columns: ``class_name``, ``n_attacked`` (samples not of the target class), ``n_success``
+    (of those, predicted as the target), ``success_rate`` (their ratio; NaN without attacked
+    samples) and, with ``clean`` logits of the same samples, ``clean_rate``: the share of the
+    non-target samples that the clean model already predicts as the target.
+    """
+    by_target = _runs_by_target(runs)
+    _, class_names = _check_runs(by_target)
+    clean_scores = None if clean is None else as_scores(clean)
+    if clean_scores is not None and not np.array_equal(clean_scores.class_names, class_names):
+        raise InputError(
+            "class names differ from the targeted runs'",
+            path=where(clean_scores, "clean"),
+            field="class_names",
+        )
+    rows = []
+    for target, scores in by_target.items():
+        pred, labels = predictions(scores), scores.labels
+        goal = np.full(scores.n_samples, target, dtype=np.int64)
+        attacked = labels != target
+        row: dict[str, Any] = {
+            "target": target,
+            "class_name": str(class_names[target]),
+            "n_attacked": int(attacked.sum()),
+            "n_success": int((attacked & (pred == target)).sum()),
+            "success_rate": targeted_success_rate(pred, goal, labels),
+        }
+        if clean_scores is not None:
+            clean_pred = predictions(clean_scores)
+            row["clean_rate"] = targeted_success_rate(
+                clean_pred, np.full(clean_pred.shape, target, dtype=np.int64), clean_scores.labels
+            )
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("target")
