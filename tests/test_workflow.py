@@ -126,6 +126,29 @@ def test_label_view_reuses_the_clean_logits_with_its_own_labels(finished_run: Pa
     assert (finished_run / "results" / "README.md").read_text().startswith("# Results")
 
 
+def test_class_wise_robustness_outputs(finished_run: Path) -> None:
+    import pandas as pd
+
+    from classwise.metrics.cfps import class_false_positive_score
+
+    results = finished_run / "results"
+    figures = results / "figures" / "digits" / "robustness"
+    for name in ("classwise_robustness.png", "prediction_similarity.png", "corruption_grid.png", "targeted_success.png"):
+        assert (figures / name).read_bytes()[:4] == b"\x89PNG", name
+    assert (figures / "mean_confusion" / "pgd_linf_eps0.1.png").exists()
+    table = pd.read_csv(results / "tables" / "digits" / "robustness" / "classwise.csv")
+    row = table[(table["shift"] == "pgd_linf_eps0.1") & (table["model"] == "mlp")].sort_values("class")
+    scores = load_scores(results / "logits" / "digits" / "mlp" / "pgd_linf_eps0.1.npz")
+    confusion = compute_stats(scores.scores, scores.labels).confusion
+    np.testing.assert_allclose(row["cfps"], class_false_positive_score(confusion), atol=1e-9)
+    tests = pd.read_csv(results / "tables" / "digits" / "robustness" / "transformation_tests_linear.csv", index_col=0)
+    assert list(tests.index) == ["gaussian_noise_s3"] and set(tests["status"]) <= {"pass", "warn", "fail"}
+    targeted = pd.read_csv(results / "tables" / "digits" / "robustness" / "targeted_success.csv")
+    assert sorted(targeted["target"]) == [0, 1]
+    # Targeted attacks do not enter the metric tables.
+    assert not (results / "tables" / "digits" / "original" / "pgd_targeted_0").exists()
+
+
 def test_logits_files_follow_the_documented_format(finished_run: Path) -> None:
     path = finished_run / "results" / "logits" / "digits" / "mlp" / "gaussian_noise_s3.npz"
     with np.load(path, allow_pickle=False) as archive:
@@ -177,7 +200,7 @@ def test_rerun_from_scratch_gives_byte_identical_logits_and_tables(finished_run:
 def _write_config(path: Path, mutate) -> Path:
     config = yaml.safe_load(TINY_CONFIG.read_text())
     mutate(config)
-    path.write_text(yaml.safe_dump(config))
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 
 
@@ -197,3 +220,59 @@ def test_bad_config_stops_before_any_job_naming_the_key(tmp_path: Path, mutate, 
     assert result.returncode != 0
     assert expected in result.stdout + result.stderr
     assert not (tmp_path / "results").exists()
+
+
+def _scheduled_jobs(workdir: Path, configfile: Path, *args: str) -> dict[str, int]:
+    """Rule -> job count of a dry run, from Snakemake's own job table."""
+    result = snakemake(workdir, configfile, "--dry-run", *args)
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = result.stdout
+    if "Nothing to be done" in out:
+        return {}
+    table = out[out.index("Job stats:") :].split("\n\n")[0].splitlines()[3:]
+    return {line.split()[0]: int(line.split()[1]) for line in table if line.split() and line.split()[0] != "total"}
+
+
+def _mutated(finished_run: Path, name: str, mutate) -> Path:
+    return _write_config(finished_run.parent / f"{finished_run.name}_{name}.yaml", mutate)
+
+
+def test_changing_a_metric_parameter_reruns_only_that_family(finished_run: Path) -> None:
+    config = _mutated(finished_run, "k", lambda c: c["metrics"]["worst_class"].update(k=2))
+    jobs = _scheduled_jobs(finished_run, config)
+    assert set(jobs) == {
+        "compute_worst_class_metrics",
+        "aggregate_worst_class_tables",
+        "plot_class_wise_figures",
+        "analyse_classwise_robustness",  # reads the confusion matrices the same job writes
+        "all",
+    }
+    assert jobs["compute_worst_class_metrics"] == len(MODELS) * (len(SHIFTS) + 1)  # + the cleaned_cl view
+
+
+def test_adding_a_model_adds_only_its_jobs(finished_run: Path) -> None:
+    def add_model(config):
+        config["models"]["linear2"] = dict(config["models"]["linear"], seed=1)
+
+    jobs = _scheduled_jobs(finished_run, _mutated(finished_run, "model", add_model))
+    assert jobs["train_model"] == 1
+    assert jobs["infer"] == len(SHIFTS)  # the new model's inference only: cached logits are reused
+    assert jobs["compute_worst_class_metrics"] == len(SHIFTS) + 1
+    assert "build_label_view" not in jobs  # the view's reference model is unchanged
+
+
+def test_adding_a_corruption_adds_only_its_inference_and_metrics(finished_run: Path) -> None:
+    config = _mutated(finished_run, "corruption", lambda c: c["shifts"].update(corruptions=["gaussian_noise", "rain"]))
+    jobs = _scheduled_jobs(finished_run, config)
+    assert "train_model" not in jobs
+    assert jobs["infer"] == len(MODELS)
+    assert jobs["compute_worst_class_metrics"] == len(MODELS)
+    assert jobs["aggregate_worst_class_tables"] == 1
+
+
+def test_code_changes_are_listed_and_forced_reruns_are_scoped(finished_run: Path) -> None:
+    result = snakemake(finished_run, TINY_CONFIG, "--list-changes", "code")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip() == ""  # nothing edited since the run
+    jobs = _scheduled_jobs(finished_run, TINY_CONFIG, "--forcerun", "compute_decisiveness_metrics")
+    assert set(jobs) == {"compute_decisiveness_metrics", "aggregate_decisiveness_tables", "all"}

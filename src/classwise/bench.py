@@ -71,7 +71,13 @@ def run(n: int, c: int, repeats: int) -> dict[str, Any]:
     results: dict[str, Any] = {
         "shape": [n, c],
         "repeats": repeats,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            # other processes competing for the cores inflate every timing; read them with this
+            "load_average_1min_at_start": os.getloadavg()[0],
+        },
         "seconds": {
             "compute_stats": best_of(repeats, lambda: compute_stats(logits, labels)),
             "worst_class_family_total": best_of(repeats, all_worst_class),

@@ -1,4 +1,5 @@
 # Config validation, wildcard constraints, path patterns and every input function.
+import json
 import re
 
 from snakemake.utils import validate
@@ -44,8 +45,13 @@ wildcard_constraints:
     labels=_alternatives(LABEL_VIEWS),
 
 
+def canonical(value):
+    """Keys sorted, so reordering a config's keys is not a parameter change that reruns jobs."""
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
 def model_config(wildcards):
-    return config["models"][wildcards.model]
+    return canonical(config["models"][wildcards.model])
 
 
 def training_dataset(wildcards):
@@ -54,7 +60,7 @@ def training_dataset(wildcards):
 
 
 def dataset_config(wildcards):
-    return config["datasets"][wildcards.dataset]
+    return canonical(config["datasets"][wildcards.dataset])
 
 
 def superclasses_of(wildcards):
@@ -64,13 +70,19 @@ def superclasses_of(wildcards):
 
 
 def view_config(wildcards):
-    return config["datasets"][wildcards.dataset]["label_views"][wildcards.labels]
+    return canonical(
+        config["datasets"][wildcards.dataset]["label_views"][wildcards.labels]
+    )
 
 
 def view_shifts(dataset, view):
     """The shifts a label view is evaluated on (every shift for `original`)."""
     if view == "original":
-        return config["datasets"][dataset].get("shifts", list(SHIFTS))
+        # Targeted attacks feed the targeted-success analysis, not the metric tables.
+        untargeted = [
+            name for name, spec in SHIFTS.items() if "target" not in spec.params
+        ]
+        return config["datasets"][dataset].get("shifts", untargeted)
     return config["datasets"][dataset]["label_views"][view]["shifts"]
 
 
@@ -143,11 +155,11 @@ def per_model_metrics(wildcards, filename):
     }
 
 
-def table_outputs(name, prefix=""):
+def table_outputs(name, prefix="", tables=TABLES):
     return {
-        f"{prefix}markdown": f"{TABLES}/{name}.md",
-        f"{prefix}csv": f"{TABLES}/{name}.csv",
-        f"{prefix}latex": f"{TABLES}/{name}.tex",
+        f"{prefix}markdown": f"{tables}/{name}.md",
+        f"{prefix}csv": f"{tables}/{name}.csv",
+        f"{prefix}latex": f"{tables}/{name}.tex",
     }
 
 

@@ -16,6 +16,8 @@ rule train_model:
     params:
         model=model_config,
         dataset_name=training_dataset,
-        dataset=lambda wildcards: config["datasets"][training_dataset(wildcards)],
+        dataset=lambda wildcards: canonical(
+            config["datasets"][training_dataset(wildcards)]
+        ),
     script:
         "../../scripts/train_model.py"

@@ -1,6 +1,157 @@
-# Class-wise robustness analyses over cached logits (classwise-robustness-cfps.txt) and the
-# transformation tests of image-classification-tests.txt.
+# Class-wise robustness (classwise-robustness-cfps.txt) and transformation tests
+# (image-classification-tests.txt), over cached logits and confusion matrices:
+#   results/figures/{dataset}/robustness/classwise_robustness.png   Figures 2-3
+#   results/figures/{dataset}/robustness/mean_confusion_{shift}.png Figure 4 (each PGD shift)
+#   results/figures/{dataset}/robustness/prediction_similarity.png  Figure 7
+#   results/figures/{dataset}/robustness/targeted_success.png       Figure 5
+#   results/figures/{dataset}/robustness/corruption_grid.png        one image, every corruption
+#   results/tables/{dataset}/robustness/classwise.*                 the numbers of Figures 2-3
+#   results/tables/{dataset}/robustness/targeted_success.*          the numbers of Figure 5
+#   results/tables/{dataset}/robustness/transformation_tests_{model}.*  pass / warn / fail
+from snakemake.utils import validate
+
+validate(
+    config["robustness"], workflow.source_path("../schemas/robustness.schema.yaml")
+)
+
+ROBUSTNESS = config["robustness"]
+ROBUST_TABLES = f"{OUT}/tables/{{dataset}}/robustness"
+ROBUST_FIGURES = f"{OUT}/figures/{{dataset}}/robustness"
+
+
+def shifts_of_kind(dataset, kind):
+    return [s for s in view_shifts(dataset, "original") if SHIFTS[s].kind == kind]
+
+
+def targeted_shifts():
+    return [name for name, spec in SHIFTS.items() if "target" in spec.params]
+
+
+def classwise_confusions(wildcards):
+    return {
+        shift: {
+            model: f"{OUT}/metrics/{wildcards.dataset}/original/{model}/{shift}/confusion.csv"
+            for model in MODELS
+        }
+        for shift in view_shifts(wildcards.dataset, "original")
+    }
+
+
+def flat_confusions(wildcards):
+    return [
+        path
+        for per_model in classwise_confusions(wildcards).values()
+        for path in per_model.values()
+    ]
+
+
+def targeted_runs(wildcards):
+    return {
+        model: {
+            SHIFTS[shift].params["target"]: logits_path(wildcards.dataset, model, shift)
+            for shift in targeted_shifts()
+        }
+        for model in ROBUSTNESS["targeted_models"]
+    }
 
 
 def robustness_outputs():
-    return []
+    outputs = []
+    for dataset in DATASETS:
+        tables = f"{OUT}/tables/{dataset}/robustness"
+        figures = f"{OUT}/figures/{dataset}/robustness"
+        outputs += [f"{figures}/classwise_robustness.png", f"{tables}/classwise.md"]
+        if shifts_of_kind(dataset, "corruption"):
+            outputs += [f"{tables}/transformation_tests_{model}.md" for model in MODELS]
+            outputs.append(f"{figures}/corruption_grid.png")
+        if targeted_shifts() and ROBUSTNESS["targeted_models"]:
+            outputs += [
+                f"{figures}/targeted_success.png",
+                f"{tables}/targeted_success.md",
+            ]
+    return outputs
+
+
+rule analyse_classwise_robustness:
+    input:
+        flat_confusions,
+    output:
+        **table_outputs("classwise", prefix="table_", tables=ROBUST_TABLES),
+        figure=f"{ROBUST_FIGURES}/classwise_robustness.png",
+        similarity=f"{ROBUST_FIGURES}/prediction_similarity.png",
+        mean_confusion=directory(f"{ROBUST_FIGURES}/mean_confusion"),
+    log:
+        f"{OUT}/logs/analyse_classwise_robustness/{{dataset}}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        confusions=classwise_confusions,
+        attack_shifts=lambda wildcards: shifts_of_kind(wildcards.dataset, "pgd"),
+        title=lambda wildcards: wildcards.dataset,
+    script:
+        "../../scripts/analyse_classwise_robustness.py"
+
+
+rule run_transformation_tests:
+    input:
+        clean=lambda wildcards: logits_path(wildcards.dataset, wildcards.model, "clean"),
+        shifted=lambda wildcards: [
+            logits_path(wildcards.dataset, wildcards.model, shift)
+            for shift in shifts_of_kind(wildcards.dataset, "corruption")
+        ],
+    output:
+        **table_outputs("transformation_tests_{model}", tables=ROBUST_TABLES),
+    log:
+        f"{OUT}/logs/run_transformation_tests/{{dataset}}/{{model}}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        shifts=lambda wildcards: shifts_of_kind(wildcards.dataset, "corruption"),
+        thresholds=ROBUSTNESS["transformation_tests"]["thresholds"],
+        caption=lambda wildcards: (
+            f"Transformation tests of {wildcards.model} on {wildcards.dataset}: accuracy, macro F1 "
+            "and prediction flip rate against clean, per corruption."
+        ),
+    script:
+        "../../scripts/run_transformation_tests.py"
+
+
+rule analyse_targeted_attacks:
+    input:
+        runs=lambda wildcards: [
+            p for runs in targeted_runs(wildcards).values() for p in runs.values()
+        ],
+        clean=lambda wildcards: [
+            logits_path(wildcards.dataset, model, "clean")
+            for model in ROBUSTNESS["targeted_models"]
+        ],
+    output:
+        **table_outputs("targeted_success", tables=ROBUST_TABLES),
+        figure=f"{ROBUST_FIGURES}/targeted_success.png",
+    log:
+        f"{OUT}/logs/analyse_targeted_attacks/{{dataset}}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        runs=targeted_runs,
+        models=ROBUSTNESS["targeted_models"],
+        title=lambda wildcards: f"{wildcards.dataset}: targeted PGD",
+    script:
+        "../../scripts/analyse_targeted_attacks.py"
+
+
+rule plot_corruption_grid:
+    output:
+        figure=f"{ROBUST_FIGURES}/corruption_grid.png",
+    log:
+        f"{OUT}/logs/plot_corruption_grid/{{dataset}}.log",
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        dataset=dataset_config,
+        seed=config["seed"],
+        corruptions=ROBUSTNESS["corruption_grid"].get("corruptions"),
+        severities=ROBUSTNESS["corruption_grid"]["severities"],
+        sample_index=ROBUSTNESS["corruption_grid"]["sample_index"],
+    script:
+        "../../scripts/plot_corruption_grid.py"

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from classwise.errors import InputError
-from classwise.metrics.probabilities import Probabilities, auto_chunk_rows
+from classwise.metrics.probabilities import Probabilities, auto_chunk_rows, map_row_blocks
 
 DECISIVENESS_RHO = 1.0
 GEOMETRIC_RHO = 0.0
@@ -300,16 +300,22 @@ def measured_metrics(
     inner, singular = bin_edges(probabilities.correct_class_prob(lab), gamma=gamma, n_bins=b)
     k = inner.size + 1
 
+    def count_block(rows: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        p = probabilities.probabilities_of(rows)
+        block_at_least = np.array([np.count_nonzero(p >= edge) for edge in inner], dtype=np.int64)
+        correct = p[np.arange(p.shape[0]), lab[rows]]
+        which = np.searchsorted(inner, correct, side="right")
+        return block_at_least, np.bincount(which, minlength=k), np.bincount(which, weights=correct, minlength=k)
+
+    # Blocks run on all cores; their partial counts are summed in block order (deterministic).
+    partials = map_row_blocks(count_block, probabilities.n_samples, auto_chunk_rows(probabilities.n_classes))
     at_least = np.zeros(inner.size, dtype=np.int64)  # values >= inner[j], all classes
     n_correct = np.zeros(k, dtype=np.int64)
     sum_reported = np.zeros(k, dtype=np.float64)
-    for rows, p in probabilities.iter_chunks(auto_chunk_rows(probabilities.n_classes)):
-        for j, edge in enumerate(inner):
-            at_least[j] += np.count_nonzero(p >= edge)
-        correct = p[np.arange(p.shape[0]), lab[rows]]
-        which = np.searchsorted(inner, correct, side="right")
-        n_correct += np.bincount(which, minlength=k)
-        sum_reported += np.bincount(which, weights=correct, minlength=k)
+    for block_at_least, block_correct, block_sum in partials:
+        at_least += block_at_least
+        n_correct += block_correct
+        sum_reported += block_sum
     total_at_least = np.concatenate([[probabilities.n_samples * probabilities.n_classes], at_least, [0]])
     n_all = total_at_least[:-1] - total_at_least[1:]  # values in [inner[j-1], inner[j])
     n_incorrect = n_all - n_correct

@@ -12,7 +12,9 @@ input plus ``O(N + chunk)``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 import numpy as np
@@ -26,6 +28,21 @@ PROB_ROW_TOLERANCE = 1e-3
 #: Row blocks are sized to about this many elements (about 2 MiB of float64), which keeps
 #: the temporaries in cache; ``iter_chunks`` callers may pass their own ``chunk_rows``.
 _TARGET_CHUNK_ELEMENTS = 1 << 18
+
+
+def map_row_blocks(fn, n_rows: int, step: int, *, workers: int | None = None) -> list:
+    """``[fn(slice) for each block of step rows]``, blocks spread over threads.
+
+    NumPy releases the GIL inside ufuncs on large blocks, so the blocks' float64 ``exp`` passes
+    run in parallel on the available cores; results come back in block order, so reductions
+    over them are deterministic.
+    """
+    slices = [slice(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
+    workers = workers or min(len(slices), os.cpu_count() or 1)
+    if workers <= 1 or len(slices) <= 1:
+        return [fn(rows) for rows in slices]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, slices))
 
 
 def auto_chunk_rows(n_classes: int, target_elements: int = _TARGET_CHUNK_ELEMENTS) -> int:
@@ -134,6 +151,14 @@ class Probabilities:
         return np.argmax(self._scores, axis=1).astype(np.int64, copy=False)
 
     # ------------------------------------------------------------------ row blocks
+    def probabilities_of(self, rows: slice) -> np.ndarray:
+        """A fresh float64 block of probabilities for ``rows`` (as :meth:`iter_chunks` yields)."""
+        block = self._scores[rows].astype(np.float64)
+        if self._kind == "logits":
+            block -= self._lse[rows, None]
+            np.exp(block, out=block)
+        return block
+
     def iter_chunks(self, chunk_rows: int = 4096) -> Iterator[tuple[slice, np.ndarray]]:
         """Yield ``(rows, p)`` for consecutive row blocks: ``p`` is a fresh float64
         ``(len(rows), C)`` array of probabilities that the caller may modify."""
@@ -142,11 +167,7 @@ class Probabilities:
         step = int(chunk_rows)
         for start in range(0, self.n_samples, step):
             rows = slice(start, min(start + step, self.n_samples))
-            block = self._scores[rows].astype(np.float64)  # always a fresh copy
-            if self._kind == "logits":
-                block -= self._lse[rows, None]
-                np.exp(block, out=block)
-            yield rows, block
+            yield rows, self.probabilities_of(rows)  # always a fresh copy
 
     def __repr__(self) -> str:
         return f"Probabilities(kind={self._kind!r}, n_samples={self.n_samples}, n_classes={self.n_classes})"
@@ -159,18 +180,19 @@ def _row_logsumexp(x: np.ndarray) -> np.ndarray:
     """
     n, c = x.shape
     out = np.empty(n, dtype=np.float64)
-    step = auto_chunk_rows(c)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for start in range(0, n, step):
-            stop = min(start + step, n)
-            block = x[start:stop].astype(np.float64)
+
+    def block_lse(rows: slice) -> None:
+        with np.errstate(invalid="ignore", over="ignore"):
+            block = x[rows].astype(np.float64)
             m = block.max(axis=1)
             block -= m[:, None]
             np.exp(block, out=block)
             s = block.sum(axis=1)
             np.log(s, out=s)
             s += m
-            out[start:stop] = s
+            out[rows] = s  # disjoint rows per block: no two threads write the same entry
+
+    map_row_blocks(block_lse, n, auto_chunk_rows(c))
     return out
 
 

@@ -103,9 +103,11 @@ def pgd_spec(
     steps: int = 10,
     step_size: float | None = None,
     random_start: bool = True,
+    target: int | None = None,
     field_prefix: str = "shifts.pgd",
 ) -> ShiftSpec:
-    """The spec named ``pgd_{norm}_eps{eps:g}``; validates every parameter."""
+    """The spec named ``pgd_{norm}_eps{eps:g}`` (untargeted) or ``pgd_targeted_{target}``
+    (every sample attacked towards class ``target``); validates every parameter."""
     if norm not in PGD_NORMS:
         raise InputError(
             f"unknown norm {norm!r}; expected one of {list(PGD_NORMS)}", field=f"{field_prefix}.norm"
@@ -121,17 +123,20 @@ def pgd_spec(
         raise InputError(
             f"expected true or false, got {random_start!r}", field=f"{field_prefix}.random_start"
         )
-    return ShiftSpec(
-        name=f"pgd_{norm}_eps{eps_f:g}",
-        kind="pgd",
-        params={
-            "norm": norm,
-            "eps": eps_f,
-            "steps": int(steps),
-            "step_size": step_size_f,
-            "random_start": random_start,
-        },
-    )
+    params: dict[str, Any] = {
+        "norm": norm,
+        "eps": eps_f,
+        "steps": int(steps),
+        "step_size": step_size_f,
+        "random_start": random_start,
+    }
+    name = f"pgd_{norm}_eps{eps_f:g}"
+    if target is not None:
+        if isinstance(target, bool) or not isinstance(target, int) or target < 0:
+            raise InputError(f"expected a class index >= 0, got {target!r}", field=f"{field_prefix}.targets")
+        params["target"] = target
+        name = f"pgd_targeted_{target}"
+    return ShiftSpec(name=name, kind="pgd", params=params)
 
 
 def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
@@ -140,12 +145,13 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     ``cfg`` is either the section itself or a mapping holding it under ``"shifts"``. The order is
     ``clean`` (when ``clean: true``, the default), then ``{corruption}_s{severity}`` for each
     corruption in the listed order and, within it, each severity in the listed order
-    (default ``[3]``), then ``pgd_{norm}_eps{eps:g}`` for each PGD entry in the listed order.
+    (default ``[3]``), then ``pgd_{norm}_eps{eps:g}`` for each PGD entry in the listed order,
+    then ``pgd_targeted_{t}`` for each target class of ``pgd_targeted`` (one attack per target).
     """
     if not isinstance(cfg, Mapping):
         raise InputError(f"expected a mapping, got {type(cfg).__name__}", field="shifts")
     section = cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
-    known_keys = {"clean", "corruptions", "severities", "pgd"}
+    known_keys = {"clean", "corruptions", "severities", "pgd", "pgd_targeted"}
     unknown = sorted(set(section) - known_keys)
     if unknown:
         raise InputError(
@@ -197,6 +203,31 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
                 field_prefix=prefix,
             )
         )
+
+    targeted = section.get("pgd_targeted")
+    if targeted is not None:
+        prefix = "shifts.pgd_targeted"
+        if not isinstance(targeted, Mapping):
+            raise InputError(f"expected a mapping, got {targeted!r}", field=prefix)
+        allowed = {"norm", "eps", "steps", "step_size", "random_start", "targets"}
+        extra = sorted(set(targeted) - allowed)
+        if extra:
+            raise InputError(f"unknown key(s) {extra}; expected some of {sorted(allowed)}", field=f"{prefix}.{extra[0]}")
+        for required in ("norm", "eps", "targets"):
+            if required not in targeted:
+                raise InputError("is required", field=f"{prefix}.{required}")
+        for target in _list(targeted["targets"], f"{prefix}.targets"):
+            specs.append(
+                pgd_spec(
+                    norm=targeted["norm"],
+                    eps=targeted["eps"],
+                    steps=targeted.get("steps", PGD_DEFAULTS["steps"]),
+                    step_size=targeted.get("step_size"),
+                    random_start=targeted.get("random_start", PGD_DEFAULTS["random_start"]),
+                    target=target,
+                    field_prefix=prefix,
+                )
+            )
 
     result: dict[str, ShiftSpec] = {}
     for spec in specs:

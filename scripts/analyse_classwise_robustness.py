@@ -1,0 +1,19 @@
+"""Snakemake script of rule analyse_classwise_robustness: confusions -> Figures 2-4, 7 + table."""
+
+from pathlib import Path
+
+from classwise.scripting import job_log
+from classwise.steps.robustness import classwise_robustness_step
+
+with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
+    output = snakemake.output  # noqa: F821
+    attacks = snakemake.params.attack_shifts  # noqa: F821
+    classwise_robustness_step(
+        confusion_paths=snakemake.params.confusions,  # noqa: F821
+        attack_shifts=attacks,
+        title=snakemake.params.title,  # noqa: F821
+        figure_path=output.figure,
+        similarity_path=output.similarity,
+        mean_confusion_paths={shift: Path(output.mean_confusion) / f"{shift}.png" for shift in attacks},
+        table_paths={"markdown": output.table_markdown, "csv": output.table_csv, "latex": output.table_latex},
+    )

@@ -1,0 +1,14 @@
+"""Snakemake script of rule analyse_targeted_attacks: targeted logits -> Figure 5 + table."""
+
+from classwise.scripting import job_log
+from classwise.steps.robustness import targeted_success_step
+
+with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
+    output = snakemake.output  # noqa: F821
+    targeted_success_step(
+        runs=snakemake.params.runs,  # noqa: F821
+        clean_paths=dict(zip(snakemake.params.models, snakemake.input.clean)),  # noqa: F821
+        title=snakemake.params.title,  # noqa: F821
+        figure_path=output.figure,
+        table_paths={"markdown": output.markdown, "csv": output.csv, "latex": output.latex},
+    )

@@ -1,0 +1,150 @@
+"""Workflow steps of the class-wise robustness analyses (classwise-robustness-cfps.txt) and the
+transformation tests (image-classification-tests.txt), over cached logits and confusions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from classwise import tables
+from classwise.atomic import write_text
+
+
+def _write_tables(frame: pd.DataFrame, caption: str, paths: Mapping[str, str | Path], *, digits: int = 4) -> None:
+    shown = frame.round(digits)
+    write_text(paths["markdown"], tables.to_markdown(shown.astype(str), caption=caption))
+    write_text(paths["csv"], frame.to_csv(lineterminator="\n"))
+    write_text(paths["latex"], tables.to_latex(shown.astype(str), caption=caption))
+
+
+def _confusion(path: str | Path) -> tuple[np.ndarray, list[str]]:
+    frame = pd.read_csv(path, index_col=0)
+    return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
+
+
+def classwise_robustness_step(
+    *,
+    confusion_paths: Mapping[str, Mapping[str, str | Path]],
+    attack_shifts: Sequence[str],
+    title: str,
+    figure_path: str | Path,
+    similarity_path: str | Path,
+    mean_confusion_paths: Mapping[str, str | Path],
+    table_paths: Mapping[str, str | Path],
+) -> None:
+    """Figures 2-3 (class-wise accuracy and CFPS per shift and model), Figure 4 (confusion under
+    each attack averaged over models), Figure 7 (prediction similarity on clean data) and the
+    long table of the same numbers. ``confusion_paths`` is ``{shift: {model: confusion.csv}}``."""
+    from classwise.plots.robustness import (
+        plot_classwise_robustness,
+        plot_mean_confusion,
+        plot_prediction_similarity,
+    )
+    from classwise.robustness.classwise import classwise_table
+
+    confusions: dict[str, dict[str, np.ndarray]] = {}
+    class_names: list[str] = []
+    for shift, per_model in confusion_paths.items():
+        confusions[shift] = {}
+        for model, path in per_model.items():
+            confusions[shift][model], class_names = _confusion(path)
+    plot_classwise_robustness(confusions, class_names, path=figure_path, title=title)
+    reference = "clean" if "clean" in confusions else next(iter(confusions))
+    plot_prediction_similarity(
+        confusions[reference], path=similarity_path, title=f"{title}: similarity of class-wise predictions ({reference})"
+    )
+    for shift in attack_shifts:
+        plot_mean_confusion(
+            confusions[shift],
+            class_names,
+            path=mean_confusion_paths[shift],
+            title=f"{title}: confusion under {shift}, mean over models",
+        )
+    _write_tables(
+        classwise_table(confusions, class_names).set_index(["shift", "model", "class"]),
+        f"{title}: class-wise accuracy and class false positive score per shift and model.",
+        table_paths,
+    )
+
+
+def transformation_tests_step(
+    *,
+    clean_path: str | Path,
+    shifted_paths: Mapping[str, str | Path],
+    thresholds: Mapping[str, Any],
+    caption: str,
+    table_paths: Mapping[str, str | Path],
+) -> None:
+    """The transformation tests of one model: accuracy, macro F1 and flip rate against clean per
+    corruption, each marked pass / warn / fail."""
+    from classwise.robustness.transformation_tests import Thresholds, transformation_test_table
+
+    table = transformation_test_table(
+        clean_path,
+        dict(shifted_paths),
+        thresholds=Thresholds.from_config(thresholds, field="robustness.transformation_tests.thresholds"),
+    )
+    _write_tables(table, caption, table_paths)
+
+
+def targeted_success_step(
+    *,
+    runs: Mapping[str, Mapping[int, str | Path]],
+    clean_paths: Mapping[str, str | Path],
+    title: str,
+    figure_path: str | Path,
+    table_paths: Mapping[str, str | Path],
+) -> None:
+    """Figure 5: the targeted attack's success rate per target class, per model; and its table.
+    ``runs`` is ``{model: {target: logits.npz}}``."""
+    from classwise.plots.robustness import plot_targeted_success
+    from classwise.robustness.targeted import targeted_success_table
+
+    frames, rates, class_names = {}, {}, []
+    for model, by_target in runs.items():
+        frame = targeted_success_table(dict(by_target), clean=clean_paths[model])
+        frames[model] = frame
+        from classwise.logits_io import load_scores
+
+        class_names = load_scores(clean_paths[model]).class_names.tolist()
+        full = np.full(len(class_names), np.nan)
+        full[frame.index.to_numpy(dtype=int)] = frame["success_rate"].to_numpy(dtype=np.float64)
+        rates[model] = full
+    plot_targeted_success(rates, class_names, path=figure_path, title=title)
+    _write_tables(
+        pd.concat(frames, names=["model"]),
+        f"{title}: success rate = share of samples not of the target class predicted as the target.",
+        table_paths,
+    )
+
+
+def corruption_grid_step(
+    *,
+    dataset_name: str,
+    dataset_cfg: Mapping[str, Any],
+    seed: int,
+    corruptions: Sequence[str] | None,
+    severities: Sequence[int],
+    sample_index: int,
+    figure_path: str | Path,
+) -> None:
+    """One evaluation image under every corruption and severity, with the exact pixels (same
+    per-sample seed) that inference feeds the models."""
+    from classwise.data.sources import load_split
+    from classwise.plots.corruption_grid import plot_corruption_grid
+
+    images = load_split(dict(dataset_cfg), "test", name=dataset_name)
+    index = min(int(sample_index), len(images) - 1)
+    plot_corruption_grid(
+        images.images[index],
+        sample_id=str(images.sample_ids[index]),
+        base_seed=seed,
+        path=figure_path,
+        corruptions=list(corruptions) if corruptions else None,
+        severities=list(severities),
+        title=f"{dataset_name}: sample {images.sample_ids[index]} under every corruption",
+    )
