@@ -95,7 +95,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 #: Subcommand -> module whose ``add_parser(subcommands)`` adds it.
-_SUBCOMMAND_MODULES: dict[str, str] = {"imagenet-cleaned-labels": "classwise.labels.cli"}
+_SUBCOMMAND_MODULES: dict[str, str] = {
+    "imagenet-cleaned-labels": "classwise.labels.cli",
+    "extrapolate": "classwise.extrapolation.cli",
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,353 @@
+"""Extrapolating the accuracy curve from the ``K`` observed classes to ``k_max`` classes.
+
+Every method returns its predicted expected accuracy for ``k = 2..k_max`` (for ``k <= K``
+too: the curve is the method's own, not the observed one, so that its error can be
+measured on the whole range).  All rest on Theorem 1 of the rROC paper,
+``E_k[A] = E_x[C_x^(k-1)]``, where ``C_x`` is the probability that a new random class
+scores below the correct one; they differ in how the distribution of ``C_x`` is estimated.
+
+``naive``
+    ``C_x`` = the observed share (:func:`classwise.extrapolation.rroc.c_x`, tie convention
+    ``ties``); prediction ``mean_x C_x^(k-1)``.  Biased upward for ``k >> K``: a sample
+    whose correct class beats all ``K-1`` observed classes gets ``C_x = 1`` and is
+    predicted correct for every ``k``.
+``kde``
+    Kay et al. (2008) as used by Zheng et al. (2018): ``C_x`` = the CDF at ``s_y(x)`` of a
+    Gaussian kernel density estimate of the ``K-1`` incorrect scores of ``x``,
+    ``C_x = mean_j Phi((s_y - s_j) / h_x)``; prediction ``mean_x C_x^(k-1)``.  Bandwidth
+    ``h_x`` per sample by Silverman's rule of thumb (R's ``bw.nrd0``:
+    ``0.9 min(sd, IQR/1.34) n^(-1/5)``), not the pseudo-likelihood cross-validation of the
+    original.
+``regression``
+    Zheng, Achanta & Benjamini (2018), radial-basis regression on the accuracy curve
+    (their R package ``ClassEx``, ``get_gaussian_basis_mat``): the distribution of
+    ``C_x`` is modelled as a non-negative mixture of "probit-normal" bumps,
+    ``C = Phi(Z)`` with ``Z ~ N(mu_j, sigma^2)``, plus a point mass at ``C = 1``
+    (``mu = +inf``).  Basis ``j`` at ``k`` classes is ``b_j(k) = E[Phi(Z_j)^(k-1)]``
+    (a 1-D integral, by quadrature on a fine grid: :class:`GaussianBasis`).  Centres
+    ``mu_j`` are evenly spaced on ``[-mu_max, mu_max]`` with spacing about ``sigma``,
+    ``mu_max = Phi^{-1}(1 - 1/K^2)``.  Weights ``beta >= 0`` by non-negative least squares
+    of the observed exact curve ``A_k``, ``k = 1..K`` (``A_1 = 1`` is included as a row, so
+    that the weights sum to about one), and the prediction is ``sum_j beta_j b_j(k)``.
+    The width ``sigma`` is chosen from ``bandwidths`` (default ``0.1, 0.2, ..., 1.0``, as
+    ClassEx) as ClassEx does in spirit: fit on the exact curves of random halves of the
+    classes (``k <= K/2``, seeded by ``seed``) and keep the width whose fits best predict
+    the observed ``A_k``, ``k <= K``.
+``cleanex``
+    The paper's network (CleaneX; notebook YuliSl/CleaneX): per sample, the input vector
+    is the correct score followed by the ``K-1`` incorrect scores sorted ascending, all
+    standardised by the mean and standard deviation of the whole ``N x K`` score matrix.
+    An MLP ``K -> 512 -> 128 -> 1`` (ReLU) with a sigmoid output ``q_x`` that estimates
+    ``1 - C_x``; ``Ĉ_x = 1 - q_x``.  Loss ``mean_{k=2..K} (mean_x Ĉ_x^(k-1) - A_k)^2``
+    with the exact observed ``A_k``; full-batch Adam, learning rate ``1e-4``, ``steps``
+    updates, fresh weights seeded by ``seed``.  The notebook trains 10,000 steps with
+    Adam's ``beta2 = 0.999``; we default to ``beta2 = 0.99`` and 3,000 steps, which reach
+    the same fit several times sooner (:data:`DEFAULT_BETA2`).  Prediction
+    ``mean_x Ĉ_x^(k-1)``.  Runs on the CPU unless ``device`` says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import nnls
+from scipy.special import log_ndtr, ndtr, ndtri
+
+from classwise.errors import InputError
+from classwise.extrapolation.rroc import (
+    Ties,
+    c_x,
+    check_scores,
+    check_ties,
+    correct_scores,
+    expected_accuracy,
+    power_curve,
+    row_blocks,
+    subsample_classes,
+)
+
+METHODS: tuple[str, ...] = ("naive", "kde", "regression", "cleanex")
+#: ClassEx's candidate widths of the Gaussian basis functions.
+DEFAULT_BANDWIDTHS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11))
+#: Default number of CleaneX Adam steps (the notebook uses 10,000 with beta2 = 0.999; see
+#: :data:`DEFAULT_BETA2`): enough to converge on the paper's simulation, and a few seconds
+#: for a few hundred samples on a CPU.
+DEFAULT_CLEANEX_STEPS = 3000
+#: Adam's second-moment decay for CleaneX.  The notebook uses TensorFlow's default 0.999;
+#: then the memory of the large gradients of the first ~100 steps keeps Adam's steps tiny
+#: and training sits on a plateau (loss ~1e-5, curve far from converged) for ~5,000 steps.
+#: With 0.99 the plateau ends after ~1,500 steps and the fit reaches the same loss
+#: (~1e-8) and extrapolation error (measured on the paper's simulation, k1 = 100).
+DEFAULT_BETA2 = 0.99
+
+
+def _ks_to(k_max: int) -> np.ndarray:
+    if isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or k_max < 2:
+        raise InputError(f"expected an integer >= 2, got {k_max!r}", field="k_max")
+    return np.arange(2, int(k_max) + 1)
+
+
+def incorrect_scores(scores: np.ndarray, labels: np.ndarray, *, sort: bool = False) -> np.ndarray:
+    """The ``K-1`` incorrect scores of every sample, ``(N, K-1)``, optionally sorted ascending."""
+    n, k = scores.shape
+    keep = np.ones((n, k), dtype=bool)
+    keep[np.arange(n), labels] = False
+    out = scores[keep].reshape(n, k - 1)
+    if sort:
+        out.sort(axis=1)
+    return out
+
+
+# --------------------------------------------------------------------------------- naive
+def naive_curve(scores: np.ndarray, labels: np.ndarray, k_max: int, *, ties: Ties = "random") -> np.ndarray:
+    """``mean_x C_x^(k-1)`` for ``k = 2..k_max`` with the observed ``C_x``."""
+    return power_curve(c_x(scores, labels, ties), _ks_to(k_max))
+
+
+# ----------------------------------------------------------------------------------- kde
+def silverman_bandwidth(values: np.ndarray) -> np.ndarray:
+    """Row-wise ``0.9 min(sd, IQR/1.34) n^(-1/5)`` (R's ``bw.nrd0``), ``values`` (N, n).
+
+    As in R, if ``min(sd, IQR/1.34)`` is 0 the first non-zero of ``sd``, ``|x_1|``, ``1``
+    is used instead, so the bandwidth is always positive.
+    """
+    n = values.shape[1]
+    sd = values.std(axis=1, ddof=1) if n > 1 else np.zeros(values.shape[0])
+    q75, q25 = np.percentile(values, [75, 25], axis=1)
+    lo = np.minimum(sd, (q75 - q25) / 1.34)
+    lo = np.where(lo > 0, lo, np.where(sd > 0, sd, np.where(np.abs(values[:, 0]) > 0, np.abs(values[:, 0]), 1.0)))
+    return 0.9 * lo * n ** (-0.2)
+
+
+def kde_c(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``C_x = mean_j Phi((s_y - s_j) / h_x)`` over the incorrect scores ``s_j`` of ``x``.
+
+    Row blocks at a time (float64 inside a block), so memory stays ``O(N + block)``.
+    """
+    s, y = check_scores(scores, labels)
+    out = np.empty(s.shape[0])
+    for block in row_blocks(*s.shape):
+        rows = s[block].astype(np.float64)
+        wrong = incorrect_scores(rows, y[block])
+        h = silverman_bandwidth(wrong)
+        out[block] = ndtr((correct_scores(rows, y[block])[:, None] - wrong) / h[:, None]).mean(axis=1)
+    return out
+
+
+def kde_curve(scores: np.ndarray, labels: np.ndarray, k_max: int) -> np.ndarray:
+    """``mean_x C_x^(k-1)`` for ``k = 2..k_max`` with the kernel-density ``C_x`` (:func:`kde_c`)."""
+    return power_curve(kde_c(scores, labels), _ks_to(k_max))
+
+
+# ---------------------------------------------------------------------------- regression
+class GaussianBasis:
+    """The basis ``b_j(k) = E[Phi(Z)^(k-1)]``, ``Z ~ N(mu_j, sigma^2)``, for one width ``sigma``.
+
+    Quadrature on a uniform grid ``z`` (step ``min(0.01, sigma/10)``, covering every centre
+    +- 8 sigma): ``b_j(k) = sum_z w_j(z) Phi(z)^(k-1)`` with ``w_j`` the normal density at
+    ``z`` normalised to sum 1 over the grid, i.e. one matrix product of ``Phi(z)^(k-1)``
+    (``len(ks) x len(z)``) with the weights (``len(z) x len(mus)``).  A centre
+    ``mu = +inf`` is the constant basis 1 (all mass at ``C = 1``).
+    """
+
+    def __init__(self, mus: np.ndarray, sigma: float):
+        self.mus = np.asarray(mus, dtype=np.float64)
+        self.sigma = float(sigma)
+        finite = self.mus[np.isfinite(self.mus)]
+        step = min(0.01, self.sigma / 10.0)
+        lo, hi = finite.min() - 8.0 * self.sigma, finite.max() + 8.0 * self.sigma
+        self.z = np.arange(lo, hi + step, step)
+        weights = np.exp(-0.5 * ((self.z[:, None] - finite[None, :]) / self.sigma) ** 2)
+        self.weights = weights / weights.sum(axis=0, keepdims=True)
+        self.log_phi = log_ndtr(self.z)[None, :]
+
+    def __call__(self, ks: np.ndarray) -> np.ndarray:
+        """Basis matrix ``(len(ks), len(mus))``."""
+        exponent = (np.asarray(ks, dtype=np.float64) - 1.0)[:, None]
+        out = np.ones((exponent.shape[0], self.mus.size))
+        finite = np.isfinite(self.mus)
+        for block in row_blocks(exponent.shape[0], self.z.size):
+            out[block, finite] = np.exp(exponent[block] * self.log_phi) @ self.weights
+        return out
+
+
+def basis_centres(sigma: float, n_classes: int) -> np.ndarray:
+    """ClassEx's centres: ``seq(0, mu_max, length = ceil(mu_max / sigma))`` mirrored, plus ``+inf``."""
+    mu_max = float(ndtri(1.0 - 1.0 / n_classes**2))
+    n_half = max(2, int(np.ceil(mu_max / sigma)))
+    half = np.linspace(0.0, mu_max, n_half)
+    return np.concatenate([-half[:0:-1], half, [np.inf]])
+
+
+def _nnls_weights(design: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Non-negative least squares of ``[1, observed]`` (``A_1 = 1`` first) on ``design``."""
+    beta, _ = nnls(design, np.concatenate([[1.0], observed]), maxiter=50 * design.shape[1])
+    return beta
+
+
+def regression_curve(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    k_max: int,
+    *,
+    ties: Ties = "random",
+    bandwidths: Sequence[float] = DEFAULT_BANDWIDTHS,
+    n_subsamples: int = 5,
+    seed: int = 0,
+) -> np.ndarray:
+    """Zheng et al.'s radial-basis regression (see the module docstring) for ``k = 2..k_max``.
+
+    Width selection: ``n_subsamples`` random halves of the classes (``numpy`` generator
+    seeded by ``seed``); for each width, fit on a half's exact curve (``k = 2..K//2``),
+    predict ``k = 2..K`` and take the mean squared error against the observed curve,
+    averaged over the halves; the width with the smallest error is refitted on all
+    ``k = 1..K``.  Skipped (first width used) when only one width is given or ``K < 6``.
+    """
+    targets = _ks_to(k_max)
+    s, y = check_scores(scores, labels)
+    n_classes = s.shape[1]
+    if len(bandwidths) == 0 or any(not (b > 0) for b in bandwidths):
+        raise InputError(f"expected positive bandwidths, got {list(bandwidths)}", field="bandwidths")
+    ks = np.arange(2, n_classes + 1)
+    observed = expected_accuracy(s, y, ks, ties)
+    sigma = float(bandwidths[0])
+    half = n_classes // 2
+    if len(bandwidths) > 1 and half >= 3:
+        rng = np.random.default_rng(seed)
+        halves = []
+        for _ in range(int(n_subsamples)):
+            sub_scores, sub_labels = subsample_classes(s, y, rng.choice(n_classes, size=half, replace=False))
+            if sub_labels.size:
+                halves.append(expected_accuracy(sub_scores, sub_labels, None, ties))
+        if halves:
+            errors = []
+            for b in bandwidths:
+                basis = GaussianBasis(basis_centres(b, n_classes), b)
+                design, predict = basis(np.arange(1, half + 1)), basis(ks)
+                errors.append(np.mean([np.mean((predict @ _nnls_weights(design, h) - observed) ** 2) for h in halves]))
+            sigma = float(bandwidths[int(np.argmin(errors))])
+    basis = GaussianBasis(basis_centres(sigma, n_classes), sigma)
+    beta = _nnls_weights(basis(np.concatenate([[1], ks])), observed)
+    return np.clip(basis(targets) @ beta, 0.0, 1.0)
+
+
+# ------------------------------------------------------------------------------- cleanex
+@dataclass(frozen=True)
+class CleanexFit:
+    """A trained CleaneX estimate: ``c`` = ``Ĉ_x`` per sample, ``loss`` = final training MSE."""
+
+    c: np.ndarray
+    loss: float
+    steps: int
+
+
+def cleanex_inputs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``[s_y, sorted incorrect scores]`` per row, standardised by the whole matrix' mean and sd."""
+    s, y = check_scores(scores, labels)
+    s = s.astype(np.float64, copy=False)
+    x = np.concatenate([correct_scores(s, y)[:, None], incorrect_scores(s, y, sort=True)], axis=1)
+    sd = x.std()
+    return (x - x.mean()) / (sd if sd > 0 else 1.0)
+
+
+def cleanex_fit(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    *,
+    seed: int = 0,
+    steps: int | None = None,
+    lr: float = 1e-4,
+    beta2: float = DEFAULT_BETA2,
+    ties: Ties = "random",
+    device: str = "cpu",
+) -> CleanexFit:
+    """Train CleaneX on the observed classes and return ``Ĉ_x`` (see the module docstring).
+
+    ``steps=None`` means :data:`DEFAULT_CLEANEX_STEPS` (looked up at call time).
+    Seeded: weights are drawn with ``torch.manual_seed(seed)`` inside
+    ``torch.random.fork_rng`` (the caller's global torch RNG state is left untouched);
+    training is full-batch, so nothing else is random.
+    """
+    import torch
+
+    check_ties(ties)
+    steps = DEFAULT_CLEANEX_STEPS if steps is None else steps
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise InputError(f"expected a positive integer, got {steps!r}", field="steps")
+    s, y = check_scores(scores, labels)
+    n_classes = s.shape[1]
+    target = torch.as_tensor(expected_accuracy(s, y, np.arange(2, n_classes + 1), ties), dtype=torch.float32, device=device)
+    inputs = torch.as_tensor(cleanex_inputs(s, y), dtype=torch.float32, device=device)
+    exponents = torch.arange(1, n_classes, dtype=torch.float32, device=device)[None, :]  # k - 1 = 1..K-1
+    devices = [torch.device(device)] if torch.device(device).type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(int(seed))
+        model = torch.nn.Sequential(
+            torch.nn.Linear(n_classes, 512),
+            torch.nn.ReLU(),
+            torch.nn.Linear(512, 128),
+            torch.nn.ReLU(),
+            torch.nn.Linear(128, 1),
+        ).to(device)
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, beta2))
+    loss_value = float("nan")
+    for _ in range(int(steps)):
+        optimiser.zero_grad(set_to_none=True)
+        logit = model(inputs)  # q_x = sigmoid(logit) estimates 1 - C_x
+        log_c = torch.nn.functional.logsigmoid(-logit)  # log Ĉ_x = log(1 - q_x), stable
+        predicted = torch.exp(log_c * exponents).mean(dim=0)
+        loss = torch.mean((predicted - target) ** 2)
+        loss.backward()
+        optimiser.step()
+        loss_value = float(loss.detach())
+    with torch.no_grad():
+        c_hat = torch.sigmoid(-model(inputs)).squeeze(1).double().cpu().numpy()
+    return CleanexFit(c=c_hat, loss=loss_value, steps=int(steps))
+
+
+def cleanex_curve(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    k_max: int,
+    *,
+    seed: int = 0,
+    steps: int | None = None,
+    ties: Ties = "random",
+    device: str = "cpu",
+) -> np.ndarray:
+    """``mean_x Ĉ_x^(k-1)`` for ``k = 2..k_max`` with CleaneX's ``Ĉ_x`` (:func:`cleanex_fit`)."""
+    ks = _ks_to(k_max)
+    fit = cleanex_fit(scores, labels, seed=seed, steps=steps, ties=ties, device=device)
+    return power_curve(np.clip(fit.c, 0.0, 1.0), ks)
+
+
+# -------------------------------------------------------------------------------- facade
+def extrapolate(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    k_max: int,
+    method: str,
+    *,
+    seed: int = 0,
+    ties: Ties = "random",
+    cleanex_steps: int | None = None,
+    device: str = "cpu",
+) -> np.ndarray:
+    """Predicted expected accuracy for ``k = 2..k_max`` by ``method`` (one of :data:`METHODS`).
+
+    ``scores`` (N, K): higher = more likely; ``labels`` (N,) in ``[0, K)``.  ``seed`` matters
+    for ``cleanex`` (weights) and ``regression`` (width selection); ``ties`` is the tie convention of the observed ``C_x`` and
+    ``A_k`` (:mod:`classwise.extrapolation.rroc`; ``kde`` has no ties to break).
+    """
+    check_ties(ties)
+    if method == "naive":
+        return naive_curve(scores, labels, k_max, ties=ties)
+    if method == "kde":
+        return kde_curve(scores, labels, k_max)
+    if method == "regression":
+        return regression_curve(scores, labels, k_max, ties=ties, seed=seed)
+    if method == "cleanex":
+        return cleanex_curve(scores, labels, k_max, seed=seed, steps=cleanex_steps, ties=ties, device=device)
+    raise InputError(f"expected one of {list(METHODS)}, got {method!r}", field="method")

@@ -1,0 +1,217 @@
+"""The rROC paper's simulation, and an honest evaluation of the extrapolation methods.
+
+Simulation (:func:`simulate_scores`, as the paper's notebook ``data.py``): ``n_classes``
+class centroids drawn from ``N(0, I_d)``; ``per_class`` points per class drawn from
+``N(centroid, sigma2 I_d)``; a prototype classifier scores a point against every class by
+the negative Euclidean distance to the class centroid (higher = more likely).  The
+paper's setting: ``d = 5``, 10 points per class, ``k2 = 2000`` classes, ``sigma2`` of 0.1
+(also 0.2 among its settings), and ``k1 = 100`` or ``500`` observed classes.
+
+Evaluation (:func:`evaluate_methods`): for each of ``repetitions`` seeded draws, sample
+``k1`` of the ``K`` classes (without replacement), keep the samples of those classes and
+the score columns of those classes, extrapolate from them to ``k_max`` by each method, and
+compare with the true curve: the exact expected accuracy ``A_k`` on all ``K`` classes,
+``k = 2..k_max`` (:func:`classwise.extrapolation.rroc.expected_accuracy`).  The error of
+one repetition is ``RMSE = sqrt(mean_{k=2..k_max} (predicted_k - true_k)^2)``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from classwise.errors import InputError
+from classwise.extrapolation.methods import DEFAULT_CLEANEX_STEPS, METHODS, extrapolate
+from classwise.extrapolation.rroc import Ties, check_scores, expected_accuracy, subsample_classes
+
+#: The paper's simulation setting.
+PAPER_DIM = 5
+PAPER_PER_CLASS = 10
+PAPER_K1: tuple[int, ...] = (100, 500)
+PAPER_K2 = 2000
+PAPER_SIGMA2 = 0.1
+
+
+def simulate_scores(
+    seed: int,
+    *,
+    n_classes: int = PAPER_K2,
+    dim: int = PAPER_DIM,
+    per_class: int = PAPER_PER_CLASS,
+    sigma2: float = PAPER_SIGMA2,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores ``(n_classes * per_class, n_classes)`` and labels of the prototype simulation.
+
+    Deterministic in ``seed`` (``numpy.random.default_rng``).  Score = minus the Euclidean
+    distance from the point to the class centroid.
+    """
+    if n_classes < 2 or dim < 1 or per_class < 1 or not sigma2 > 0:
+        raise InputError(
+            f"expected n_classes >= 2, dim >= 1, per_class >= 1, sigma2 > 0; got {n_classes}, {dim}, {per_class}, {sigma2}",
+            field="simulation",
+        )
+    rng = np.random.default_rng(seed)
+    centroids = rng.standard_normal((n_classes, dim))
+    labels = np.repeat(np.arange(n_classes), per_class)
+    points = centroids[labels] + np.sqrt(sigma2) * rng.standard_normal((labels.size, dim))
+    scores = points @ centroids.T  # in place from here on: |p|^2 - 2 p.c + |c|^2, then -sqrt
+    scores *= -2.0
+    scores += (points**2).sum(1)[:, None]
+    scores += (centroids**2).sum(1)[None, :]
+    np.maximum(scores, 0.0, out=scores)
+    np.sqrt(scores, out=scores)
+    np.negative(scores, out=scores)
+    return scores, labels.astype(np.int64)
+
+
+@dataclass
+class Evaluation:
+    """Result of :func:`evaluate_methods`.
+
+    ``ks`` = ``2..k_max``; ``true_curve[k-2]`` = exact ``A_k`` on all classes;
+    ``predicted[method]`` = ``(repetitions, k_max-1)`` predicted curves; ``observed`` =
+    ``(repetitions, k1-1)`` exact curves on the sampled classes (``k = 2..k1``);
+    ``rmse`` = long table with columns ``repetition, method, rmse, seconds`` (seconds =
+    the method's run time).
+    """
+
+    k1: int
+    ks: np.ndarray
+    true_curve: np.ndarray
+    observed: np.ndarray
+    predicted: dict[str, np.ndarray] = field(default_factory=dict)
+    rmse: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def summary(self) -> pd.DataFrame:
+        """Per method: RMSE mean, median, sd (ddof 1; 0 for one repetition), repetitions, mean seconds."""
+        grouped = self.rmse.groupby("method", sort=False)["rmse"]
+        out = pd.DataFrame(
+            {
+                "rmse_mean": grouped.mean(),
+                "rmse_median": grouped.median(),
+                "rmse_sd": grouped.std(ddof=1).fillna(0.0),
+                "repetitions": grouped.size(),
+                "seconds_mean": self.rmse.groupby("method", sort=False)["seconds"].mean(),
+            }
+        ).reset_index()
+        out.insert(0, "k1", self.k1)
+        return out
+
+
+def evaluate_methods(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    k1: int,
+    k_max: int,
+    repetitions: int,
+    seed: int,
+    *,
+    methods: Sequence[str] = METHODS,
+    cleanex_steps: int | None = None,
+    ties: Ties = "random",
+    device: str = "cpu",
+) -> Evaluation:
+    """Sample ``k1`` classes ``repetitions`` times, extrapolate to ``k_max``, score against the truth.
+
+    Needs ``2 <= k1 <= K`` and ``2 <= k_max <= K`` (the truth is the exact curve on all
+    ``K`` classes).  Class subsets come from ``numpy.random.default_rng(seed)``; in repetition
+    ``r`` the methods get ``seed * 1000 + r`` (CleaneX's weights, regression's width selection).
+    """
+    s, y = check_scores(scores, labels)
+    n_classes = s.shape[1]
+    for name, value in (("k1", k1), ("k_max", k_max)):
+        if not 2 <= int(value) <= n_classes:
+            raise InputError(f"expected 2 <= {name} <= {n_classes} (the number of classes), got {value}", field=name)
+    if int(repetitions) < 1:
+        raise InputError(f"expected a positive integer, got {repetitions}", field="repetitions")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise InputError(f"expected methods among {list(METHODS)}, got {list(methods)}", field="methods")
+    ks = np.arange(2, int(k_max) + 1)
+    truth = expected_accuracy(s, y, ks, ties)
+    rng = np.random.default_rng(seed)
+    observed = np.empty((int(repetitions), int(k1) - 1))
+    predicted = {m: np.empty((int(repetitions), ks.size)) for m in methods}
+    rows = []
+    for rep in range(int(repetitions)):
+        classes = rng.choice(n_classes, size=int(k1), replace=False)
+        sub_scores, sub_labels = subsample_classes(s, y, classes)
+        if sub_labels.size == 0:
+            raise InputError("a sampled class subset holds no samples", field="labels")
+        observed[rep] = expected_accuracy(sub_scores, sub_labels, None, ties)
+        for method in methods:
+            start = time.perf_counter()
+            curve = extrapolate(
+                sub_scores, sub_labels, int(k_max), method,
+                seed=int(seed) * 1000 + rep, ties=ties, cleanex_steps=cleanex_steps, device=device,
+            )
+            predicted[method][rep] = curve
+            seconds = time.perf_counter() - start
+            rmse = float(np.sqrt(np.mean((curve - truth) ** 2)))
+            rows.append({"repetition": rep, "method": method, "rmse": rmse, "seconds": seconds})
+    return Evaluation(k1=int(k1), ks=ks, true_curve=truth, observed=observed, predicted=predicted, rmse=pd.DataFrame(rows))
+
+
+@dataclass
+class SimulationBenchmark:
+    """Result of :func:`run_simulation_benchmark`: one :class:`Evaluation` per ``k1``."""
+
+    evaluations: dict[int, Evaluation]
+    settings: dict[str, object]
+    seconds: float
+
+    def summary(self) -> pd.DataFrame:
+        """RMSE mean / median / sd per ``(k1, method)``."""
+        return pd.concat([e.summary() for e in self.evaluations.values()], ignore_index=True)
+
+    def to_json(self) -> dict[str, object]:
+        """Plain-JSON form: settings, seconds, and the summary rows."""
+        return {
+            "settings": self.settings,
+            "seconds": round(self.seconds, 3),
+            "rmse": self.summary().to_dict(orient="records"),
+        }
+
+
+def run_simulation_benchmark(
+    seed: int = 0,
+    *,
+    k1s: Sequence[int] = PAPER_K1,
+    k2: int = PAPER_K2,
+    sigma2: float = PAPER_SIGMA2,
+    repetitions: int = 5,
+    cleanex_steps: int | None = None,
+    methods: Sequence[str] = METHODS,
+    device: str = "cpu",
+) -> SimulationBenchmark:
+    """The paper's simulation: ``k2`` classes, extrapolate from each ``k1`` to ``k2``; RMSE per method.
+
+    One simulated data set (``simulate_scores(seed, n_classes=k2, sigma2=sigma2)``), then
+    :func:`evaluate_methods` for each ``k1`` with ``repetitions`` class samples (the paper
+    uses 50, its notebook 10) and seed ``seed + k1``.
+    """
+    start = time.perf_counter()
+    scores, labels = simulate_scores(seed, n_classes=k2, sigma2=sigma2)
+    evaluations = {
+        int(k1): evaluate_methods(
+            scores, labels, int(k1), k2, repetitions, seed + int(k1),
+            methods=methods, cleanex_steps=cleanex_steps, device=device,
+        )
+        for k1 in k1s
+    }
+    settings: dict[str, object] = {
+        "seed": seed,
+        "k1": [int(k) for k in k1s],
+        "k2": k2,
+        "dim": PAPER_DIM,
+        "per_class": PAPER_PER_CLASS,
+        "sigma2": sigma2,
+        "repetitions": repetitions,
+        "cleanex_steps": DEFAULT_CLEANEX_STEPS if cleanex_steps is None else cleanex_steps,
+        "methods": list(methods),
+    }
+    return SimulationBenchmark(evaluations=evaluations, settings=settings, seconds=time.perf_counter() - start)
