@@ -181,53 +181,14 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
             specs.append(corruption_spec(corruption, severity))
 
     for i, entry in enumerate(_list(section.get("pgd", []) or [], "shifts.pgd")):
-        prefix = f"shifts.pgd[{i}]"
-        if not isinstance(entry, Mapping):
-            raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
-        allowed = {"norm", "eps", "steps", "step_size", "random_start"}
-        extra = sorted(set(entry) - allowed)
-        if extra:
-            raise InputError(
-                f"unknown key(s) {extra}; expected some of {sorted(allowed)}", field=f"{prefix}.{extra[0]}"
-            )
-        for required in ("norm", "eps"):
-            if required not in entry:
-                raise InputError("is required", field=f"{prefix}.{required}")
-        specs.append(
-            pgd_spec(
-                norm=entry["norm"],
-                eps=entry["eps"],
-                steps=entry.get("steps", PGD_DEFAULTS["steps"]),
-                step_size=entry.get("step_size"),
-                random_start=entry.get("random_start", PGD_DEFAULTS["random_start"]),
-                field_prefix=prefix,
-            )
-        )
+        specs.append(_pgd_entry(entry, f"shifts.pgd[{i}]"))
 
     targeted = section.get("pgd_targeted")
     if targeted is not None:
         prefix = "shifts.pgd_targeted"
-        if not isinstance(targeted, Mapping):
-            raise InputError(f"expected a mapping, got {targeted!r}", field=prefix)
-        allowed = {"norm", "eps", "steps", "step_size", "random_start", "targets"}
-        extra = sorted(set(targeted) - allowed)
-        if extra:
-            raise InputError(f"unknown key(s) {extra}; expected some of {sorted(allowed)}", field=f"{prefix}.{extra[0]}")
-        for required in ("norm", "eps", "targets"):
-            if required not in targeted:
-                raise InputError("is required", field=f"{prefix}.{required}")
+        _check_pgd_keys(targeted, prefix, extra_keys=("targets",))
         for target in _list(targeted["targets"], f"{prefix}.targets"):
-            specs.append(
-                pgd_spec(
-                    norm=targeted["norm"],
-                    eps=targeted["eps"],
-                    steps=targeted.get("steps", PGD_DEFAULTS["steps"]),
-                    step_size=targeted.get("step_size"),
-                    random_start=targeted.get("random_start", PGD_DEFAULTS["random_start"]),
-                    target=target,
-                    field_prefix=prefix,
-                )
-            )
+            specs.append(_pgd_entry(targeted, prefix, target=target))
 
     result: dict[str, ShiftSpec] = {}
     for spec in specs:
@@ -235,6 +196,33 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
             raise InputError(f"two shifts are both named {spec.name!r}; remove the duplicate", field="shifts")
         result[spec.name] = spec
     return result
+
+
+def _check_pgd_keys(entry: Any, prefix: str, *, extra_keys: tuple[str, ...] = ()) -> None:
+    if not isinstance(entry, Mapping):
+        raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
+    allowed = {"norm", "eps", "steps", "step_size", "random_start", *extra_keys}
+    extra = sorted(set(entry) - allowed)
+    if extra:
+        raise InputError(f"unknown key(s) {extra}; expected some of {sorted(allowed)}", field=f"{prefix}.{extra[0]}")
+    for required in ("norm", "eps", *extra_keys):
+        if required not in entry:
+            raise InputError("is required", field=f"{prefix}.{required}")
+
+
+def _pgd_entry(entry: Any, prefix: str, *, target: int | None = None) -> ShiftSpec:
+    """One PGD shift from a config entry (``shifts.pgd[i]``, or ``shifts.pgd_targeted`` and a target)."""
+    if target is None:
+        _check_pgd_keys(entry, prefix)
+    return pgd_spec(
+        norm=entry["norm"],
+        eps=entry["eps"],
+        steps=entry.get("steps", PGD_DEFAULTS["steps"]),
+        step_size=entry.get("step_size"),
+        random_start=entry.get("random_start", PGD_DEFAULTS["random_start"]),
+        target=target,
+        field_prefix=prefix,
+    )
 
 
 def _list(value: Any, field_name: str) -> list[Any]:
