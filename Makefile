@@ -1,7 +1,7 @@
 # classwise: every target creates .venv if it is missing and installs the project into it.
 #   make run     the default workflow (config/config.yaml, the embedded demo) into results/
 #   make test    lint the workflow and run the test suite
-#   make bench   speed and memory benchmarks -> results/bench/
+#   make bench   speed and memory benchmarks (metrics, PGD) -> results/bench/
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -13,6 +13,8 @@ TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 CORES ?= all
 CONFIG ?= config/config.yaml
 PYTEST_ARGS ?=
+# The ResNet-18 PGD row takes minutes on a CPU: PGD_BENCH_ARGS="--models demo_cnn_8x8" skips it.
+PGD_BENCH_ARGS ?=
 
 .PHONY: install run test lint bench clean
 
@@ -37,6 +39,7 @@ test: lint
 
 bench: install
 	$(BIN)/python -m classwise.bench --out results/bench/metrics.json
+	$(BIN)/python -m classwise.bench_pgd --out results/bench/pgd.json $(PGD_BENCH_ARGS)
 
 clean:
 	rm -rf results .snakemake
