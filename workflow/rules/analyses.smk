@@ -1,5 +1,209 @@
-# Analyses over cached logits (image-classification-tests.txt, accuracy-extrapolation-rroc.txt).
+# Analyses over cached logits (image-classification-tests.txt, accuracy-extrapolation-rroc.txt):
+#   features/{dataset}.csv                                   image statistics (+ user metadata)
+#   analyses/{dataset}/{labels}/{model}/subset_tests.*       worst subset per feature and metric
+#   analyses/{dataset}/{labels}/{model}/subset_tests_all.csv every (feature, subset, metric) test
+#   analyses/{dataset}/{labels}/{model}/reference_tests.*    reference shift vs every other shift
+#   analyses/{dataset}/{labels}/reference_tests_summary.*    the reports summarised across models
+#   analyses/{dataset}/{labels}/{model}/extrapolation.*      RMSE of each method from k1 to C classes
+#   analyses/{dataset}/{labels}/{model}/extrapolation_curves.csv, extrapolation.png (Figure 3)
+#   analyses/{dataset}/{labels}/extrapolation_summary.*      RMSE per method and model
+#   analyses/extrapolation_simulation.* (.png, .json)        the paper's simulation (Figure 2)
+# Settings: the `analyses:` config section (validated in analyses_common.smk with its functions).
+# Tables come as Markdown (.md), CSV (.csv, full precision) and LaTeX booktabs (.tex).
 
 
-def analysis_outputs():
-    return []
+include: "analyses_common.smk"
+
+
+rule compute_image_features:
+    input:
+        data=prepared_dataset,
+        metadata=metadata_file,
+    output:
+        features=f"{OUT}/features/{{dataset}}.csv",
+    log:
+        f"{OUT}/logs/compute_image_features/{{dataset}}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        dataset=dataset_config,
+        batch_size=ANALYSES["features"]["batch_size"],
+    script:
+        "../../scripts/compute_image_features.py"
+
+
+rule run_subset_tests:
+    input:
+        logits=lambda wildcards: logits_path(
+            wildcards.dataset, wildcards.model, ANALYSES["subset_tests"]["shift"]
+        ),
+        labels=view_labels,
+        features=f"{OUT}/features/{{dataset}}.csv",
+    output:
+        **analysis_tables("subset_tests"),
+        rows=f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests_all.csv",
+    log:
+        f"{OUT}/logs/run_subset_tests/{VIEW_MODEL}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        options=canonical(
+            {
+                key: value
+                for key, value in ANALYSES["subset_tests"].items()
+                if key != "enabled"
+            }
+        ),
+        seed=config["seed"],
+        caption=lambda wildcards: (
+            f"Subset performance tests of {wildcards.model} on {wildcards.dataset} "
+            f"({wildcards.labels} labels, shift {ANALYSES['subset_tests']['shift']}): per "
+            "feature and metric, the subset with the largest shortfall against the whole set; "
+            f"one-sided permutation test ({ANALYSES['subset_tests']['n_resamples']} random "
+            f"subsets of the same size), {ANALYSES['subset_tests']['correction']}-adjusted p; "
+            f"fail = adjusted p <= {ANALYSES['subset_tests']['alpha']:g} and shortfall > "
+            f"{ANALYSES['subset_tests']['min_effect']:g}."
+        ),
+    script:
+        "../../scripts/run_subset_tests.py"
+
+
+rule run_reference_tests:
+    input:
+        logits=lambda wildcards: [
+            logits_path(wildcards.dataset, wildcards.model, shift)
+            for shift in reference_shifts(wildcards)
+        ],
+        labels=view_labels,
+    output:
+        **analysis_tables("reference_tests"),
+    log:
+        f"{OUT}/logs/run_reference_tests/{VIEW_MODEL}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        shifts=reference_shifts,
+        reference=ANALYSES["reference_tests"]["reference"],
+        thresholds=canonical(ANALYSES["reference_tests"]["thresholds"]),
+        n_bins=ANALYSES["reference_tests"]["n_bins"],
+        min_bin_count=ANALYSES["reference_tests"]["min_bin_count"],
+        label_set=ANALYSES["reference_tests"]["label_set"],
+        caption=lambda wildcards: (
+            f"Reference-vs-evaluation tests of {wildcards.model} on {wildcards.dataset} "
+            f"({wildcards.labels} labels): the {ANALYSES['reference_tests']['reference']} "
+            "shift against every other; fail = worse than the absolute limit, warn = degraded "
+            "by more than the degradation limit. For atc the evaluation value is the "
+            "ATC-predicted accuracy, beside the actual accuracy."
+        ),
+    script:
+        "../../scripts/run_reference_tests.py"
+
+
+rule summarise_reference_tests:
+    input:
+        reports=lambda wildcards: per_model_analyses(wildcards, "reference_tests.csv"),
+    output:
+        **summary_tables("reference_tests_summary"),
+    log:
+        f"{OUT}/logs/summarise_reference_tests/{VIEW}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        models=MODELS,
+        caption=lambda wildcards: (
+            f"Reference-vs-evaluation tests on {wildcards.dataset} ({wildcards.labels} "
+            f"labels, reference {ANALYSES['reference_tests']['reference']}): tests per status, "
+            "the worst status, and the failing and warning tests (shift:metric) per model."
+        ),
+    script:
+        "../../scripts/summarise_reference_tests.py"
+
+
+rule evaluate_extrapolation:
+    input:
+        logits=lambda wildcards: logits_path(
+            wildcards.dataset, wildcards.model, ANALYSES["extrapolation"]["shift"]
+        ),
+        labels=view_labels,
+    output:
+        **analysis_tables("extrapolation"),
+        curves=f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation_curves.csv",
+        figure=f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.png",
+    log:
+        f"{OUT}/logs/evaluate_extrapolation/{VIEW_MODEL}.log",
+    conda:
+        "../../envs/torch.yaml"
+    # CleaneX trains a small MLP with torch: one thread per job, jobs side by side.
+    threads: 1
+    params:
+        k1=ANALYSES["extrapolation"]["k1"],
+        repetitions=ANALYSES["extrapolation"]["repetitions"],
+        methods=ANALYSES["extrapolation"]["methods"],
+        cleanex_steps=ANALYSES["extrapolation"]["cleanex_steps"],
+        ties=ANALYSES["extrapolation"]["ties"],
+        device=ANALYSES["extrapolation"]["device"],
+        seed=config["seed"],
+        title=lambda wildcards: (
+            f"{wildcards.model} on {wildcards.dataset} ({wildcards.labels} labels): "
+            f"extrapolation from {ANALYSES['extrapolation']['k1']} sampled classes"
+        ),
+        caption=lambda wildcards: (
+            f"Accuracy extrapolation for {wildcards.model} on {wildcards.dataset} "
+            f"({wildcards.labels} labels, shift {ANALYSES['extrapolation']['shift']}): "
+            f"{ANALYSES['extrapolation']['repetitions']} seeded samples of "
+            f"{ANALYSES['extrapolation']['k1']} classes, each extrapolated to all classes; "
+            "RMSE against the exact expected accuracy on all classes over k = 2..C."
+        ),
+    script:
+        "../../scripts/evaluate_extrapolation.py"
+
+
+rule summarise_extrapolation:
+    input:
+        tables=lambda wildcards: per_model_analyses(wildcards, "extrapolation.csv"),
+    output:
+        **summary_tables("extrapolation_summary"),
+    log:
+        f"{OUT}/logs/summarise_extrapolation/{VIEW}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        models=MODELS,
+        caption=lambda wildcards: (
+            f"Accuracy extrapolation on {wildcards.dataset} ({wildcards.labels} labels) from "
+            f"{ANALYSES['extrapolation']['k1']} sampled classes to all: RMSE mean +- sd over "
+            f"{ANALYSES['extrapolation']['repetitions']} repetitions, per method and model."
+        ),
+    script:
+        "../../scripts/summarise_extrapolation.py"
+
+
+rule simulate_extrapolation:
+    output:
+        markdown=f"{ANALYSES_DIR}/extrapolation_simulation.md",
+        csv=f"{ANALYSES_DIR}/extrapolation_simulation.csv",
+        latex=f"{ANALYSES_DIR}/extrapolation_simulation.tex",
+        json=f"{ANALYSES_DIR}/extrapolation_simulation.json",
+        figure=f"{ANALYSES_DIR}/extrapolation_simulation.png",
+    log:
+        f"{OUT}/logs/simulate_extrapolation.log",
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    params:
+        k1=ANALYSES["simulation"]["k1"],
+        k2=ANALYSES["simulation"]["k2"],
+        sigma2=ANALYSES["simulation"]["sigma2"],
+        repetitions=ANALYSES["simulation"]["repetitions"],
+        methods=ANALYSES["simulation"]["methods"],
+        cleanex_steps=ANALYSES["simulation"]["cleanex_steps"],
+        device=ANALYSES["simulation"]["device"],
+        seed=config["seed"],
+        caption=(
+            "Simulation of accuracy-extrapolation-rroc.txt: prototypes in d = 5 dimensions, "
+            f"10 points per class, sigma2 = {ANALYSES['simulation']['sigma2']:g}; extrapolation "
+            f"from k1 sampled classes to k2 = {ANALYSES['simulation']['k2']}; RMSE over "
+            f"{ANALYSES['simulation']['repetitions']} repetitions."
+        ),
+    script:
+        "../../scripts/simulate_extrapolation.py"

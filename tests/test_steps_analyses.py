@@ -1,0 +1,346 @@
+"""The analysis steps (classwise.steps.analyses) on synthetic logits files, and the schema of
+the `analyses:` config section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from classwise.errors import InputError
+from classwise.logits_io import save_logits
+from classwise.steps import analyses as steps
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow" / "schemas" / "analyses.schema.yaml"
+N, C = 240, 6
+
+
+def _logits(seed: int, signal: float, n: int = N, c: int = C) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % c
+    logits = rng.normal(size=(n, c))
+    logits[np.arange(n), labels] += signal
+    return logits.astype(np.float32), labels
+
+
+def _save(path: Path, seed: int, signal: float) -> Path:
+    logits, labels = _logits(seed, signal)
+    save_logits(
+        path,
+        logits=logits,
+        labels=labels,
+        sample_ids=np.array([f"s{i:04d}" for i in range(N)]),
+        class_names=np.array([f"c{j}" for j in range(C)]),
+        metadata={"test": True},
+    )
+    return path
+
+
+def _outputs(directory: Path, name: str) -> dict[str, Path]:
+    return {
+        "markdown_path": directory / f"{name}.md",
+        "csv_path": directory / f"{name}.csv",
+        "latex_path": directory / f"{name}.tex",
+    }
+
+
+def _features(path: Path, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "sample_id": [f"s{i:04d}" for i in range(N)][::-1],  # another order than the logits
+            "brightness": rng.random(N),
+            "height": 8,  # constant: cannot be split
+            "group": rng.choice(["a", "b"], N),
+        }
+    )
+    frame.to_csv(path, index=False)
+    return path
+
+
+SUBSET_OPTIONS = {
+    "features": None,
+    "auc_ovo_max_classes": 100,
+    "categorical": [],
+    "metrics": ["accuracy", "macro_f1", "average_confidence"],
+    "n_quantiles": 3,
+    "n_resamples": 49,
+    "alpha": 0.05,
+    "min_effect": 0.0,
+    "correction": "holm",
+    "min_subset_size": 20,
+    "label_set": "present",
+}
+
+
+# ---------------------------------------------------------------------------- schema
+def _validated(section: dict) -> dict:
+    from snakemake.utils import validate
+
+    validate(section, str(SCHEMA))
+    return section
+
+
+def test_schema_defaults_follow_the_libraries() -> None:
+    from classwise.extrapolation.methods import METHODS
+    from classwise.extrapolation.simulation import PAPER_K1, PAPER_K2
+    from classwise.testsuites.classification import SUBSET_METRICS
+    from classwise.testsuites.reference import DEFAULT_THRESHOLDS
+
+    config = _validated({})
+    assert config["label_views"] == ["original"]
+    assert config["reference_tests"]["thresholds"] == DEFAULT_THRESHOLDS
+    assert config["subset_tests"]["metrics"] == list(SUBSET_METRICS)
+    assert config["extrapolation"]["methods"] == list(METHODS)
+    assert config["simulation"]["methods"] == list(METHODS)
+    assert config["extrapolation"]["k1"] == 5  # half the demo's 10 classes
+    schema = yaml.safe_load(SCHEMA.read_text())
+    described = schema["properties"]["simulation"]["description"]
+    assert f"k1 = [{PAPER_K1[0]}, {PAPER_K1[1]}], k2 = {PAPER_K2}" in described  # the paper's setting
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ({"extrapolation": {"k_one": 5}}, "k_one"),
+        ({"subset_tests": {"correction": "bonferroni"}}, "bonferroni"),
+        ({"reference_tests": {"thresholds": {"acuracy": {"absolute": 0.9}}}}, "acuracy"),
+        ({"simulation": {"k2": "2000"}}, "2000"),
+    ],
+)
+def test_schema_rejects_unknown_keys_and_wrong_values(section: dict, expected: str) -> None:
+    from snakemake.exceptions import WorkflowError
+
+    with pytest.raises(WorkflowError, match=expected):
+        _validated(section)
+
+
+def test_partial_thresholds_keep_the_other_defaults() -> None:
+    from classwise.testsuites.reference import resolve_thresholds
+
+    config = _validated({"reference_tests": {"thresholds": {"accuracy": {"absolute": 0.9}}}})
+    limits = resolve_thresholds(config["reference_tests"]["thresholds"])
+    assert limits["accuracy"] == {"absolute": 0.9, "degradation": 0.1}
+
+
+# ---------------------------------------------------------------------------- features
+def test_image_features_of_an_in_memory_set_with_metadata(tmp_path: Path) -> None:
+    from classwise.data.sources import open_split
+    from classwise.testsuites.features import image_features
+
+    dataset = {"source": "sklearn_digits", "test_fraction": 0.5, "split_seed": 0}
+    evaluation = open_split(dataset, "test", name="digits")
+    metadata = tmp_path / "meta.csv"
+    pd.DataFrame({"sample_id": evaluation.sample_ids[::-1], "source": "x", "score": 1.5}).to_csv(metadata, index=False)
+    out = tmp_path / "features.csv"
+    steps.image_features_step(
+        dataset_name="digits", dataset_cfg=dataset, metadata_path=metadata, batch_size=100, features_path=out
+    )
+    frame = steps.read_features(out)
+    expected = image_features(evaluation.images, sample_ids=evaluation.sample_ids)
+    assert list(frame.columns) == [*expected.columns, "source", "score"]
+    pd.testing.assert_frame_equal(frame[expected.columns], expected, check_dtype=False, rtol=1e-12)
+    assert (frame["source"] == "x").all()
+
+    pd.DataFrame({"sample_id": evaluation.sample_ids, "contrast": 0.0}).to_csv(metadata, index=False)
+    with pytest.raises(InputError, match="contrast"):
+        steps.image_features_step(
+            dataset_name="digits", dataset_cfg=dataset, metadata_path=metadata, batch_size=100, features_path=tmp_path / "x.csv"
+        )
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_image_features_of_image_files_use_their_original_size(tmp_path: Path) -> None:
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    sizes = {"cat/a.png": (12, 20), "cat/b.png": (30, 10), "dog/c.png": (16, 16)}
+    for name, (height, width) in sizes.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8)).save(tmp_path / name)
+    out = tmp_path / "features.csv"
+    steps.image_features_step(
+        dataset_name="files", dataset_cfg={"source": "image_folder", "root": str(tmp_path)},
+        metadata_path=None, batch_size=2, features_path=out, threads=2,
+    )
+    frame = steps.read_features(out).set_index("sample_id")
+    assert "saturation" in frame.columns  # colour images
+    for name, (height, width) in sizes.items():
+        assert (frame.loc[name, "height"], frame.loc[name, "width"]) == (height, width)
+        assert frame.loc[name, "aspect_ratio"] == pytest.approx(width / height)
+    assert frame["brightness"].between(0, 1).all()
+
+
+# ---------------------------------------------------------------------------- subset tests
+def test_subset_tests_match_the_library_and_skip_constant_features(tmp_path: Path) -> None:
+    from classwise.testsuites.subsets import subset_performance_tests, worst_subsets
+
+    logits = _save(tmp_path / "clean.npz", 0, 2.0)
+    features = _features(tmp_path / "features.csv")
+    outputs = _outputs(tmp_path, "subset_tests")
+    steps.subset_tests_step(
+        logits_path=logits, label_view="original", view_labels_path=None, features_path=features,
+        options=SUBSET_OPTIONS, seed=3, caption="Subset tests.", rows_path=tmp_path / "all.csv", **outputs,
+    )
+    scores, labels = _logits(0, 2.0)
+    frame = pd.read_csv(features).set_index("sample_id").loc[[f"s{i:04d}" for i in range(N)]].reset_index()
+    expected = subset_performance_tests(
+        scores, labels, frame[["sample_id", "brightness", "group"]], metrics=SUBSET_OPTIONS["metrics"],
+        n_quantiles=3, n_resamples=49, seed=3,
+    )
+    rows = pd.read_csv(tmp_path / "all.csv", keep_default_na=False, na_values=[""])
+    assert rows["feature"].unique().tolist() == ["brightness", "group"]  # height is constant
+    np.testing.assert_allclose(rows["p_adjusted"], expected["p_adjusted"], rtol=1e-12)
+    assert rows["status"].tolist() == expected["status"].tolist()
+    worst = worst_subsets(expected)
+    table = pd.read_csv(outputs["csv_path"], keep_default_na=False)
+    assert list(zip(table["feature"], table["metric"])) == list(zip(worst["feature"], worst["metric"]))
+    markdown = outputs["markdown_path"].read_text()
+    assert markdown.startswith("Subset tests.\n\n| feature | metric | worst subset |")
+    assert markdown.count("\n| brightness |") == 3
+
+
+def test_subset_tests_under_a_label_view_use_its_samples(tmp_path: Path) -> None:
+    logits = _save(tmp_path / "clean.npz", 0, 2.0)
+    view = tmp_path / "view.csv"
+    _, labels = _logits(0, 2.0)
+    view_labels = np.where(np.arange(N) % 4 == 0, -1, labels)
+    pd.DataFrame({"sample_id": [f"s{i:04d}" for i in range(N)], "label": view_labels}).to_csv(view, index=False)
+    outputs = _outputs(tmp_path, "subset_tests")
+    steps.subset_tests_step(
+        logits_path=logits, label_view="cleaned", view_labels_path=view, features_path=_features(tmp_path / "f.csv"),
+        options=dict(SUBSET_OPTIONS, features=["group"], metrics=["accuracy", "auc_ovo"], auc_ovo_max_classes=C - 1),
+        seed=0, caption="c", rows_path=tmp_path / "all.csv", **outputs,
+    )
+    rows = pd.read_csv(tmp_path / "all.csv")
+    assert rows.groupby("subset")["n"].first().sum() == N - N // 4  # the removed samples are left out
+    assert rows["feature"].unique().tolist() == ["group"]
+    assert rows["metric"].unique().tolist() == ["accuracy"]  # auc_ovo left out: more than C - 1 classes
+
+
+def test_subset_tests_name_unknown_features(tmp_path: Path) -> None:
+    logits = _save(tmp_path / "clean.npz", 0, 2.0)
+    features = _features(tmp_path / "features.csv")
+    for options, field in [
+        (dict(SUBSET_OPTIONS, features=["brightnes"]), "analyses.subset_tests.features"),
+        (dict(SUBSET_OPTIONS, categorical=["hight"]), "analyses.subset_tests.categorical"),
+    ]:
+        with pytest.raises(InputError, match=field):
+            steps.subset_tests_step(
+                logits_path=logits, label_view="original", view_labels_path=None, features_path=features,
+                options=options, seed=0, caption="c", rows_path=tmp_path / "all.csv", **_outputs(tmp_path, "t"),
+            )
+    short = tmp_path / "short.csv"
+    pd.read_csv(features).iloc[:10].to_csv(short, index=False)
+    with pytest.raises(InputError, match="have no features"):
+        steps.subset_tests_step(
+            logits_path=logits, label_view="original", view_labels_path=None, features_path=short,
+            options=SUBSET_OPTIONS, seed=0, caption="c", rows_path=tmp_path / "all.csv", **_outputs(tmp_path, "t"),
+        )
+
+
+# ---------------------------------------------------------------------------- reference tests
+def test_reference_reports_and_summary_match_the_library(tmp_path: Path) -> None:
+    from classwise.testsuites.reference import reference_report, summarise_reports
+
+    paths, expected = {}, []
+    for model, signal in (("good", 4.0), ("weak", 1.5)):
+        logits_paths = {
+            "clean": _save(tmp_path / f"{model}_clean.npz", 0, signal),
+            "noise": _save(tmp_path / f"{model}_noise.npz", 1, signal / 3),
+        }
+        outputs = _outputs(tmp_path, f"reference_{model}")
+        steps.reference_tests_step(
+            logits_paths=logits_paths, label_view="original", view_labels_path=None, reference="clean",
+            dataset="synthetic", model=model, thresholds={"accuracy": {"absolute": 0.6}}, n_bins=10,
+            min_bin_count=10, label_set="present", caption="Report.", **outputs,
+        )
+        sets = {shift: _logits(seed, s) for shift, seed, s in (("clean", 0, signal), ("noise", 1, signal / 3))}
+        report = reference_report(sets, dataset="synthetic", model=model, thresholds={"accuracy": {"absolute": 0.6}})
+        expected.append(report)
+        written = steps.read_report(outputs["csv_path"])
+        assert list(written.columns) == list(report.columns)
+        np.testing.assert_allclose(written["evaluation_value"], report["evaluation_value"], rtol=1e-12)
+        assert written["status"].tolist() == report["status"].tolist()
+        assert "| noise | atc |" in outputs["markdown_path"].read_text()
+        paths[model] = outputs["csv_path"]
+    outputs = _outputs(tmp_path, "summary")
+    steps.reference_summary_step(report_paths=paths, caption="Summary.", **outputs)
+    summary = pd.read_csv(outputs["csv_path"], keep_default_na=False)
+    reference = summarise_reports(expected, by=("model",))
+    assert summary["model"].tolist() == ["good", "weak"]
+    assert summary["status"].tolist() == reference["status"].tolist()
+    assert summary["failed"].tolist() == reference["failed"].tolist()
+    assert "fail" in summary["status"].tolist()  # the weak model under noise falls below 0.6
+
+
+# ---------------------------------------------------------------------------- extrapolation
+def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
+    from classwise.extrapolation.simulation import evaluate_methods
+
+    logits = _save(tmp_path / "clean.npz", 0, 1.5)
+    outputs = _outputs(tmp_path, "extrapolation")
+    steps.extrapolation_step(
+        logits_path=logits, label_view="original", view_labels_path=None, k1=3, repetitions=2,
+        methods=["naive", "kde", "cleanex"], cleanex_steps=3, ties="random", device="cpu", seed=1,
+        title="t", caption="Extrapolation.", curves_path=tmp_path / "curves.csv",
+        figure_path=tmp_path / "figure.png", **outputs,
+    )
+    scores, labels = _logits(0, 1.5)
+    evaluation = evaluate_methods(scores, labels, 3, C, 2, 1, methods=("naive", "kde"))
+    table = pd.read_csv(outputs["csv_path"], index_col="method")
+    assert table.index.tolist() == ["naive", "kde", "cleanex"]
+    expected = evaluation.summary().set_index("method")
+    np.testing.assert_allclose(table.loc[["naive", "kde"], "rmse_mean"], expected["rmse_mean"], rtol=1e-12)
+    assert (table["k_max"] == C).all() and (table["k1"] == 3).all()
+    curves = pd.read_csv(tmp_path / "curves.csv", keep_default_na=False)
+    predicted = curves[(curves["curve"] == "predicted") & (curves["method"] == "kde") & (curves["repetition"] == 1)]
+    np.testing.assert_allclose(predicted["accuracy"], evaluation.predicted["kde"][1], rtol=1e-12)
+    assert len(curves[curves["curve"] == "observed"]) == 2 * 2  # k = 2..k1, two repetitions
+    assert (tmp_path / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert outputs["markdown_path"].read_text().count("\n| ") == 4  # header + 3 methods
+
+    summary = _outputs(tmp_path, "summary")
+    steps.extrapolation_summary_step(table_paths={"m1": outputs["csv_path"], "m2": outputs["csv_path"]}, caption="S.", **summary)
+    frame = pd.read_csv(summary["csv_path"], index_col="method")
+    assert list(frame.columns) == ["m1", "m2"]
+    np.testing.assert_allclose(frame["m1"], table["rmse_mean"], rtol=1e-12)
+    assert "±" in summary["markdown_path"].read_text()
+
+
+def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: Path) -> None:
+    logits = _save(tmp_path / "clean.npz", 0, 1.5)
+    with pytest.raises(InputError, match="analyses.extrapolation.k1"):
+        steps.extrapolation_step(
+            logits_path=logits, label_view="original", view_labels_path=None, k1=C, repetitions=1,
+            methods=["naive"], cleanex_steps=1, ties="random", device="cpu", seed=0, title="t", caption="c",
+            curves_path=tmp_path / "curves.csv", figure_path=tmp_path / "f.png", **_outputs(tmp_path, "e"),
+        )
+    assert not (tmp_path / "e.md").exists()
+
+
+def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
+    from classwise.extrapolation.simulation import run_simulation_benchmark
+
+    outputs = _outputs(tmp_path, "simulation")
+    kwargs = dict(k2=12, sigma2=0.1, repetitions=2, methods=["naive", "kde"], cleanex_steps=1, device="cpu", seed=0)
+    steps.simulation_step(
+        k1s=[4, 6], caption="Simulation.", json_path=tmp_path / "s.json", figure_path=tmp_path / "s.png", **kwargs, **outputs
+    )
+    benchmark = run_simulation_benchmark(0, k1s=[4, 6], k2=12, repetitions=2, methods=("naive", "kde"))
+    table = pd.read_csv(outputs["csv_path"])
+    np.testing.assert_allclose(table["rmse_mean"], benchmark.summary()["rmse_mean"], rtol=1e-12)
+    assert table["k1"].tolist() == [4, 4, 6, 6]
+    document = json.loads((tmp_path / "s.json").read_text())
+    assert document["settings"]["k2"] == 12 and len(document["rmse_per_repetition"]["4"]) == 4
+    assert "seconds" not in outputs["markdown_path"].read_text()  # tables hold no timings
+    with pytest.raises(InputError, match="analyses.simulation.k1"):
+        steps.simulation_step(
+            k1s=[12], caption="c", json_path=tmp_path / "x.json", figure_path=tmp_path / "x.png", **kwargs,
+            **_outputs(tmp_path, "x"),
+        )
