@@ -1,7 +1,8 @@
 # classwise: every target creates .venv if it is missing and installs the project into it.
 #   make run     the default workflow (config/config.yaml, the embedded demo) into results/
 #   make test    lint the workflow and run the test suite
-#   make bench   speed and memory benchmarks (metrics, PGD) -> results/bench/
+#   make report  the HTML report of the last run (snakemake --report) -> results/report.html
+#   make bench   speed and memory benchmarks (metrics, PGD, pipeline) -> results/bench/
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -15,8 +16,9 @@ CONFIG ?= config/config.yaml
 PYTEST_ARGS ?=
 # The ResNet-18 PGD row takes minutes on a CPU: PGD_BENCH_ARGS="--models demo_cnn_8x8" skips it.
 PGD_BENCH_ARGS ?=
+REPORT ?= results/report.html
 
-.PHONY: install run test lint bench clean
+.PHONY: install run report test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +32,9 @@ install: $(VENV)/.installed
 run: install
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 
+report: install
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) --report $(REPORT) --report-stylesheet workflow/report/report.css
+
 lint: install
 	$(BIN)/snakefmt --check Snakefile workflow/
 	$(BIN)/snakemake --lint --configfile $(CONFIG)
@@ -40,6 +45,7 @@ test: lint
 bench: install
 	$(BIN)/python -m classwise.bench --out results/bench/metrics.json
 	$(BIN)/python -m classwise.bench_pgd --out results/bench/pgd.json $(PGD_BENCH_ARGS)
+	$(BIN)/python -m classwise.bench_pipeline --out results/bench/pipeline.json
 
 clean:
 	rm -rf results .snakemake

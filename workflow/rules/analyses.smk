@@ -40,8 +40,32 @@ rule run_subset_tests:
         labels=view_labels,
         features=f"{OUT}/features/{{dataset}}.csv",
     output:
-        **analysis_tables("subset_tests"),
-        rows=f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests_all.csv",
+        markdown=f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests.md",
+        csv=report(
+            f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests.csv",
+            caption="../report/subset_tests.rst",
+            category="Image-classification tests (image-classification-tests.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "subset tests",
+                "label view": "{labels}",
+                "shift": ANALYSES["subset_tests"]["shift"],
+                "model": "{model}",
+            },
+        ),
+        latex=f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests.tex",
+        rows=report(
+            f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests_all.csv",
+            caption="../report/subset_tests_all.rst",
+            category="Image-classification tests (image-classification-tests.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "subset tests, every subset",
+                "label view": "{labels}",
+                "shift": ANALYSES["subset_tests"]["shift"],
+                "model": "{model}",
+            },
+        ),
     log:
         f"{OUT}/logs/run_subset_tests/{VIEW_MODEL}.log",
     conda:
@@ -76,7 +100,20 @@ rule run_reference_tests:
         ],
         labels=view_labels,
     output:
-        **analysis_tables("reference_tests"),
+        markdown=f"{ANALYSES_DIR}/{VIEW_MODEL}/reference_tests.md",
+        csv=report(
+            f"{ANALYSES_DIR}/{VIEW_MODEL}/reference_tests.csv",
+            caption="../report/reference_tests.rst",
+            category="Image-classification tests (image-classification-tests.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "reference tests",
+                "label view": "{labels}",
+                "shift": "all",
+                "model": "{model}",
+            },
+        ),
+        latex=f"{ANALYSES_DIR}/{VIEW_MODEL}/reference_tests.tex",
     log:
         f"{OUT}/logs/run_reference_tests/{VIEW_MODEL}.log",
     conda:
@@ -103,7 +140,20 @@ rule summarise_reference_tests:
     input:
         reports=lambda wildcards: per_model_analyses(wildcards, "reference_tests.csv"),
     output:
-        **summary_tables("reference_tests_summary"),
+        markdown=f"{ANALYSES_DIR}/{VIEW}/reference_tests_summary.md",
+        csv=report(
+            f"{ANALYSES_DIR}/{VIEW}/reference_tests_summary.csv",
+            caption="../report/reference_tests_summary.rst",
+            category="Image-classification tests (image-classification-tests.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "reference tests summary",
+                "label view": "{labels}",
+                "shift": "all",
+                "model": "all",
+            },
+        ),
+        latex=f"{ANALYSES_DIR}/{VIEW}/reference_tests_summary.tex",
     log:
         f"{OUT}/logs/summarise_reference_tests/{VIEW}.log",
     conda:
@@ -126,9 +176,33 @@ rule evaluate_extrapolation:
         ),
         labels=view_labels,
     output:
-        **analysis_tables("extrapolation"),
+        markdown=f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.md",
+        csv=report(
+            f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.csv",
+            caption="../report/extrapolation_table.rst",
+            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "extrapolation RMSE table (Figure 3D)",
+                "label view": "{labels}",
+                "shift": ANALYSES["extrapolation"]["shift"],
+                "model": "{model}",
+            },
+        ),
+        latex=f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.tex",
         curves=f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation_curves.csv",
-        figure=f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.png",
+        figure=report(
+            f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.png",
+            caption="../report/extrapolation_figure.rst",
+            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "extrapolation curves (Figure 3)",
+                "label view": "{labels}",
+                "shift": ANALYSES["extrapolation"]["shift"],
+                "model": "{model}",
+            },
+        ),
     log:
         f"{OUT}/logs/evaluate_extrapolation/{VIEW_MODEL}.log",
     conda:
@@ -162,7 +236,20 @@ rule summarise_extrapolation:
     input:
         tables=lambda wildcards: per_model_analyses(wildcards, "extrapolation.csv"),
     output:
-        **summary_tables("extrapolation_summary"),
+        markdown=f"{ANALYSES_DIR}/{VIEW}/extrapolation_summary.md",
+        csv=report(
+            f"{ANALYSES_DIR}/{VIEW}/extrapolation_summary.csv",
+            caption="../report/extrapolation_summary.rst",
+            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "extrapolation summary (Figure 3D)",
+                "label view": "{labels}",
+                "shift": ANALYSES["extrapolation"]["shift"],
+                "model": "all",
+            },
+        ),
+        latex=f"{ANALYSES_DIR}/{VIEW}/extrapolation_summary.tex",
     log:
         f"{OUT}/logs/summarise_extrapolation/{VIEW}.log",
     conda:
@@ -181,10 +268,32 @@ rule summarise_extrapolation:
 rule simulate_extrapolation:
     output:
         markdown=f"{ANALYSES_DIR}/extrapolation_simulation.md",
-        csv=f"{ANALYSES_DIR}/extrapolation_simulation.csv",
+        csv=report(
+            f"{ANALYSES_DIR}/extrapolation_simulation.csv",
+            caption="../report/simulation_table.rst",
+            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            subcategory="simulation",
+            labels={
+                "result": "simulation RMSE table (Figure 2)",
+                "label view": "-",
+                "shift": "-",
+                "model": "-",
+            },
+        ),
         latex=f"{ANALYSES_DIR}/extrapolation_simulation.tex",
         json=f"{ANALYSES_DIR}/extrapolation_simulation.json",
-        figure=f"{ANALYSES_DIR}/extrapolation_simulation.png",
+        figure=report(
+            f"{ANALYSES_DIR}/extrapolation_simulation.png",
+            caption="../report/simulation_figure.rst",
+            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            subcategory="simulation",
+            labels={
+                "result": "simulation figure (Figure 2)",
+                "label view": "-",
+                "shift": "-",
+                "model": "-",
+            },
+        ),
     log:
         f"{OUT}/logs/simulate_extrapolation.log",
     conda:

@@ -83,22 +83,6 @@ def metadata_file(wildcards):
     return ANALYSES["features"]["metadata"].get(wildcards.dataset, [])
 
 
-def analysis_tables(name, prefix=""):
-    """Markdown, CSV and LaTeX of one per-(dataset, view, model) analysis table."""
-    base = f"{ANALYSES_DIR}/{VIEW_MODEL}/{name}"
-    return {
-        f"{prefix}markdown": f"{base}.md",
-        f"{prefix}csv": f"{base}.csv",
-        f"{prefix}latex": f"{base}.tex",
-    }
-
-
-def summary_tables(name):
-    """Markdown, CSV and LaTeX of one per-(dataset, view) summary across models."""
-    base = f"{ANALYSES_DIR}/{VIEW}/{name}"
-    return {"markdown": f"{base}.md", "csv": f"{base}.csv", "latex": f"{base}.tex"}
-
-
 def per_model_analyses(wildcards, filename):
     return [
         f"{ANALYSES_DIR}/{wildcards.dataset}/{wildcards.labels}/{model}/{filename}"

@@ -31,7 +31,18 @@ rule compute_decisiveness_metrics:
         unpack(metric_inputs),
     output:
         metrics=f"{METRICS}/decisiveness.json",
-        figure=f"{FIGURES}/reliability_{{model}}.png",
+        figure=report(
+            f"{FIGURES}/reliability_{{model}}.png",
+            caption="../report/reliability_figure.rst",
+            category="Decisiveness and robustness (decisiveness-robustness.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "reliability figure (Figure 1)",
+                "label view": "{labels}",
+                "shift": "{shift}",
+                "model": "{model}",
+            },
+        ),
     log:
         f"{OUT}/logs/compute_decisiveness_metrics/{VIEW_MODEL_SHIFT}.log",
     conda:

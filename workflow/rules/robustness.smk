@@ -15,10 +15,57 @@ rule analyse_classwise_robustness:
     input:
         flat_confusions,
     output:
-        **table_outputs("classwise", prefix="table_", tables=ROBUST_TABLES),
-        figure=f"{ROBUST_FIGURES}/classwise_robustness.png",
-        similarity=f"{ROBUST_FIGURES}/prediction_similarity.png",
-        mean_confusion=directory(f"{ROBUST_FIGURES}/mean_confusion"),
+        table_markdown=f"{ROBUST_TABLES}/classwise.md",
+        table_csv=report(
+            f"{ROBUST_TABLES}/classwise.csv",
+            caption="../report/classwise_table.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "class-wise robustness table (Figures 1-3)",
+                "label view": "original",
+                "shift": "all",
+                "model": "all",
+            },
+        ),
+        table_latex=f"{ROBUST_TABLES}/classwise.tex",
+        figure=report(
+            f"{ROBUST_FIGURES}/classwise_robustness.png",
+            caption="../report/classwise_robustness_figure.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "class-wise robustness figure (Figures 1-3)",
+                "label view": "original",
+                "shift": "all",
+                "model": "all",
+            },
+        ),
+        similarity=report(
+            f"{ROBUST_FIGURES}/prediction_similarity.png",
+            caption="../report/prediction_similarity.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "prediction similarity (Figure 7)",
+                "label view": "original",
+                "shift": "clean",
+                "model": "all",
+            },
+        ),
+        mean_confusion=report(
+            directory(f"{ROBUST_FIGURES}/mean_confusion"),
+            caption="../report/mean_confusion.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            patterns=["{shift}.png"],
+            labels={
+                "result": "mean confusion under attack (Figure 4)",
+                "label view": "original",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
     log:
         f"{OUT}/logs/analyse_classwise_robustness/{{dataset}}.log",
     conda:
@@ -39,7 +86,20 @@ rule run_transformation_tests:
             for shift in shifts_of_kind(wildcards.dataset, "corruption")
         ],
     output:
-        **table_outputs("transformation_tests_{model}", tables=ROBUST_TABLES),
+        markdown=f"{ROBUST_TABLES}/transformation_tests_{{model}}.md",
+        csv=report(
+            f"{ROBUST_TABLES}/transformation_tests_{{model}}.csv",
+            caption="../report/transformation_tests.rst",
+            category="Image-classification tests (image-classification-tests.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "transformation tests",
+                "label view": "original",
+                "shift": "all",
+                "model": "{model}",
+            },
+        ),
+        latex=f"{ROBUST_TABLES}/transformation_tests_{{model}}.tex",
     log:
         f"{OUT}/logs/run_transformation_tests/{{dataset}}/{{model}}.log",
     conda:
@@ -65,8 +125,32 @@ rule analyse_targeted_attacks:
             for model in ROBUSTNESS["targeted_models"]
         ],
     output:
-        **table_outputs("targeted_success", tables=ROBUST_TABLES),
-        figure=f"{ROBUST_FIGURES}/targeted_success.png",
+        markdown=f"{ROBUST_TABLES}/targeted_success.md",
+        csv=report(
+            f"{ROBUST_TABLES}/targeted_success.csv",
+            caption="../report/targeted_success_table.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "targeted attack success table (Figure 5)",
+                "label view": "original",
+                "shift": "targeted PGD",
+                "model": "all",
+            },
+        ),
+        latex=f"{ROBUST_TABLES}/targeted_success.tex",
+        figure=report(
+            f"{ROBUST_FIGURES}/targeted_success.png",
+            caption="../report/targeted_success_figure.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "targeted attack success (Figure 5)",
+                "label view": "original",
+                "shift": "targeted PGD",
+                "model": "all",
+            },
+        ),
     log:
         f"{OUT}/logs/analyse_targeted_attacks/{{dataset}}.log",
     conda:
@@ -81,7 +165,18 @@ rule analyse_targeted_attacks:
 
 rule plot_corruption_grid:
     output:
-        figure=f"{ROBUST_FIGURES}/corruption_grid.png",
+        figure=report(
+            f"{ROBUST_FIGURES}/corruption_grid.png",
+            caption="../report/corruption_grid.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "corruption grid (no paper figure)",
+                "label view": "-",
+                "shift": "corruptions",
+                "model": "-",
+            },
+        ),
     log:
         f"{OUT}/logs/plot_corruption_grid/{{dataset}}.log",
     conda:

@@ -5,13 +5,38 @@
 #   results/figures/{dataset}/{labels}/{shift}/                per-class bars, confusion heatmaps,
 #                                                              reliability diagrams (Figure 1)
 # Each table comes as Markdown (.md), CSV (.csv) and LaTeX booktabs (.tex).
+# `snakemake --report` (make report) puts the CSVs and figures marked with report() below, in
+# analyses.smk, robustness.smk and metrics.smk into one HTML file, one category per paper and
+# one subcategory per dataset; the captions are the .rst files of workflow/report/, which show
+# each CSV with the classwise-table directive registered here.
+from classwise.report import register_directives
+
+register_directives()
+
+
+report: "../report/workflow.rst"
 
 
 rule aggregate_worst_class_tables:
     input:
         unpack(lambda wildcards: per_model_metrics(wildcards, "worst_class.json")),
     output:
-        **table_outputs("worst_class"),
+        markdown=f"{TABLES}/worst_class.md",
+        csv=report(
+            f"{TABLES}/worst_class.csv",
+            caption="../report/worst_class_table.rst",
+            category="Worst-class metrics (worst-class-metrics.txt)",
+            subcategory="{dataset}",
+            # Table 2 of the paper is the same table on cleaned labels
+            labels=lambda wildcards: {
+                "result": "worst-class metrics (Table %d)"
+                % (1 if wildcards.labels == "original" else 2),
+                "label view": wildcards.labels,
+                "shift": wildcards.shift,
+                "model": "all",
+            },
+        ),
+        latex=f"{TABLES}/worst_class.tex",
     log:
         f"{OUT}/logs/aggregate_worst_class_tables/{VIEW_SHIFT}.log",
     conda:
@@ -30,8 +55,34 @@ rule aggregate_decisiveness_tables:
     input:
         unpack(lambda wildcards: per_model_metrics(wildcards, "decisiveness.json")),
     output:
-        **table_outputs("decisiveness", prefix="table_"),
-        **table_outputs("gamma_sweep", prefix="sweep_"),
+        table_markdown=f"{TABLES}/decisiveness.md",
+        table_csv=report(
+            f"{TABLES}/decisiveness.csv",
+            caption="../report/decisiveness_table.rst",
+            category="Decisiveness and robustness (decisiveness-robustness.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "decisiveness table (Table 1)",
+                "label view": "{labels}",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
+        table_latex=f"{TABLES}/decisiveness.tex",
+        sweep_markdown=f"{TABLES}/gamma_sweep.md",
+        sweep_csv=report(
+            f"{TABLES}/gamma_sweep.csv",
+            caption="../report/gamma_sweep_table.rst",
+            category="Decisiveness and robustness (decisiveness-robustness.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "gamma sweep table (Table 2)",
+                "label view": "{labels}",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
+        sweep_latex=f"{TABLES}/gamma_sweep.tex",
     log:
         f"{OUT}/logs/aggregate_decisiveness_tables/{VIEW_SHIFT}.log",
     conda:
@@ -58,9 +109,45 @@ rule plot_class_wise_figures:
             wildcards, "confusion.csv"
         ).values(),
     output:
-        recall=f"{FIGURES}/per_class_recall.png",
-        cfps=f"{FIGURES}/per_class_cfps.png",
-        confusion=[f"{FIGURES}/confusion_{model}.png" for model in MODELS],
+        recall=report(
+            f"{FIGURES}/per_class_recall.png",
+            caption="../report/per_class_recall.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "class-wise accuracy (Figures 1, 3)",
+                "label view": "{labels}",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
+        cfps=report(
+            f"{FIGURES}/per_class_cfps.png",
+            caption="../report/per_class_cfps.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "class-wise CFPS (Figures 2, 3)",
+                "label view": "{labels}",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
+        confusion=[
+            report(
+                f"{FIGURES}/confusion_{model}.png",
+                caption="../report/confusion_figure.rst",
+                category="Class-wise robustness (classwise-robustness-cfps.txt)",
+                subcategory="{dataset}",
+                labels={
+                    "result": "confusion matrix (Figure 4, per model)",
+                    "label view": "{labels}",
+                    "shift": "{shift}",
+                    "model": model,
+                },
+            )
+            for model in MODELS
+        ],
     log:
         f"{OUT}/logs/plot_class_wise_figures/{VIEW_SHIFT}.log",
     conda:
