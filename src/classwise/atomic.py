@@ -2,11 +2,18 @@
 
 A reader (or a resumed Snakemake run) therefore sees either the old file or the
 complete new one, never a half-written file, even if the writer is killed.
+
+A storage error while writing (a full disk, a quota, a read-only or failing file system) is
+re-raised as an ``OSError`` with the same ``errno`` whose ``filename`` is the target, not the
+temporary name, so the message says which output could not be written. A writer killed with
+SIGKILL cannot clean up: it may leave a hidden ``.<name>.<random>.tmp`` beside the target, never
+a file under the target's name.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -14,22 +21,49 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+#: ``errno`` values of a failing write to storage (not, e.g., of a network error inside a download).
+STORAGE_ERRNOS = frozenset(
+    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG, errno.EROFS, errno.EIO) if code
+)
+
+
+def _naming_target(error: OSError, target: Path, tmp: Path | None) -> OSError | None:
+    """A copy of storage error ``error`` whose ``filename`` is ``target`` (``None``: keep ``error``,
+    e.g. one that already names another file, such as a nested atomic write's target)."""
+    if error.errno not in STORAGE_ERRNOS:
+        return None
+    if tmp is not None and error.filename not in (None, str(tmp)):
+        return None
+    return OSError(error.errno, error.strerror or str(error), str(target))
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
 
     The temporary file is removed if the body raises (including ``OSError`` from a
-    full disk), so nothing half-written is left behind.
+    full disk), so nothing half-written is left behind; a storage error names ``path``.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as error:
+        renamed = _naming_target(error, target, None)
+        if renamed is None:
+            raise
+        raise renamed from error
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         yield tmp
         os.replace(tmp, target)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        renamed = _naming_target(error, target, tmp)
+        if renamed is None:
+            raise
+        raise renamed from error
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

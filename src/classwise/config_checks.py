@@ -1,20 +1,80 @@
-"""Checks of the workflow config that a JSON schema cannot express (cross references, paths)."""
+"""Checks of the workflow config: a concise schema check, and what a JSON schema cannot express
+(cross references, paths, model names).
+
+Every check raises :class:`InputError` naming the config file (``source``), the field as a dotted
+path (``datasets.digits.on_bad_image``) and what was expected, before any job runs.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from classwise.errors import InputError
 
 
+def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, Any], *, source: str = "config") -> None:
+    """Raise :class:`InputError` for the first violation of ``schema`` (a YAML/JSON file or a
+    mapping), in one line: an unknown key names itself and the keys allowed there; a wrong type,
+    value or a missing key names the field and what was expected. Does not fill defaults (the
+    workflow's ``snakemake.utils.validate`` does)."""
+    import jsonschema
+    import yaml
+
+    if not isinstance(schema, Mapping):
+        schema = yaml.safe_load(Path(schema).read_text(encoding="utf-8"))
+    validator_class = jsonschema.validators.validator_for(schema)
+    error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(config))
+    if error is None:
+        return
+    where = [str(part) for part in error.absolute_path]
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed)) if allowed else sorted(error.instance)
+        key = unknown[0] if unknown else "?"
+        expected = f"one of {allowed}" if allowed else "no other key here"
+        raise InputError(f"unknown key {key!r}; expected {expected}", path=source, field=".".join([*where, key]))
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else "?"
+        raise InputError("required key is missing", path=source, field=".".join([*where, missing]))
+    if error.validator == "type":
+        message = f"expected {error.validator_value}, got {error.instance!r}"
+    elif error.validator == "enum":
+        message = f"expected one of {error.validator_value}, got {error.instance!r}"
+    else:
+        message = error.message
+    raise InputError(message, path=source, field=".".join(where) or "(top level)")
+
+
+#: Model sources loaded from a model zoo or a file (the pipeline's own models, ``train`` and
+#: ``finetune``, are checked by their rules).
+ZOO_SOURCES = ("timm", "torchvision", "robustbench", "checkpoint")
+
+
+def check_models(config: Mapping[str, Any], *, source: str = "config") -> None:
+    """Each ``models:`` entry of a model zoo source must parse and name a model that timm /
+    torchvision (/ RobustBench, when installed) know, offline, so a typo stops the run before any
+    download or inference job. Imports timm or torchvision only when the config uses them."""
+    zoo = {name: entry for name, entry in config.get("models", {}).items() if entry.get("source") in ZOO_SOURCES}
+    if not zoo:
+        return
+    from classwise.models.zoo import parse_model_spec
+
+    for name, entry in zoo.items():
+        parse_model_spec(entry, key=name, config_path=source, check_names=True)
+
+
 def check_references(config: dict[str, Any], *, source: str = "config", shifts: list[str] | None = None) -> None:
-    """Raise :class:`InputError` when a key refers to something the config does not define, or a
-    directory the user must provide is missing (so the run stops before any job)."""
+    """Raise :class:`InputError` when a key refers to something the config does not define (a
+    dataset, a model, a shift, or a model name timm / torchvision do not know), or a directory the
+    user must provide is missing (so the run stops before any job)."""
     from classwise.data.sources import check_dataset_paths
     from classwise.superclasses import resolve_superclasses
 
     datasets = config.get("datasets", {})
     models = config.get("models", {})
+    check_models(config, source=source)
     for name, model in models.items():
         train_on = model.get("train_on")
         if train_on is not None and train_on not in datasets:

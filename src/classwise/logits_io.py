@@ -72,13 +72,17 @@ def write_npz_deterministic(path: str | Path, arrays: dict[str, np.ndarray]) -> 
     runs of the same config byte-identical.
     """
     with atomic_path(path) as tmp:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
-            for name in sorted(arrays):
-                buffer = io.BytesIO()
-                np.lib.format.write_array(buffer, np.ascontiguousarray(arrays[name]), allow_pickle=False)
-                info = zipfile.ZipInfo(f"{name}.npy", date_time=_FIXED_ZIP_TIME)
-                info.external_attr = 0o644 << 16
-                archive.writestr(info, buffer.getvalue())
+        _write_npz(tmp, arrays)
+
+
+def _write_npz(file: Path, arrays: dict[str, np.ndarray]) -> None:
+    with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name in sorted(arrays):
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, np.ascontiguousarray(arrays[name]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_FIXED_ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, buffer.getvalue())
 
 
 def save_logits(
@@ -90,7 +94,11 @@ def save_logits(
     class_names: np.ndarray,
     metadata: dict[str, Any],
 ) -> None:
-    """Validate and write a logits file and its sidecar JSON (both atomically)."""
+    """Validate and write a logits file and its sidecar JSON, atomically as a pair.
+
+    The ``.npz`` is renamed into place only after its sidecar is written, and the sidecar is
+    removed again if that rename fails, so a failure (bad arrays, a full disk) leaves neither
+    file nor a temporary; storage errors name the file that could not be written."""
     logits = np.asarray(logits, dtype=np.float32)
     labels = np.asarray(labels, dtype=np.int64)
     sample_ids = np.asarray(sample_ids).astype(str)
@@ -100,11 +108,18 @@ def save_logits(
         raise InputError(f"expected {labels.shape[0]} sample ids, got shape {sample_ids.shape}", path=path, field="sample_ids")
     if class_names.shape != (logits.shape[1],):
         raise InputError(f"expected {logits.shape[1]} class names, got shape {class_names.shape}", path=path, field="class_names")
-    write_npz_deterministic(
-        path,
-        {"logits": logits, "labels": labels, "sample_ids": sample_ids, "class_names": class_names},
-    )
-    write_json(sidecar_path(path), metadata)
+    arrays = {"logits": logits, "labels": labels, "sample_ids": sample_ids, "class_names": class_names}
+    sidecar = sidecar_path(path)
+    sidecar_written = False
+    try:
+        with atomic_path(path) as tmp:
+            _write_npz(tmp, arrays)
+            write_json(sidecar, metadata)
+            sidecar_written = True
+    except BaseException:
+        if sidecar_written:
+            sidecar.unlink(missing_ok=True)
+        raise
 
 
 def _rows_message(rows: np.ndarray) -> str:

@@ -4,19 +4,26 @@ import re
 
 from snakemake.utils import validate
 
-from classwise.config_checks import check_references
+from classwise.config_checks import check_references, check_schema
 from classwise.data.sources import DOWNLOADED_SOURCES
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.shifts.spec import expand_shifts
 from classwise.superclasses import resolve_superclasses
 
+CONFIG_SOURCE = (
+    ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
+)
+# A one-line message naming the file and the key before validate's schema dump.
+check_schema(
+    config, workflow.source_path("../schemas/config.schema.yaml"), source=CONFIG_SOURCE
+)
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 
 OUT = config["output_dir"].rstrip("/")
 DATASETS = list(config["datasets"])
 MODELS = list(config["models"])
 SHIFTS = expand_shifts(config["shifts"])
-check_references(config, shifts=list(SHIFTS))
+check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
 RESOURCES = "resources"
 
 
@@ -91,9 +98,10 @@ def shift_spec(wildcards):
 
 
 def model_weights(wildcards):
-    """What infer loads: the demo checkpoint, the download_model manifest, or a local file."""
+    """What infer loads: the checkpoint the pipeline trained or fine-tuned, the download_model
+    manifest, or a local file."""
     model = config["models"][wildcards.model]
-    if model["source"] == "train":
+    if model["source"] in ("train", "finetune"):
         return f"{OUT}/models/{wildcards.model}.pt"
     if model["source"] == "checkpoint":
         return model["path"]
@@ -104,6 +112,46 @@ def model_weights(wildcards):
 
 def checkpoint_path(wildcards):
     return model_weights(wildcards)
+
+
+def models_of(source):
+    """The names of the models with this source, as a wildcard constraint (a pattern that
+    never matches when there are none), so that train_model and finetune_model never compete
+    for results/models/{model}.pt."""
+    names = [
+        name for name, model in config["models"].items() if model["source"] == source
+    ]
+    return _alternatives(names) if names else "(?!)"
+
+
+def finetune_inputs(wildcards):
+    """What finetune_model reads: the download manifest of the starting weights (none for
+    weights: null) and the marker of its training set when that set is downloaded. The entry
+    is validated here, so a bad architecture or weights name stops the run before any job.
+    """
+    from classwise.models.finetune import parse_finetune_spec
+
+    model = config["models"][wildcards.model]
+    parse_finetune_spec(model, key=wildcards.model)
+    inputs = {"data": training_data(wildcards)}
+    if model.get("weights") is not None:
+        inputs["base"] = f"{RESOURCES}/models/{wildcards.model}/base/manifest.json"
+    return inputs
+
+
+def training_data(wildcards):
+    """The marker of a model's training set when that set is downloaded (else nothing)."""
+    dataset = training_dataset(wildcards)
+    if config["datasets"][dataset]["source"] in DOWNLOADED_SOURCES:
+        return [f"{RESOURCES}/datasets/{dataset}.prepared.json"]
+    return []
+
+
+def finetune_base(wildcards):
+    """The torchvision entry of a fine-tuned model's starting weights (download_finetune_base)."""
+    from classwise.models.finetune import base_model_config
+
+    return canonical(base_model_config(config["models"][wildcards.model]))
 
 
 def prepared_dataset(wildcards):
@@ -152,14 +200,6 @@ def per_model_metrics(wildcards, filename):
     return {
         model: f"{OUT}/metrics/{wildcards.dataset}/{wildcards.labels}/{model}/{wildcards.shift}/{filename}"
         for model in MODELS
-    }
-
-
-def table_outputs(name, prefix="", tables=TABLES):
-    return {
-        f"{prefix}markdown": f"{tables}/{name}.md",
-        f"{prefix}csv": f"{tables}/{name}.csv",
-        f"{prefix}latex": f"{tables}/{name}.tex",
     }
 
 

@@ -1,13 +1,25 @@
-# Models trained by the pipeline (the embedded demo): results/models/{model}.pt
+# Models made by the pipeline: results/models/{model}.pt
+#   train_model      source: train (the embedded demo), trained from scratch
+#   finetune_model   source: finetune, a torchvision model fine-tuned on a dataset's train split,
+#                    starting from weights that download_finetune_base fetches into
+#                    resources/models/{model}/base/ (a local rule: it needs the network)
+
+
+localrules:
+    download_finetune_base,
 
 
 rule train_model:
+    input:
+        data=training_data,
     output:
         checkpoint=f"{OUT}/models/{{model}}.pt",
     log:
         f"{OUT}/logs/train_model/{{model}}.log",
     benchmark:
         f"{OUT}/benchmarks/train_model/{{model}}.tsv"
+    wildcard_constraints:
+        model=models_of("train"),
     conda:
         "../../envs/torch.yaml"
     # The demo's tiny models run fastest one thread per job, jobs in parallel; raise it for
@@ -21,3 +33,50 @@ rule train_model:
         ),
     script:
         "../../scripts/train_model.py"
+
+
+rule download_finetune_base:
+    output:
+        manifest=f"{RESOURCES}/models/{{model}}/base/manifest.json",
+    log:
+        f"{OUT}/logs/download_finetune_base/{{model}}.log",
+    wildcard_constraints:
+        model=models_of("finetune"),
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        model=finetune_base,
+    script:
+        "../../scripts/download_model.py"
+
+
+rule finetune_model:
+    input:
+        unpack(finetune_inputs),
+    output:
+        checkpoint=f"{OUT}/models/{{model}}.pt",
+    log:
+        f"{OUT}/logs/finetune_model/{{model}}.log",
+    benchmark:
+        f"{OUT}/benchmarks/finetune_model/{{model}}.tsv"
+    wildcard_constraints:
+        model=models_of("finetune"),
+    conda:
+        "../../envs/torch.yaml"
+    # Torch's threads and the image decoders; profiles/slurm sets 8 beside one GPU.
+    threads: 4
+    # A GPU job (inference.device picks the device; auto = CUDA when available); runtime in
+    # minutes. Locally, gpu only limits jobs when given with --resources gpu=N.
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=240,
+    params:
+        model=model_config,
+        dataset_name=training_dataset,
+        dataset=lambda wildcards: canonical(
+            config["datasets"][training_dataset(wildcards)]
+        ),
+        device=config["inference"]["device"],
+    script:
+        "../../scripts/finetune_model.py"

@@ -29,7 +29,8 @@ def save_checkpoint(
     class_names: Sequence[str],
     extra: dict[str, Any],
 ) -> None:
-    """Write ``model``'s weights (moved to CPU) and its metadata to ``path``, atomically.
+    """Write ``model``'s weights (moved to CPU) and its metadata to ``path``, atomically and
+    deterministically (the same model and metadata give the same bytes).
 
     ``options`` are the keyword options passed to :func:`build_model`; ``extra`` is free-form,
     JSON-like metadata (numbers, strings, lists, dicts) such as a training summary.
@@ -45,8 +46,10 @@ def save_checkpoint(
         "extra": _plain(dict(extra)),
         "state_dict": {key: value.detach().cpu().clone() for key, value in model.state_dict().items()},
     }
-    with atomic_path(path) as tmp:
-        torch.save(payload, str(tmp))
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        # Through a handle, not the path: torch.save names the zip's root folder after a path
+        # (here the random temporary name), which would make two runs' checkpoints differ.
+        torch.save(payload, handle)
 
 
 def load_checkpoint(

@@ -75,6 +75,49 @@ def train_step(
     )
 
 
+def finetune_step(
+    *,
+    model_name: str,
+    model_cfg: Mapping[str, Any],
+    dataset_name: str,
+    dataset_cfg: Mapping[str, Any],
+    base_weights: str | Path | None,
+    checkpoint_path: str | Path,
+    device: str = "auto",
+    progress: TextIO | None = None,
+    threads: int | None = None,
+) -> None:
+    """Fine-tune a ``source: finetune`` model on its dataset's train split and save the
+    checkpoint (:mod:`classwise.models.finetune`).
+
+    ``base_weights`` is the download manifest of the starting weights (``None`` for
+    ``weights: null``); ``threads`` caps torch's intra-op threads and the image decoders."""
+    _limit_threads(threads)
+    from classwise.models.finetune import finetune, load_base_state, parse_finetune_spec, save_finetuned
+
+    spec = parse_finetune_spec(model_cfg, key=model_name)
+    train = open_split(dict(dataset_cfg), "train", name=dataset_name)
+    pretrained = load_base_state(model_cfg, base_weights or None, key=model_name)
+    model, data_config, summary = finetune(
+        spec, train, pretrained=pretrained, progress=progress, device=device, workers=max(1, int(threads or 1))
+    )
+    base = {"architecture": spec.architecture, "weights": spec.weights, "manifest": str(base_weights or "")}
+    if base_weights:
+        from classwise.models.zoo import read_manifest
+
+        manifest = read_manifest(base_weights)
+        base.update(resolved=manifest.get("resolved"), files=manifest.get("files"))
+    save_finetuned(
+        checkpoint_path,
+        model,
+        spec=spec,
+        class_names=list(train.class_names),
+        data_config=data_config,
+        base=base,
+        training={"model": model_name, "train_on": dataset_name, **summary},
+    )
+
+
 def load_inference_model(
     model_name: str, model_cfg: Mapping[str, Any], weights_path: Any, device: str
 ) -> tuple[Any, dict[str, Any], Any]:
@@ -84,6 +127,11 @@ def load_inference_model(
     ``weights_path``: the demo checkpoint the pipeline trained, or the directory (manifest) that
     the ``download_model`` rule filled; a ``checkpoint`` source may give its own path.
     """
+    if model_cfg.get("source") == "finetune":
+        from classwise.models.finetune import load_finetuned
+
+        model, finetune_meta, data_config = load_finetuned(weights_path, device=device, key=model_name)
+        return model, {"name": model_name, "checkpoint": str(weights_path), **_json_safe(finetune_meta)}, data_config
     if model_cfg.get("source", "train") == "train":
         from classwise.models.checkpoint import load_checkpoint
 
@@ -138,7 +186,13 @@ def infer_step(
     Image-file datasets are decoded batch by batch with the model's own resize, crop and
     interpolation (its resolved data config, recorded in the sidecar); the perturbation of each
     sample is seeded by its id, so batching never changes the logits. ``threads`` caps torch's
-    intra-op threads (the job's Snakemake threads)."""
+    intra-op threads (the job's Snakemake threads).
+
+    Faults stop the job with an :class:`InputError` and write nothing: in-memory images of another
+    shape than a classwise checkpoint takes, a model with another number of outputs than the
+    dataset has classes (checked on the first batch), NaN or infinite logits (naming the first
+    sample ids). Unreadable images follow the dataset's ``on_bad_image``: an error naming the
+    file, or ``skip``, which lists them under ``skipped_images`` in the sidecar."""
     _limit_threads(threads)
     from tqdm import tqdm
 
@@ -151,6 +205,8 @@ def infer_step(
     )
     spec = ShiftSpec(name=shift["name"], kind=shift["kind"], params=dict(shift["params"]))
     resolved_device = resolve_device(device)
+    weights = str(checkpoint_path) if isinstance(checkpoint_path, (str, Path)) and str(checkpoint_path) else None
+    _check_input_shape(evaluation, model_name, model_meta, data_config, weights, dataset_name)
     batches, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
     logits, labels, sample_ids, input_shape = [], [], [], None
     bar = tqdm(total=total, desc=f"{model_name} {spec.name}", unit="img", file=progress, disable=progress is None)
@@ -158,6 +214,7 @@ def infer_step(
         logits.append(
             predict_logits(model, batch, spec, base_seed=seed, batch_size=batch_size, device=device, progress=None)
         )
+        _check_outputs(logits[-1], batch, model_name, weights, dataset_name, len(evaluation.class_names))
         labels.append(batch.labels)
         sample_ids.append(batch.sample_ids)
         input_shape = list(batch.images.shape[1:])
@@ -191,6 +248,50 @@ def infer_step(
         class_names=np.asarray(evaluation.class_names),
         metadata=metadata,
     )
+
+
+def _check_input_shape(
+    evaluation: Any, model_name: str, model_meta: Mapping[str, Any], data_config: Any, weights: str | None, dataset: str
+) -> None:
+    """In-memory images must have the shape a classwise checkpoint was built for (image-file sets
+    are resized to the model's data config instead)."""
+    from classwise.data.imageset import ImageSet
+
+    expected = model_meta.get("input_shape")
+    if expected is None and model_meta.get("library") == "classwise" and data_config is not None:
+        expected = data_config.input_size
+    if not isinstance(evaluation, ImageSet) or expected is None:
+        return
+    got = tuple(int(d) for d in evaluation.images.shape[1:])
+    if got != tuple(int(d) for d in expected):
+        raise InputError(
+            f"model '{model_name}' takes images of shape {tuple(expected)}, dataset '{dataset}' has {got}",
+            path=weights,
+            field="input_shape",
+        )
+
+
+def _check_outputs(
+    logits: np.ndarray, batch: Any, model_name: str, weights: str | None, dataset: str, n_classes: int
+) -> None:
+    """One logit per class of the dataset, all finite; else an :class:`InputError` naming the model
+    (and its weights file) and, for non-finite logits, the first samples."""
+    if logits.ndim != 2 or logits.shape[1] != n_classes:
+        raise InputError(
+            f"model '{model_name}' gives {logits.shape[1:]} outputs per image, dataset '{dataset}' has "
+            f"{n_classes} classes (weights for another label set? set num_classes or pick another model)",
+            path=weights,
+            field="num_classes",
+        )
+    finite = np.isfinite(logits).all(axis=1)
+    if not finite.all():
+        bad = np.asarray(batch.sample_ids)[~finite]
+        raise InputError(
+            f"model '{model_name}' gives NaN or infinite logits on {bad.size} of {finite.size} images of "
+            f"dataset '{dataset}' in this batch, e.g. sample ids {bad[:5].tolist()}; nothing was written",
+            path=weights,
+            field="logits",
+        )
 
 
 def _limit_threads(threads: int | None) -> None:
