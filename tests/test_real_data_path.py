@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from PIL import Image
+import yaml
 
 from classwise.errors import InputError
+from classwise.fixtures import IMAGENET_WNIDS, dry_run_fixtures, imagenet_val_fixture
 from classwise.labels.views import aligned_labels, build_view, write_view
 from classwise.logits_io import load_scores, save_logits
 from classwise.steps.metrics import load_view
@@ -21,18 +22,6 @@ from classwise.steps.models import infer_step
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_IMAGENET_LABELS = REPO.parent / "shared" / "data" / "imagenet-labels"
-WNIDS = ["n01440764", "n01443537", "n01484850"]
-
-
-def _imagenet_fixture(root: Path, per_class: int = 2) -> Path:
-    rng = np.random.default_rng(0)
-    for c, wnid in enumerate(WNIDS):
-        folder = root / "val" / wnid
-        folder.mkdir(parents=True)
-        for i in range(per_class):
-            pixels = rng.integers(0, 256, size=(40 + 8 * c, 52, 3), dtype=np.uint8)
-            Image.fromarray(pixels).save(folder / f"ILSVRC2012_val_{c * per_class + i + 1:08d}.JPEG")
-    return root
 
 
 def _dry_run(workdir: Path, configfile: Path) -> subprocess.CompletedProcess[str]:
@@ -52,12 +41,45 @@ def _dry_run(workdir: Path, configfile: Path) -> subprocess.CompletedProcess[str
     ],
 )
 def test_paper_configs_build_their_dag_on_fixtures(tmp_path: Path, config: str, expected_jobs: list[str]) -> None:
-    _imagenet_fixture(tmp_path / "data" / "imagenet")
+    shipped = yaml.safe_load((REPO / "config" / f"{config}.yaml").read_text())
+    derived, fixtures = dry_run_fixtures(shipped, tmp_path)
+    assert derived == shipped  # relative paths: fixtures at those paths, the config runs as shipped
+    for name, dataset in shipped["datasets"].items():
+        if dataset["source"] == "imagenet_val":
+            assert f"datasets.{name}.root" in fixtures
+            assert sorted(p.name for p in (tmp_path / dataset["root"] / "val").iterdir()) == list(IMAGENET_WNIDS)
     result = _dry_run(tmp_path, REPO / "config" / f"{config}.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     for job in expected_jobs:
         assert job in result.stdout, job
     assert not (tmp_path / "results").exists()
+
+
+def test_absolute_input_paths_get_fixtures_below_the_working_directory(tmp_path: Path) -> None:
+    config = {
+        "datasets": {
+            "imagenet": {"source": "imagenet_val", "root": "/nowhere/imagenet", "devkit": "/nowhere/devkit"},
+            "folder": {"source": "image_folder", "root": "data/folder", "classes": ["b", "a"]},
+            "cifar": {"source": "torchvision", "name": "cifar10", "root": "/nowhere/cifar"},
+        },
+        "models": {"local": {"source": "checkpoint", "path": "/nowhere/model.pth", "architecture": "resnet18"}},
+        "analyses": {"features": {"metadata": {"folder": "meta/folder.csv"}}},
+    }
+    derived, fixtures = dry_run_fixtures(config, tmp_path / "work")
+    assert config["datasets"]["imagenet"]["root"] == "/nowhere/imagenet"  # the input is not modified
+    imagenet = Path(derived["datasets"]["imagenet"]["root"])
+    assert imagenet.is_absolute() and imagenet.is_relative_to(tmp_path / "work")
+    assert len(list(imagenet.glob("val/n*/ILSVRC2012_val_*.JPEG"))) == 2 * len(IMAGENET_WNIDS)
+    assert Path(derived["datasets"]["imagenet"]["devkit"]).is_dir()
+    assert derived["datasets"]["folder"]["root"] == "data/folder"  # relative: built in place, unchanged
+    assert sorted(p.name for p in (tmp_path / "work" / "data" / "folder").iterdir()) == ["a", "b"]
+    assert derived["datasets"]["cifar"] == config["datasets"]["cifar"]  # downloaded by a rule: untouched
+    assert Path(derived["models"]["local"]["path"]).is_file()
+    assert (tmp_path / "work" / "meta" / "folder.csv").is_file()
+    assert sorted(fixtures) == sorted([
+        "datasets.imagenet.root", "datasets.imagenet.devkit", "datasets.folder.root", "models.local.path",
+        "analyses.features.metadata.folder",
+    ])  # fmt: skip
 
 
 def test_a_missing_dataset_directory_stops_before_any_job(tmp_path: Path) -> None:
@@ -117,7 +139,7 @@ def test_imagenet_views_key_every_validation_image_by_its_folder_path(variant: s
 
 
 def test_infer_streams_an_image_folder_through_a_torchvision_model(tmp_path: Path) -> None:
-    root = _imagenet_fixture(tmp_path / "imagenet", per_class=2)
+    root = imagenet_val_fixture(tmp_path / "imagenet", per_class=2)
     model_cfg = {"source": "torchvision", "name": "resnet18", "weights": None}
     dataset_cfg = {"source": "imagenet_val", "root": str(root), "label_space": "imagenet1k"}
     shift = {"name": "clean", "kind": "clean", "params": {}}

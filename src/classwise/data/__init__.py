@@ -1,6 +1,28 @@
-"""Image sets: the in-memory container and the embedded digits demo data."""
+"""Image sets: the in-memory container and the embedded digits demo data.
 
-from classwise.data.digits import load_digits_imageset, load_digits_split
-from classwise.data.imageset import ImageSet
+The names below are imported on first use, so that importing a submodule (as the workflow does
+at DAG-build time) does not pull in scikit-learn.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from classwise.data.digits import load_digits_imageset, load_digits_split
+    from classwise.data.imageset import ImageSet
+
+_LAZY = {
+    "ImageSet": "classwise.data.imageset",
+    "load_digits_imageset": "classwise.data.digits",
+    "load_digits_split": "classwise.data.digits",
+}
 
 __all__ = ["ImageSet", "load_digits_imageset", "load_digits_split"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from classwise.data.digits import load_digits_split
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
 
@@ -60,6 +59,9 @@ def open_split(dataset: Mapping[str, Any], split: Split, *, name: str = "dataset
     source = _require(dataset, name)
     field = f"datasets.{name}"
     if source == "sklearn_digits":
+        # Imported here: scikit-learn is not needed to build the workflow's DAG.
+        from classwise.data.digits import load_digits_split
+
         train, test = load_digits_split(
             test_fraction=float(dataset.get("test_fraction", 0.5)),
             seed=int(dataset.get("split_seed", 0)),

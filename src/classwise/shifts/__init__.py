@@ -1,25 +1,43 @@
-"""Distribution shifts: specifications, seeding, common corruptions and PGD attacks."""
+"""Distribution shifts: specifications, seeding, common corruptions and PGD attacks.
 
-from classwise.shifts.corruptions import (
-    CORRUPTIONS,
-    Corruption,
-    corrupt_batch,
-    corrupt_image,
-    register_corruption,
-)
-from classwise.shifts.pgd import pgd_attack, random_start_delta
-from classwise.shifts.seeding import sample_seed
-from classwise.shifts.spec import ShiftSpec, expand_shifts
+The names below are imported on first use, so that the workflow's DAG build (which needs only
+:mod:`classwise.shifts.spec`) does not import torch through the PGD module.
+"""
 
-__all__ = [
-    "CORRUPTIONS",
-    "Corruption",
-    "ShiftSpec",
-    "corrupt_batch",
-    "corrupt_image",
-    "expand_shifts",
-    "pgd_attack",
-    "random_start_delta",
-    "register_corruption",
-    "sample_seed",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from classwise.shifts.corruptions import (
+        CORRUPTIONS,
+        Corruption,
+        corrupt_batch,
+        corrupt_image,
+        register_corruption,
+    )
+    from classwise.shifts.pgd import pgd_attack, random_start_delta
+    from classwise.shifts.seeding import sample_seed
+    from classwise.shifts.spec import ShiftSpec, expand_shifts
+
+_LAZY = {
+    "CORRUPTIONS": "classwise.shifts.corruptions",
+    "Corruption": "classwise.shifts.corruptions",
+    "corrupt_batch": "classwise.shifts.corruptions",
+    "corrupt_image": "classwise.shifts.corruptions",
+    "register_corruption": "classwise.shifts.corruptions",
+    "pgd_attack": "classwise.shifts.pgd",
+    "random_start_delta": "classwise.shifts.pgd",
+    "sample_seed": "classwise.shifts.seeding",
+    "ShiftSpec": "classwise.shifts.spec",
+    "expand_shifts": "classwise.shifts.spec",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
