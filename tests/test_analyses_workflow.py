@@ -10,8 +10,6 @@ wiring (which jobs a config schedules, which a changed parameter reruns, what a 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,24 +21,14 @@ from classwise.data.sources import open_split
 from classwise.labels.views import aligned_labels
 from classwise.logits_io import load_scores
 
+from snakemake_runner import run_snakemake as snakemake
+
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "analyses.yaml"
 VIEWS = ["original", "cleaned_cl"]
 SHIFTS = ["clean", "gaussian_noise_s3"]
 
 pytestmark = pytest.mark.workflow
-
-
-def snakemake(workdir: Path, configfile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [
-        sys.executable, "-m", "snakemake",
-        "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir),
-        "--configfile", str(configfile),
-        "--cores", "2",
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=900)
 
 
 def targets() -> list[str]:

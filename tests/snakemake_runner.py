@@ -1,0 +1,22 @@
+"""Run this repository's Snakefile on a config in a working directory, as the workflow tests do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_snakemake(workdir: Path, configfile: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """``snakemake --cores 2`` with the repository's Snakefile, its outputs below ``workdir``."""
+    command = [
+        sys.executable, "-m", "snakemake",
+        "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir),
+        "--configfile", str(configfile),
+        "--cores", "2",
+        *args,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
