@@ -23,7 +23,6 @@ from tqdm import tqdm
 
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
-from classwise.shifts.corruptions import corrupt_batch
 from classwise.shifts.pgd import pgd_attack, random_start_delta
 from classwise.shifts.seeding import sample_seed
 from classwise.shifts.spec import ShiftSpec
@@ -108,6 +107,9 @@ def _shift_batch(
         return torch.from_numpy(np.ascontiguousarray(images)).to(device)
     if shift.kind == "corruption":
         seeds = [sample_seed(base_seed, shift.name, str(sid)) for sid in sample_ids]
+        # Imported here: albumentations (about 1 s) is needed by corruption shifts only.
+        from classwise.shifts.corruptions import corrupt_batch
+
         corrupted = corrupt_batch(images, shift.corruption, shift.severity, seeds)
         return torch.from_numpy(corrupted).to(device)
     if shift.kind == "pgd":
