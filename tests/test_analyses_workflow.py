@@ -22,6 +22,7 @@ from classwise.labels.views import aligned_labels
 from classwise.logits_io import load_scores
 
 from snakemake_runner import run_snakemake as snakemake
+from snakemake_runner import scheduled_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "analyses.yaml"
@@ -52,17 +53,6 @@ def write_config(path: Path, mutate=None) -> Path:
         mutate(config)
     path.write_text(yaml.safe_dump(config))
     return path
-
-
-def scheduled_jobs(workdir: Path, configfile: Path, *args: str) -> dict[str, int]:
-    """Rule -> job count of a dry run, from Snakemake's own job table."""
-    result = snakemake(workdir, configfile, "--dry-run", *args)
-    assert result.returncode == 0, result.stderr[-4000:]
-    out = result.stdout
-    if "Nothing to be done" in out:
-        return {}
-    table = out[out.index("Job stats:") :].split("\n\n")[0].splitlines()[3:]
-    return {line.split()[0]: int(line.split()[1]) for line in table if line.split() and line.split()[0] != "total"}
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from classwise.metrics.stats import compute_stats
 from classwise.metrics import worst_class as wc
 
 from snakemake_runner import run_snakemake as snakemake
+from snakemake_runner import scheduled_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"
@@ -213,24 +214,13 @@ def test_bad_config_stops_before_any_job_naming_the_key(tmp_path: Path, mutate, 
     assert not (tmp_path / "results").exists()
 
 
-def _scheduled_jobs(workdir: Path, configfile: Path, *args: str) -> dict[str, int]:
-    """Rule -> job count of a dry run, from Snakemake's own job table."""
-    result = snakemake(workdir, configfile, "--dry-run", *args)
-    assert result.returncode == 0, result.stderr[-4000:]
-    out = result.stdout
-    if "Nothing to be done" in out:
-        return {}
-    table = out[out.index("Job stats:") :].split("\n\n")[0].splitlines()[3:]
-    return {line.split()[0]: int(line.split()[1]) for line in table if line.split() and line.split()[0] != "total"}
-
-
 def _mutated(finished_run: Path, name: str, mutate) -> Path:
     return _write_config(finished_run.parent / f"{finished_run.name}_{name}.yaml", mutate)
 
 
 def test_changing_a_metric_parameter_reruns_only_that_family(finished_run: Path) -> None:
     config = _mutated(finished_run, "k", lambda c: c["metrics"]["worst_class"].update(k=2))
-    jobs = _scheduled_jobs(finished_run, config)
+    jobs = scheduled_jobs(finished_run, config)
     assert set(jobs) == {
         "compute_worst_class_metrics",
         "aggregate_worst_class_tables",
@@ -245,7 +235,7 @@ def test_adding_a_model_adds_only_its_jobs(finished_run: Path) -> None:
     def add_model(config):
         config["models"]["linear2"] = dict(config["models"]["linear"], seed=1)
 
-    jobs = _scheduled_jobs(finished_run, _mutated(finished_run, "model", add_model))
+    jobs = scheduled_jobs(finished_run, _mutated(finished_run, "model", add_model))
     assert jobs["train_model"] == 1
     assert jobs["infer"] == len(SHIFTS)  # the new model's inference only: cached logits are reused
     assert jobs["compute_worst_class_metrics"] == len(SHIFTS) + 1
@@ -254,7 +244,7 @@ def test_adding_a_model_adds_only_its_jobs(finished_run: Path) -> None:
 
 def test_adding_a_corruption_adds_only_its_inference_and_metrics(finished_run: Path) -> None:
     config = _mutated(finished_run, "corruption", lambda c: c["shifts"].update(corruptions=["gaussian_noise", "rain"]))
-    jobs = _scheduled_jobs(finished_run, config)
+    jobs = scheduled_jobs(finished_run, config)
     assert "train_model" not in jobs
     assert jobs["infer"] == len(MODELS)
     assert jobs["compute_worst_class_metrics"] == len(MODELS)
@@ -265,5 +255,5 @@ def test_code_changes_are_listed_and_forced_reruns_are_scoped(finished_run: Path
     result = snakemake(finished_run, TINY_CONFIG, "--list-changes", "code")
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.strip() == ""  # nothing edited since the run
-    jobs = _scheduled_jobs(finished_run, TINY_CONFIG, "--forcerun", "compute_decisiveness_metrics")
+    jobs = scheduled_jobs(finished_run, TINY_CONFIG, "--forcerun", "compute_decisiveness_metrics")
     assert set(jobs) == {"compute_decisiveness_metrics", "aggregate_decisiveness_tables", "all"}

@@ -157,10 +157,18 @@ def plot_similarity(
     path: str | Path,
 ) -> Path:
     """Heatmap of a symmetric model-by-model similarity matrix (the paper's Figure 7),
-    e.g. from :func:`classwise.metrics.cfps.prediction_cosine_similarity`.
+    e.g. from :func:`classwise.metrics.cfps.prediction_cosine_similarity`; see
+    :func:`similarity_figure`."""
+    return save_png(similarity_figure(names, matrix, title=title), path)
 
-    Cells are annotated (up to 20 models) with 2 to 4 decimals, enough to tell the
-    off-diagonal values apart; NaN cells stay blank.  The
+
+def similarity_figure(
+    names: Sequence[str], matrix: np.ndarray, *, title: str, decimals: int | None = None
+) -> Figure:
+    """The heatmap of :func:`plot_similarity`, not yet saved.
+
+    Cells are annotated (up to 20 models) with ``decimals`` decimals, by default 2 to 4, enough
+    to tell the off-diagonal values apart; NaN cells stay blank.  The
     colour scale spans the finite off-diagonal values so that differences are visible.
     """
     labels = [str(n) for n in names]
@@ -188,14 +196,15 @@ def plot_similarity(
     if n <= 20:
         mid = (vmin + vmax) / 2
         spread = vmax - vmin
-        decimals = int(np.clip(np.ceil(-np.log10(spread)) + 1, 2, 4)) if spread > 0 else 2
+        if decimals is None:
+            decimals = int(np.clip(np.ceil(-np.log10(spread)) + 1, 2, 4)) if spread > 0 else 2
         for i in range(n):
             for j in range(n):
                 if np.isfinite(s[i, j]):
                     ax.text(j, i, f"{s[i, j]:.{decimals}f}", ha="center", va="center", fontsize=8,
                             color="black" if s[i, j] > mid else "white")
     ax.set_title(title)
-    return save_png(fig, path)
+    return fig
 
 
 def _class_ticks(ax, names: list[str]) -> None:

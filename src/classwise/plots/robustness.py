@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from classwise.errors import InputError
 from classwise.metrics.cfps import prediction_cosine_similarity
 from classwise.plots import MAX_LABELLED_CLASSES, save_png
+from classwise.plots.classwise import similarity_figure
 from classwise.robustness.classwise import Confusions, classwise_values, mean_confusion
 
 _ANNOTATE_MAX = 12
@@ -242,32 +243,11 @@ def plot_prediction_similarity(
 
     ``confusions`` is ``{model: (C, C) confusion}``; the matrix shown
     (``fig.axes[0].images[0]``) is
-    :func:`classwise.metrics.cfps.prediction_cosine_similarity` (NaN cells blank). Cells are
-    annotated up to 20 models; the colour scale spans the off-diagonal values.
+    :func:`classwise.metrics.cfps.prediction_cosine_similarity` (NaN cells blank). Drawn by
+    :func:`classwise.plots.classwise.similarity_figure` (cells annotated with 3 decimals up to 20 models; the
+    colour scale spans the off-diagonal values).
     """
     names, s = prediction_cosine_similarity(confusions)
-    n = len(names)
-    off = s[~np.eye(n, dtype=bool)]
-    finite = off[np.isfinite(off)]
-    vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    if vmax - vmin < 1e-6:
-        vmin, vmax = vmin - 0.05, vmax + 0.05
-    side = min(12.0, max(4.5, 0.6 * n + 2.5))
-    fig = Figure(figsize=(side + 1.2, side), layout="constrained")
-    ax = fig.add_subplot()
-    image = ax.imshow(np.ma.masked_invalid(s), cmap="viridis", vmin=vmin, vmax=vmax, interpolation="nearest")
-    fig.colorbar(image, ax=ax, label="cosine similarity", shrink=0.85)
-    ax.set_xticks(np.arange(n))
-    ax.set_yticks(np.arange(n))
-    ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
-    ax.set_yticklabels(names, fontsize=8)
-    if n <= 20:
-        mid = (vmin + vmax) / 2
-        for i in range(n):
-            for j in range(n):
-                if np.isfinite(s[i, j]):
-                    color = "black" if s[i, j] > mid else "white"
-                    ax.text(j, i, f"{s[i, j]:.3f}", ha="center", va="center", fontsize=8, color=color)
-    ax.set_title(title)
+    fig = similarity_figure(names, s, title=title, decimals=3)
     save_png(fig, path)
     return fig
