@@ -196,6 +196,9 @@ def test_simulation_agrees_with_the_library(run: tuple[Path, Path, dict[str, int
     np.testing.assert_allclose(merged["rmse_mean"], merged["rmse_mean_lib"], rtol=1e-9)
     document = json.loads((run[0] / "results" / "analyses" / "extrapolation_simulation.json").read_text())
     assert document["settings"]["k2"] == options["k2"]
+    log = (run[0] / "results" / "logs" / "simulate_extrapolation.log").read_text()
+    for k1 in options["k1"]:
+        assert f"k1 = {k1}, repetition {options['repetitions']}/{options['repetitions']}, RMSE: naive" in log
 
 
 def test_the_default_target_schedules_every_analysis(run: tuple[Path, Path, dict[str, int]]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 from scipy.special import log_ndtr, ndtr, ndtri
@@ -180,6 +182,18 @@ def test_evaluate_methods_on_a_small_simulation() -> None:
     assert summary.loc["regression", "rmse_mean"] < 0.05
     assert summary.loc["regression", "rmse_mean"] < summary.loc["naive", "rmse_mean"]
     assert (evaluation.predicted["naive"][:, -1] > evaluation.true_curve[-1]).all()  # biased upward
+
+
+def test_evaluate_methods_logs_each_repetition(caplog: pytest.LogCaptureFixture) -> None:
+    scores, labels = simulate_scores(1, n_classes=40)
+    with caplog.at_level(logging.INFO, logger="classwise.extrapolation.simulation"):
+        evaluation = evaluate_methods(scores, labels, 10, 40, 3, 0, methods=("naive", "kde"))
+    lines = [r.getMessage() for r in caplog.records if r.name == "classwise.extrapolation.simulation"]
+    assert [line.split(", RMSE")[0] for line in lines] == [f"k1 = 10, repetition {r}/3" for r in (1, 2, 3)]
+    for rep, line in enumerate(lines):
+        for method in ("naive", "kde"):
+            rmse = evaluation.rmse.query("repetition == @rep and method == @method")["rmse"].item()
+            assert f"{method} {rmse:.4f} (" in line
 
 
 def test_evaluate_methods_rejects_bad_settings() -> None:

@@ -298,7 +298,7 @@ rule simulate_extrapolation:
         f"{OUT}/logs/simulate_extrapolation.log",
     conda:
         "../../envs/torch.yaml"
-    threads: 1
+    threads: ANALYSES["simulation"]["threads"]
     params:
         k1=ANALYSES["simulation"]["k1"],
         k2=ANALYSES["simulation"]["k2"],

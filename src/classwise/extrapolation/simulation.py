@@ -17,6 +17,7 @@ one repetition is ``RMSE = sqrt(mean_{k=2..k_max} (predicted_k - true_k)^2)``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ import pandas as pd
 from classwise.errors import InputError
 from classwise.extrapolation.methods import DEFAULT_CLEANEX_STEPS, METHODS, extrapolate
 from classwise.extrapolation.rroc import Ties, check_scores, expected_accuracy, subsample_classes
+
+log = logging.getLogger(__name__)
 
 #: The paper's simulation setting.
 PAPER_DIM = 5
@@ -143,6 +146,7 @@ def evaluate_methods(
         if sub_labels.size == 0:
             raise InputError("a sampled class subset holds no samples", field="labels")
         observed[rep] = expected_accuracy(sub_scores, sub_labels, None, ties)
+        done = []
         for method in methods:
             start = time.perf_counter()
             curve = extrapolate(
@@ -153,6 +157,9 @@ def evaluate_methods(
             seconds = time.perf_counter() - start
             rmse = float(np.sqrt(np.mean((curve - truth) ** 2)))
             rows.append({"repetition": rep, "method": method, "rmse": rmse, "seconds": seconds})
+            done.append(f"{method} {rmse:.4f} ({seconds:.1f} s)")
+        # One line per repetition: a long run (hours at the paper's size) shows where it is.
+        log.info("k1 = %d, repetition %d/%d, RMSE: %s", int(k1), rep + 1, int(repetitions), ", ".join(done))
     return Evaluation(k1=int(k1), ks=ks, true_curve=truth, observed=observed, predicted=predicted, rmse=pd.DataFrame(rows))
 
 
