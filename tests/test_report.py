@@ -15,7 +15,6 @@ import base64
 import csv
 import html
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from system_packages import apt_install, cannot_run, tail
 
 from classwise.errors import InputError
 from classwise.report import (
@@ -40,7 +40,6 @@ from classwise.report import (
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "report.yaml"
 STYLESHEET = REPO / "workflow" / "report" / "report.css"
-IN_CI = os.environ.get("CI", "").lower() == "true"
 BROWSERS = ("chromium", "chromium-browser")
 WINDOW = (1400, 1000)
 CATEGORIES = {
@@ -168,14 +167,7 @@ def test_directives_render_plain_text_cells_and_embedded_images(tmp_path: Path) 
 
 
 def _cannot_run(reason: str) -> None:
-    """Skip with the reason; under CI=true fail instead (in CI the test must run)."""
-    if IN_CI:
-        pytest.fail(f"the HTML report test must run in CI (CI=true), but: {reason}")
-    pytest.skip(reason)
-
-
-def _tail(text: str, lines: int = 15) -> str:
-    return "\n".join(text.splitlines()[-lines:])
+    cannot_run("HTML report test", reason)
 
 
 def _browser() -> str | None:
@@ -190,21 +182,7 @@ def _chromium() -> str:
     found = _browser()
     if found:
         return found
-    if shutil.which("apt-get") is None:
-        _cannot_run("chromium is missing and there is no apt-get to install it")
-    if hasattr(os, "geteuid") and os.geteuid() != 0:
-        _cannot_run("chromium is missing and installing it with apt-get needs root")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for command in (
-        ["apt-get", "update", "-qq", "-o", "DPkg::Lock::Timeout=300"],
-        ["apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=300", "--no-install-recommends", "chromium"],
-    ):
-        try:
-            result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        except subprocess.TimeoutExpired:
-            _cannot_run(f"`{' '.join(command)}` did not finish in 15 minutes")
-        if result.returncode != 0:
-            _cannot_run(f"`{' '.join(command)}` failed (exit {result.returncode}):\n{_tail(result.stdout + result.stderr)}")
+    apt_install("HTML report test", ["chromium"])
     found = _browser()
     if not found:
         _cannot_run("apt-get installed chromium, but no chromium program is on PATH")
@@ -221,7 +199,7 @@ def _snakemake(workdir: Path, *args: str) -> None:
         *args,
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, f"{' '.join(args) or 'run'} failed:\n{_tail(result.stdout + result.stderr, 40)}"
+    assert result.returncode == 0, f"{' '.join(args) or 'run'} failed:\n{tail(result.stdout + result.stderr, 40)}"
 
 
 def _headless(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -234,7 +212,7 @@ def _headless(chromium: str, profile: Path, *args: str) -> subprocess.CompletedP
         *args,
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    assert result.returncode == 0, f"chromium failed (exit {result.returncode}):\n{_tail(result.stderr)}"
+    assert result.returncode == 0, f"chromium failed (exit {result.returncode}):\n{tail(result.stderr)}"
     return result
 
 

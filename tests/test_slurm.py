@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from system_packages import apt_install, cannot_run, tail
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "slurm.yaml"
 PROFILE = REPO / "profiles" / "slurm-local"
-IN_CI = os.environ.get("CI", "").lower() == "true"
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "squeue", "srun", "sinfo", "scontrol", "scancel")
 APT_PACKAGES = ("slurm-wlm", "munge")
@@ -40,16 +40,7 @@ pytestmark = [pytest.mark.workflow]
 
 
 def _cannot_run(reason: str) -> None:
-    """Skip with the reason; under CI=true fail instead (in CI the test must run)."""
-    if IN_CI:
-        pytest.fail(f"the SLURM test must run in CI (CI=true), but: {reason}")
-    pytest.skip(reason)
-
-
-def _tail(text: str | bytes, lines: int = 30) -> str:
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    return "\n".join(text.splitlines()[-lines:])
+    cannot_run("SLURM test", reason)
 
 
 def _missing_programs() -> list[str]:
@@ -58,19 +49,7 @@ def _missing_programs() -> list[str]:
 
 def _install_slurm() -> None:
     """apt-get update and install slurm-wlm and munge (we are root), or skip saying why."""
-    if shutil.which("apt-get") is None:
-        _cannot_run(f"{', '.join(_missing_programs())} missing and there is no apt-get to install {' '.join(APT_PACKAGES)}")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for command in (
-        ["apt-get", "update", "-qq", "-o", "DPkg::Lock::Timeout=300"],
-        ["apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=300", "--no-install-recommends", *APT_PACKAGES],
-    ):
-        try:
-            result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-        except subprocess.TimeoutExpired:
-            _cannot_run(f"`{' '.join(command)}` did not finish in 10 minutes")
-        if result.returncode != 0:
-            _cannot_run(f"`{' '.join(command)}` failed (exit {result.returncode}):\n{_tail(result.stdout + result.stderr, 15)}")
+    apt_install("SLURM test", APT_PACKAGES, timeout_s=600)
     missing = _missing_programs()
     if missing:
         _cannot_run(f"apt-get installed {' '.join(APT_PACKAGES)}, but {', '.join(missing)} are still missing")
@@ -153,7 +132,7 @@ class Cluster:
     def logs(self) -> str:
         parts = []
         for path in sorted((self.root / "log").glob("*")):
-            parts.append(f"--- {path.name}\n{_tail(path.read_text(errors='replace'), 20)}")
+            parts.append(f"--- {path.name}\n{tail(path.read_text(errors='replace'), 20)}")
         return "\n".join(parts)
 
     def wait_until(self, what: str, predicate, timeout: float) -> None:
@@ -311,7 +290,7 @@ def _slurm_jobs(cluster: Cluster) -> list[dict[str, str]]:
 
 def _slurm_logs(workdir: Path) -> str:
     return "\n".join(
-        f"--- {path.relative_to(workdir)}\n{_tail(path.read_text(errors='replace'), 25)}"
+        f"--- {path.relative_to(workdir)}\n{tail(path.read_text(errors='replace'), 25)}"
         for path in sorted((workdir / ".snakemake" / "slurm_logs").rglob("*.log"))
     )
 
@@ -331,17 +310,17 @@ def test_a_run_on_slurm_equals_a_local_run(local_run: subprocess.Popen[bytes], c
         )
     except subprocess.TimeoutExpired as error:
         pytest.fail(
-            f"the SLURM run did not finish in {error.timeout:.0f} s\n{_tail(error.stderr or b'', 40)}\n"
+            f"the SLURM run did not finish in {error.timeout:.0f} s\n{tail(error.stderr or b'', 40)}\n"
             f"SLURM jobs: {_slurm_jobs(cluster)}\n{_slurm_logs(on_slurm)}\n{cluster.logs()}"
         )
     on_slurm_s = time.monotonic() - started
     (tmp_path / "slurm.log").write_text(result.stdout + result.stderr)
     jobs = _slurm_jobs(cluster)
     assert result.returncode == 0, (
-        f"{_tail(result.stdout + result.stderr, 60)}\nSLURM jobs: {jobs}\n{_slurm_logs(on_slurm)}\n{cluster.logs()}"
+        f"{tail(result.stdout + result.stderr, 60)}\nSLURM jobs: {jobs}\n{_slurm_logs(on_slurm)}\n{cluster.logs()}"
     )
     local: Path = local_run.workdir  # type: ignore[attr-defined]
-    assert local_run.wait(timeout=600) == 0, _tail((local / "snakemake.log").read_text(errors="replace"), 60)
+    assert local_run.wait(timeout=600) == 0, tail((local / "snakemake.log").read_text(errors="replace"), 60)
     print(f"\non SLURM {on_slurm_s:.0f} s; SLURM jobs: {jobs}")
 
     # Every job ran on SLURM and finished: training, the two inference jobs side by side, and
@@ -403,7 +382,7 @@ def test_the_slurm_profiles_place_every_rule(tmp_path: Path) -> None:
     test = yaml.safe_load((PROFILE / "config.yaml").read_text())
     # Snakemake itself accepts the user profile (every key is an option of this version and plugin).
     result = snakemake(tmp_path, "--configfile", str(CONFIG), "--workflow-profile", str(REPO / "profiles" / "slurm"), "--list-rules")
-    assert result.returncode == 0, _tail(result.stdout + result.stderr)
+    assert result.returncode == 0, tail(result.stdout + result.stderr)
     rules = {line.split()[0] for line in result.stdout.splitlines() if line.strip() and not line[0].isspace()}
     assert {"infer", "train_model", "compute_worst_class_metrics"} <= rules, rules
     local = _local_rules()
