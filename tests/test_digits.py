@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from classwise.data import ImageSet, load_digits_imageset, load_digits_split
+from classwise.data import digits as digits_module
+from classwise.data.digits import stratified_split
 from classwise.errors import InputError
 
 
@@ -25,6 +27,60 @@ def test_full_set_shape_range_and_ids() -> None:
     assert np.array_equal(np.unique(full.images * 16), np.arange(17, dtype=np.float32))
     assert full.class_names == tuple(str(d) for d in range(10))
     assert full.sample_ids[0] == "digits-0000" and full.sample_ids[1796] == "digits-1796"
+
+
+def test_full_set_equals_scikit_learns_load_digits() -> None:
+    from sklearn.datasets import load_digits
+
+    reference = load_digits()
+    full = load_digits_imageset()
+    np.testing.assert_array_equal(full.images[:, 0] * 16, reference.images.astype(np.float32))
+    np.testing.assert_array_equal(full.labels, reference.target)
+    assert full.class_names == tuple(str(name) for name in reference.target_names)
+
+
+def test_falls_back_to_scikit_learn_when_the_bundled_file_moves(monkeypatch: pytest.MonkeyPatch) -> None:
+    direct = load_digits_imageset()
+    monkeypatch.setattr(digits_module, "_bundled_digits_csv", lambda: None)
+    fallback = load_digits_imageset()
+    np.testing.assert_array_equal(fallback.images, direct.images)
+    np.testing.assert_array_equal(fallback.labels, direct.labels)
+
+
+def _reference_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The documented convention, one class at a time (ties of fractional parts to the smaller label)."""
+    keys = np.random.default_rng(seed).random(labels.size)
+    classes = np.unique(labels)
+    quota = {c: fraction * np.sum(labels == c) for c in classes}
+    take = {c: int(np.floor(q)) for c, q in quota.items()}
+    owed = int(np.ceil(fraction * labels.size)) - sum(take.values())
+    for c in sorted(classes, key=lambda c: (-(quota[c] - take[c]), c))[:owed]:
+        take[c] += 1
+    test = []
+    for c in classes:
+        members = np.flatnonzero(labels == c)
+        test.extend(members[np.argsort(keys[members], kind="stable")][: take[c]])
+    test = np.sort(np.array(test, dtype=np.int64))
+    return np.setdiff1d(np.arange(labels.size), test), test
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.3, 0.5, 0.77, 0.95])
+@pytest.mark.parametrize("seed", [0, 7])
+def test_stratified_split_follows_its_convention(fraction: float, seed: int) -> None:
+    labels = np.random.default_rng(100 + seed).integers(0, 7, size=203)
+    labels[:3] = 9  # a small class with a label gap
+    train, test = stratified_split(labels, test_fraction=fraction, seed=seed)
+    expected_train, expected_test = _reference_split(labels, fraction, seed)
+    np.testing.assert_array_equal(test, expected_test)
+    np.testing.assert_array_equal(train, expected_train)
+    assert test.size == int(np.ceil(fraction * labels.size))
+    for c in np.unique(labels):
+        assert abs(np.sum(labels[test] == c) - fraction * np.sum(labels == c)) <= 1.0
+
+
+def test_stratified_split_rejects_an_empty_side() -> None:
+    with pytest.raises(InputError, match="test_fraction"):
+        stratified_split(np.array([0, 1, 0]), test_fraction=0.99, seed=0)
 
 
 def test_split_is_a_partition(split: tuple[ImageSet, ImageSet]) -> None:
