@@ -11,13 +11,14 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
+from typing import NoReturn
 
 import pytest
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
-def cannot_run(test: str, reason: str) -> None:
+def cannot_run(test: str, reason: str) -> NoReturn:
     """Skip with the reason; under CI=true fail instead (in CI the test must run)."""
     if IN_CI:
         pytest.fail(f"the {test} must run in CI (CI=true), but: {reason}")
@@ -31,14 +32,14 @@ def tail(text: str | bytes, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def apt_install(test: str, packages: Sequence[str], *, timeout_s: int = 900) -> None:
+def apt_install(test: str, packages: Sequence[str], *, missing: Sequence[str], timeout_s: int = 900) -> None:
     """``apt-get update`` and ``apt-get install`` of ``packages`` (no recommends), or
-    :func:`cannot_run` saying which step failed and how."""
+    :func:`cannot_run` saying which programs are ``missing`` and which step failed and how."""
     wanted = " ".join(packages)
     if shutil.which("apt-get") is None:
-        cannot_run(test, f"{wanted} missing and there is no apt-get to install it")
+        cannot_run(test, f"{', '.join(missing)} missing; cannot install {wanted}: there is no apt-get")
     if hasattr(os, "geteuid") and os.geteuid() != 0:
-        cannot_run(test, f"{wanted} missing and installing it with apt-get needs root")
+        cannot_run(test, f"{', '.join(missing)} missing; installing {wanted} with apt-get needs root")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     # The lock timeout: another apt-get (an unattended upgrade, a parallel test) may hold it.
     for command in (

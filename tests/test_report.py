@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pytest
@@ -166,7 +167,7 @@ def test_directives_render_plain_text_cells_and_embedded_images(tmp_path: Path) 
 # --- the report of a tiny run -----------------------------------------------------------------
 
 
-def _cannot_run(reason: str) -> None:
+def _cannot_run(reason: str) -> NoReturn:
     cannot_run("HTML report test", reason)
 
 
@@ -182,7 +183,7 @@ def _chromium() -> str:
     found = _browser()
     if found:
         return found
-    apt_install("HTML report test", ["chromium"])
+    apt_install("HTML report test", ["chromium"], missing=BROWSERS)
     found = _browser()
     if not found:
         _cannot_run("apt-get installed chromium, but no chromium program is on PATH")

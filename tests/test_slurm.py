@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pytest
@@ -39,7 +40,7 @@ APT_PACKAGES = ("slurm-wlm", "munge")
 pytestmark = [pytest.mark.workflow]
 
 
-def _cannot_run(reason: str) -> None:
+def _cannot_run(reason: str) -> NoReturn:
     cannot_run("SLURM test", reason)
 
 
@@ -49,7 +50,7 @@ def _missing_programs() -> list[str]:
 
 def _install_slurm() -> None:
     """apt-get update and install slurm-wlm and munge (we are root), or skip saying why."""
-    apt_install("SLURM test", APT_PACKAGES, timeout_s=600)
+    apt_install("SLURM test", APT_PACKAGES, missing=_missing_programs(), timeout_s=600)
     missing = _missing_programs()
     if missing:
         _cannot_run(f"apt-get installed {' '.join(APT_PACKAGES)}, but {', '.join(missing)} are still missing")

@@ -330,7 +330,8 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
     outputs = _outputs(tmp_path, "simulation")
     kwargs = dict(k2=12, sigma2=0.1, repetitions=2, methods=["naive", "kde"], cleanex_steps=1, device="cpu", seed=0)
     steps.simulation_step(
-        k1s=[4, 6], caption="Simulation.", json_path=tmp_path / "s.json", figure_path=tmp_path / "s.png", **kwargs, **outputs
+        k1s=[4, 6], caption="Simulation.", json_path=tmp_path / "s.json", figure_path=tmp_path / "s.png", **kwargs, **outputs,
+        threads=2,
     )
     benchmark = run_simulation_benchmark(0, k1s=[4, 6], k2=12, repetitions=2, methods=("naive", "kde"))
     table = pd.read_csv(outputs["csv_path"])
@@ -338,6 +339,7 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
     assert table["k1"].tolist() == [4, 4, 6, 6]
     document = json.loads((tmp_path / "s.json").read_text())
     assert document["settings"]["k2"] == 12 and len(document["rmse_per_repetition"]["4"]) == 4
+    assert document["settings"]["threads"] == 2
     assert "seconds" not in outputs["markdown_path"].read_text()  # tables hold no timings
     with pytest.raises(InputError, match="analyses.simulation.k1"):
         steps.simulation_step(

@@ -5,7 +5,7 @@ import re
 from snakemake.utils import validate
 
 from classwise.config_checks import check_references, check_schema
-from classwise.data.sources import DOWNLOADED_SOURCES
+from classwise.data.sources import DOWNLOADED_SOURCES, job_parameters
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.shifts.spec import expand_shifts
 from classwise.superclasses import resolve_superclasses
@@ -67,7 +67,7 @@ def training_dataset(wildcards):
 
 
 def dataset_config(wildcards):
-    return canonical(config["datasets"][wildcards.dataset])
+    return job_parameters(config["datasets"][wildcards.dataset])
 
 
 def superclasses_of(wildcards):

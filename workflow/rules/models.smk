@@ -28,7 +28,7 @@ rule train_model:
     params:
         model=model_config,
         dataset_name=training_dataset,
-        dataset=lambda wildcards: canonical(
+        dataset=lambda wildcards: job_parameters(
             config["datasets"][training_dataset(wildcards)]
         ),
     script:
@@ -74,7 +74,7 @@ rule finetune_model:
     params:
         model=model_config,
         dataset_name=training_dataset,
-        dataset=lambda wildcards: canonical(
+        dataset=lambda wildcards: job_parameters(
             config["datasets"][training_dataset(wildcards)]
         ),
         device=config["inference"]["device"],

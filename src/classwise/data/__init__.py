@@ -1,7 +1,7 @@
 """Image sets: the in-memory container and the embedded digits demo data.
 
 The names below are imported on first use, so that importing a submodule (as the workflow does
-at DAG-build time) does not pull in scikit-learn.
+at DAG-build time) does not load the digits.
 """
 
 from __future__ import annotations

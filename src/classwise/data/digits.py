@@ -21,6 +21,10 @@ from classwise.errors import InputError
 DIGITS_MAX_VALUE = 16.0
 """The digits have 17 grey levels, 0..16; images are divided by this to land in [0, 1]."""
 DIGITS_COUNT = 1797
+"""Rows of scikit-learn's digits file; a file of another shape is not trusted (the fallback reads it)."""
+SPLIT_CONVENTION = "classwise-stratified-v1"
+"""Version of :func:`stratified_split`'s convention.  The workflow passes it to every job that
+splits the digits, so a new convention reruns them instead of mixing two splits."""
 
 
 def _bundled_digits_csv() -> Path | None:
@@ -65,20 +69,38 @@ def stratified_split(labels: np.ndarray, *, test_fraction: float, seed: int) -> 
     ``n_c`` samples gets ``floor(test_fraction * n_c)`` of them, and the samples still owed
     go one each to the classes with the largest fractional parts of ``test_fraction * n_c``
     (ties to the smaller label), so every class' test count is within one of
-    ``test_fraction * n_c``.  Which samples of a class go to test: those with the smallest
-    keys of ``numpy.random.default_rng(seed).random(N)``.
+    ``test_fraction * n_c``.  Products are rounded to 9 decimals first, so that a decimal
+    fraction's rounding error (``0.3 * 17 = 5.0999...``) decides neither a tie nor a ceiling.
+    Which samples of a class go to test: those with the smallest keys of
+    ``numpy.random.default_rng(seed).random(N)``.  Every class must land on both sides.
     """
     labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise InputError(f"expected one label per sample (1-D), got shape {labels.shape}", field="labels")
+    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float, np.floating)):
+        raise InputError(f"expected a number in (0, 1), got {test_fraction!r}", field="test_fraction")
+    if not 0.0 < float(test_fraction) < 1.0:  # NaN fails this too
+        raise InputError(f"expected a number in (0, 1), got {test_fraction!r}", field="test_fraction")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"expected a non-negative integer, got {seed!r}", field="seed")
     n = labels.size
-    n_test = int(np.ceil(test_fraction * n))
-    if not 0 < n_test < n:
-        raise InputError(f"leaves one side of {n} samples empty: {test_fraction!r}", field="test_fraction")
     classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    quota = test_fraction * counts
+    n_test = int(np.ceil(round(float(test_fraction) * n, 9)))
+    quota = np.round(float(test_fraction) * counts, 9)
     per_class = np.floor(quota).astype(np.int64)
     owed = n_test - int(per_class.sum())
-    per_class[np.argsort(-(quota - per_class), kind="stable")[:owed]] += 1
-    keys = np.random.default_rng(seed).random(n)
+    remainder = np.round(quota - per_class, 9)
+    per_class[np.argsort(-remainder, kind="stable")[:owed]] += 1
+    one_sided = np.flatnonzero((per_class < 1) | (per_class > counts - 1))
+    if one_sided.size:
+        c = one_sided[0]
+        side = "test" if per_class[c] < 1 else "train"
+        raise InputError(
+            f"test_fraction {test_fraction!r} leaves class {classes[c].item()!r} ({counts[c]} samples) with no "
+            f"sample on the {side} side; expected a fraction that puts every class on both sides",
+            field="test_fraction",
+        )
+    keys = np.random.default_rng(int(seed)).random(n)
     order = np.lexsort((keys, inverse))  # by class, then by key
     first_of_class = np.concatenate([[0], np.cumsum(counts)[:-1]])
     rank_in_class = np.empty(n, dtype=np.int64)
@@ -93,12 +115,6 @@ def load_digits_split(*, test_fraction: float, seed: int) -> tuple[ImageSet, Ima
     The same ``(test_fraction, seed)`` always gives the same sample ids on each side; each
     side keeps the original index order.
     """
-    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)):
-        raise InputError(f"expected a number in (0, 1), got {test_fraction!r}", field="test_fraction")
-    if not 0.0 < float(test_fraction) < 1.0:
-        raise InputError(f"expected a number in (0, 1), got {test_fraction!r}", field="test_fraction")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise InputError(f"expected an integer, got {seed!r}", field="seed")
     full = load_digits_imageset()
-    train, test = stratified_split(full.labels, test_fraction=float(test_fraction), seed=int(seed))
+    train, test = stratified_split(full.labels, test_fraction=test_fraction, seed=seed)
     return full.subset(train), full.subset(test)

@@ -8,6 +8,7 @@ downloads: downloads happen in the workflow's local rules (see :func:`prepare_da
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -39,6 +40,18 @@ def _require(dataset: Mapping[str, Any], name: str) -> str:
     return str(source)
 
 
+def job_parameters(dataset: Mapping[str, Any]) -> dict[str, Any]:
+    """A dataset's config as a job's parameters: keys sorted (reordering a config is no change
+    that reruns jobs), plus, for the digits, the version of the split's convention, so that
+    Snakemake reruns every job that saw a split made under another convention."""
+    params = dict(dataset)
+    if params.get("source") == "sklearn_digits":
+        from classwise.data.digits import SPLIT_CONVENTION
+
+        params["split_convention"] = SPLIT_CONVENTION
+    return json.loads(json.dumps(params, sort_keys=True))
+
+
 def check_dataset_paths(dataset: Mapping[str, Any], name: str) -> None:
     """A directory the user provides (ImageNet, an ImageFolder) must exist before any job runs."""
     source = _require(dataset, name)
@@ -59,7 +72,6 @@ def open_split(dataset: Mapping[str, Any], split: Split, *, name: str = "dataset
     source = _require(dataset, name)
     field = f"datasets.{name}"
     if source == "sklearn_digits":
-        # Imported here: scikit-learn is not needed to build the workflow's DAG.
         from classwise.data.digits import load_digits_split
 
         train, test = load_digits_split(

@@ -661,7 +661,7 @@ def simulation_step(
         methods=tuple(methods),
         device=device,
     )
-    log.info("simulation took %.1f s", benchmark.seconds)
+    log.info("simulation took %.1f s on %s thread(s)", benchmark.seconds, threads)
     summary = benchmark.summary()
     data = summary[["k1", "method", "repetitions", "rmse_mean", "rmse_median", "rmse_sd"]].set_index("k1")
     display = pd.DataFrame(
@@ -675,6 +675,9 @@ def simulation_step(
         index=data.index,
     )
     document = benchmark.to_json()
+    # CleaneX's sums are reduced in a thread-count-dependent order: the last digits of its
+    # RMSEs depend on the threads as well as on the seed.
+    document["settings"]["threads"] = None if threads is None else int(threads)
     document["rmse_per_repetition"] = {
         str(k1): evaluation.rmse[["repetition", "method", "rmse"]].to_dict(orient="records")
         for k1, evaluation in benchmark.evaluations.items()
