@@ -22,12 +22,16 @@ def run_snakemake(workdir: Path, configfile: Path, *args: str, timeout: float = 
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 
+def job_counts(stdout: str) -> dict[str, int]:
+    """Rule -> job count, from the job table of Snakemake's output (empty when nothing runs)."""
+    if "Nothing to be done" in stdout:
+        return {}
+    table = stdout[stdout.index("Job stats:") :].split("\n\n")[0].splitlines()[3:]
+    return {line.split()[0]: int(line.split()[1]) for line in table if line.split() and line.split()[0] != "total"}
+
+
 def scheduled_jobs(workdir: Path, configfile: Path, *args: str) -> dict[str, int]:
-    """Rule -> job count of a dry run, from Snakemake's own job table."""
+    """Rule -> job count of a dry run."""
     result = run_snakemake(workdir, configfile, "--dry-run", *args)
     assert result.returncode == 0, result.stderr[-4000:]
-    out = result.stdout
-    if "Nothing to be done" in out:
-        return {}
-    table = out[out.index("Job stats:") :].split("\n\n")[0].splitlines()[3:]
-    return {line.split()[0]: int(line.split()[1]) for line in table if line.split() and line.split()[0] != "total"}
+    return job_counts(result.stdout)

@@ -4,8 +4,6 @@ and the GTSRB config's DAG (rule finetune_model)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ import torch
 import torchvision
 import yaml
 from PIL import Image
+from snakemake_runner import job_counts, run_snakemake
 
 from classwise.atomic import write_json
 from classwise.data.downloads import sha256_file
@@ -246,24 +245,6 @@ def test_a_foreign_checkpoint_is_named(tmp_path: Path) -> None:
         read_finetuned(tmp_path / "missing.pt")
 
 
-def _dry_run(workdir: Path, configfile: Path) -> subprocess.CompletedProcess[str]:
-    command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir), "--configfile", str(configfile), "--cores", "1", "--dry-run",
-    ]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
-
-
-def _job_counts(stdout: str) -> dict[str, int]:
-    counts = {}
-    for line in stdout.split("Job stats:", 1)[1].splitlines()[3:]:
-        parts = line.split()
-        if len(parts) != 2 or not parts[1].isdigit():
-            break
-        counts[parts[0]] = int(parts[1])
-    return counts
-
-
 @pytest.mark.workflow
 def test_the_gtsrb_config_fine_tunes_its_models_before_inference(tmp_path: Path) -> None:
     """The shipped GTSRB config, plus a demo-trained model and a fine-tuned one from random
@@ -278,9 +259,9 @@ def test_the_gtsrb_config_fine_tunes_its_models_before_inference(tmp_path: Path)
     config, _ = dry_run_fixtures(shipped, tmp_path)
     configfile = tmp_path / "config.yaml"
     configfile.write_text(yaml.safe_dump(config))
-    result = _dry_run(tmp_path, configfile)
+    result = run_snakemake(tmp_path, configfile, "--dry-run", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    counts = _job_counts(result.stdout)
+    counts = job_counts(result.stdout)
     assert counts["finetune_model"] == 3 and counts["train_model"] == 1 and counts["infer"] == 4
     assert counts["download_finetune_base"] == 2  # not for weights: null
     assert counts["prepare_dataset"] == 1 and "download_model" not in counts

@@ -4,14 +4,13 @@ views travel as id-keyed files, and inference streams an ImageFolder through a t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import yaml
+from snakemake_runner import run_snakemake
 
 from classwise.errors import InputError
 from classwise.fixtures import IMAGENET_WNIDS, dry_run_fixtures, imagenet_val_fixture
@@ -22,14 +21,6 @@ from classwise.steps.models import infer_step
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_IMAGENET_LABELS = REPO.parent / "shared" / "data" / "imagenet-labels"
-
-
-def _dry_run(workdir: Path, configfile: Path) -> subprocess.CompletedProcess[str]:
-    command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir), "--configfile", str(configfile), "--cores", "1", "--dry-run",
-    ]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +39,7 @@ def test_paper_configs_build_their_dag_on_fixtures(tmp_path: Path, config: str, 
         if dataset["source"] == "imagenet_val":
             assert f"datasets.{name}.root" in fixtures
             assert sorted(p.name for p in (tmp_path / dataset["root"] / "val").iterdir()) == list(IMAGENET_WNIDS)
-    result = _dry_run(tmp_path, REPO / "config" / f"{config}.yaml")
+    result = run_snakemake(tmp_path, REPO / "config" / f"{config}.yaml", "--dry-run", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     for job in expected_jobs:
         assert job in result.stdout, job
@@ -83,7 +74,7 @@ def test_absolute_input_paths_get_fixtures_below_the_working_directory(tmp_path:
 
 
 def test_a_missing_dataset_directory_stops_before_any_job(tmp_path: Path) -> None:
-    result = _dry_run(tmp_path, REPO / "config" / "worst_classes_imagenet.yaml")
+    result = run_snakemake(tmp_path, REPO / "config" / "worst_classes_imagenet.yaml", "--dry-run", timeout=300)
     assert result.returncode != 0
     message = result.stdout + result.stderr
     assert "datasets.imagenet.root" in message and "data/imagenet" in message

@@ -18,7 +18,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import NoReturn
 
 import numpy as np
 import pytest
+from snakemake_runner import run_snakemake
 from system_packages import apt_install, cannot_run, tail
 
 from classwise.errors import InputError
@@ -191,15 +191,7 @@ def _chromium() -> str:
 
 
 def _snakemake(workdir: Path, *args: str) -> None:
-    command = [
-        sys.executable, "-m", "snakemake",
-        "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir),
-        "--configfile", str(CONFIG),
-        "--cores", "2",
-        *args,
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    result = run_snakemake(workdir, CONFIG, *args)
     assert result.returncode == 0, f"{' '.join(args) or 'run'} failed:\n{tail(result.stdout + result.stderr, 40)}"
 
 
