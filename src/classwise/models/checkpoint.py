@@ -41,11 +41,17 @@ def save_checkpoint(
         "architecture": str(architecture),
         "n_classes": int(n_classes),
         "input_shape": [int(v) for v in input_shape],
-        "options": _plain(dict(options)),
+        "options": plain_metadata(dict(options), field="options"),
         "class_names": [str(name) for name in class_names],
-        "extra": _plain(dict(extra)),
+        "extra": plain_metadata(dict(extra), field="extra"),
         "state_dict": {key: value.detach().cpu().clone() for key, value in model.state_dict().items()},
     }
+    save_payload(path, payload)
+
+
+def save_payload(path: str | Path, payload: dict[str, Any]) -> None:
+    """``torch.save`` a checkpoint dict to ``path``, atomically and deterministically (the same
+    payload gives the same bytes)."""
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         # Through a handle, not the path: torch.save names the zip's root folder after a path
         # (here the random temporary name), which would make two runs' checkpoints differ.
@@ -124,14 +130,16 @@ def _check_state_dict(model: nn.Module, state: Any, source: Path) -> None:
             )
 
 
-def _plain(value: Any) -> Any:
-    """Convert tuples to lists (recursively) so the payload loads with ``weights_only=True``."""
+def plain_metadata(value: Any, *, field: str) -> Any:
+    """Checkpoint metadata as JSON-like values (tuples become lists, numpy and torch scalars
+    Python numbers, keys strings), so the payload loads with ``weights_only=True``; anything
+    else raises :class:`InputError` naming ``field``."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain_metadata(v, field=field) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain_metadata(v, field=field) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
         return value.item()
-    raise InputError(f"checkpoint metadata must be JSON-like; got {type(value).__name__}", field="extra")
+    raise InputError(f"checkpoint metadata must be JSON-like; got {type(value).__name__}", field=field)

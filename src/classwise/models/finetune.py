@@ -46,10 +46,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from classwise.atomic import atomic_path
 from classwise.data.imagefolder import ImageFileDataset
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
+from classwise.models.checkpoint import plain_metadata, save_payload
 from classwise.models.data_config import DataConfig, preprocess_image
 from classwise.models.wrapper import PixelSpaceModel, wrap_pixel_space
 
@@ -312,17 +312,6 @@ def _file_batches(
     return batches
 
 
-def _memory_batches(train: ImageSet, batch_size: int) -> Any:
-    images, labels = torch.from_numpy(train.images), torch.from_numpy(train.labels)
-
-    def batches(order: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            yield images[idx], labels[idx]
-
-    return batches
-
-
 def finetune(
     spec: FinetuneSpec,
     train: ImageFileDataset | ImageSet,
@@ -338,7 +327,7 @@ def finetune(
     ``pretrained`` is the starting state dict (:func:`load_base_state`; ``None``: random start).
     ``workers`` threads decode image files. See the module docstring for the conventions.
     """
-    from classwise.models.training import fit, steps_per_epoch
+    from classwise.models.training import fit, steps_per_epoch, tensor_batches
 
     if len(train) == 0:
         raise InputError("the training set is empty", field=f"datasets.{spec.train_on}")
@@ -355,7 +344,7 @@ def finetune(
     if isinstance(train, ImageFileDataset):
         batches = _file_batches(train, config, spec.batch_size, max(1, int(workers)), skipped)
     else:
-        batches = _memory_batches(train, spec.batch_size)
+        batches = tensor_batches(torch.from_numpy(train.images), torch.from_numpy(train.labels), spec.batch_size)
     history = fit(
         wrapped,
         n=len(train),
@@ -402,15 +391,12 @@ def save_finetuned(
         "num_classes": len(class_names),
         "class_names": [str(name) for name in class_names],
         "data_config": data_config.to_dict(),
-        "base": _plain(base),
-        "training": _plain(training),
-        "config": _plain(spec.to_dict()),
+        "base": plain_metadata(dict(base), field="base"),
+        "training": plain_metadata(dict(training), field="training"),
+        "config": plain_metadata(spec.to_dict(), field="config"),
         "state_dict": state,
     }
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        # A handle, not the path: torch.save names the zip's root folder after the (random)
-        # temporary name, which would make two runs' checkpoints differ.
-        torch.save(payload, handle)
+    save_payload(path, payload)
 
 
 _METADATA = ("architecture", "library", "num_classes", "class_names", "data_config", "base", "training", "config")
@@ -460,7 +446,3 @@ def load_finetuned(
     model, config = load_model(spec, path, device=device)
     return model, meta, config
 
-
-def _plain(value: Any) -> Any:
-    """JSON-like values only (tuples become lists), so the payload loads with ``weights_only``."""
-    return json.loads(json.dumps(value, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))

@@ -19,7 +19,7 @@ from tqdm import tqdm
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
 
-__all__ = ["EpochBatches", "OptimizerFactory", "fit", "steps_per_epoch", "train_model"]
+__all__ = ["EpochBatches", "OptimizerFactory", "fit", "steps_per_epoch", "tensor_batches", "train_model"]
 
 EpochBatches = Callable[[torch.Tensor], Iterable[tuple[torch.Tensor, torch.Tensor]]]
 """``batches(order)``: the ``(images, labels)`` batches of one epoch, visiting the samples in
@@ -158,16 +158,10 @@ def train_model(
     labels = torch.from_numpy(train.labels).to(target)
     n = len(train)
 
-    def batches(order: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        order = order.to(target)
-        for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
-            yield images[idx], labels[idx]
-
     history = fit(
         model,
         n=n,
-        batches=batches,
+        batches=tensor_batches(images, labels, batch_size),
         optimizer=lambda params: torch.optim.Adam(params, lr=float(lr), weight_decay=float(weight_decay)),
         epochs=epochs,
         seed=seed,
@@ -185,6 +179,19 @@ def train_model(
         "final_loss": history[-1]["loss"] if history else None,
         "final_accuracy": history[-1]["accuracy"] if history else None,
     }
+
+
+def tensor_batches(images: torch.Tensor, labels: torch.Tensor, batch_size: int) -> EpochBatches:
+    """The epoch batches of an in-memory set: consecutive ``batch_size`` slices of the epoch's
+    order, indexed on the tensors' own device (the last batch may be smaller)."""
+
+    def batches(order: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        order = order.to(images.device)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            yield images[idx], labels[idx]
+
+    return batches
 
 
 def steps_per_epoch(n: int, batch_size: int) -> int:

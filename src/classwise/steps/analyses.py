@@ -33,6 +33,7 @@ import pandas as pd
 from classwise import tables
 from classwise.atomic import atomic_open, write_json, write_text
 from classwise.errors import InputError
+from classwise.scripting import limit_threads
 from classwise.steps.metrics import load_view
 
 log = logging.getLogger(__name__)
@@ -77,15 +78,6 @@ def _pvalue(value: Any) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
     return f"{float(value):.3g}"
-
-
-def _limit_threads(threads: int | None) -> None:
-    """Use exactly the job's threads: torch's default (all cores) oversubscribes the machine
-    when Snakemake runs jobs side by side (CleaneX then runs many times slower)."""
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(max(1, int(threads)))
 
 
 def read_features(path: str | Path) -> pd.DataFrame:
@@ -540,7 +532,7 @@ def extrapolation_step(
     from classwise.extrapolation.simulation import evaluate_methods
 
     if "cleanex" in methods:  # the other methods do not use torch
-        _limit_threads(threads)
+        limit_threads(threads)
     view = load_view(logits_path, label_view, view_labels_path)
     n_classes = int(view.scores.shape[1])
     if not 2 <= int(k1) < n_classes:
@@ -647,7 +639,7 @@ def simulation_step(
     from classwise.extrapolation.simulation import run_simulation_benchmark
 
     if "cleanex" in methods:
-        _limit_threads(threads)
+        limit_threads(threads)
     too_large = [int(k) for k in k1s if not 2 <= int(k) < int(k2)]
     if too_large:
         raise InputError(f"every k1 must lie in [2, k2 = {k2}), got {too_large}", field="analyses.simulation.k1")

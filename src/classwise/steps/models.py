@@ -18,6 +18,7 @@ import classwise
 from classwise.data.sources import load_split, open_split
 from classwise.errors import InputError
 from classwise.logits_io import save_logits
+from classwise.scripting import limit_threads
 
 
 #: Training settings of ``source: train`` models that the config leaves out (documented in the
@@ -38,7 +39,7 @@ def train_step(
     """Train a configured demo model on its dataset's train split and save the checkpoint.
 
     ``threads`` caps torch's intra-op threads (the job's Snakemake threads)."""
-    _limit_threads(threads)
+    limit_threads(threads)
     from classwise.models.architectures import build_model
     from classwise.models.checkpoint import save_checkpoint
     from classwise.models.training import train_model
@@ -92,7 +93,7 @@ def finetune_step(
 
     ``base_weights`` is the download manifest of the starting weights (``None`` for
     ``weights: null``); ``threads`` caps torch's intra-op threads and the image decoders."""
-    _limit_threads(threads)
+    limit_threads(threads)
     from classwise.models.finetune import finetune, load_base_state, parse_finetune_spec, save_finetuned
 
     spec = parse_finetune_spec(model_cfg, key=model_name)
@@ -193,7 +194,7 @@ def infer_step(
     dataset has classes (checked on the first batch), NaN or infinite logits (naming the first
     sample ids). Unreadable images follow the dataset's ``on_bad_image``: an error naming the
     file, or ``skip``, which lists them under ``skipped_images`` in the sidecar."""
-    _limit_threads(threads)
+    limit_threads(threads)
     from tqdm import tqdm
 
     from classwise.inference import predict_logits, resolve_device
@@ -292,15 +293,6 @@ def _check_outputs(
             path=weights,
             field="logits",
         )
-
-
-def _limit_threads(threads: int | None) -> None:
-    """Use exactly the job's threads: torch's default (all cores) oversubscribes the machine
-    when Snakemake runs jobs side by side."""
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(max(1, int(threads)))
 
 
 def _json_safe(value: Any) -> Any:
