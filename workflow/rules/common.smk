@@ -141,10 +141,12 @@ def finetune_inputs(wildcards):
 
 def training_data(wildcards):
     """The marker of a model's training set when that set is downloaded (else nothing)."""
-    dataset = training_dataset(wildcards)
-    if config["datasets"][dataset]["source"] in DOWNLOADED_SOURCES:
-        return [f"{RESOURCES}/datasets/{dataset}.prepared.json"]
-    return []
+    return dataset_marker(training_dataset(wildcards))
+
+
+def training_dataset_config(wildcards):
+    """The job parameters of a model's training set (train_model, finetune_model)."""
+    return job_parameters(config["datasets"][training_dataset(wildcards)])
 
 
 def finetune_base(wildcards):
@@ -154,11 +156,15 @@ def finetune_base(wildcards):
     return canonical(base_model_config(config["models"][wildcards.model]))
 
 
-def prepared_dataset(wildcards):
+def dataset_marker(dataset):
     """The marker of a downloaded dataset (nothing for data the user provides)."""
-    if config["datasets"][wildcards.dataset]["source"] in DOWNLOADED_SOURCES:
-        return [f"{RESOURCES}/datasets/{wildcards.dataset}.prepared.json"]
+    if config["datasets"][dataset]["source"] in DOWNLOADED_SOURCES:
+        return [f"{RESOURCES}/datasets/{dataset}.prepared.json"]
     return []
+
+
+def prepared_dataset(wildcards):
+    return dataset_marker(wildcards.dataset)
 
 
 def label_files_dir(dataset, view):

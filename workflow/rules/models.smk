@@ -28,9 +28,7 @@ rule train_model:
     params:
         model=model_config,
         dataset_name=training_dataset,
-        dataset=lambda wildcards: job_parameters(
-            config["datasets"][training_dataset(wildcards)]
-        ),
+        dataset=training_dataset_config,
     script:
         "../../scripts/train_model.py"
 
@@ -74,9 +72,7 @@ rule finetune_model:
     params:
         model=model_config,
         dataset_name=training_dataset,
-        dataset=lambda wildcards: job_parameters(
-            config["datasets"][training_dataset(wildcards)]
-        ),
+        dataset=training_dataset_config,
         device=config["inference"]["device"],
     script:
         "../../scripts/finetune_model.py"
