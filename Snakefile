@@ -11,15 +11,21 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The embedded demo is the default config. A config given with --configfile replaces it
-# rather than merging into it (Snakemake merges by default, which would mix the demo's
-# models into a paper config).
+# The embedded demo is the default config, found beside this file, so the workflow runs from
+# any directory (snakemake -s <repo>/Snakefile --directory <dir>). A config given with
+# --configfile replaces it rather than merging into it (Snakemake merges by default, which
+# would mix the demo's models into a paper config).
+DEMO_CONFIG = f"{workflow.basedir}/config/config.yaml"
+
+
 if not workflow.overwrite_configfiles:
 
-    configfile: "config/config.yaml"
+    configfile: DEMO_CONFIG
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/analyses_common.smk"
+include: "workflow/rules/robustness_common.smk"
 include: "workflow/rules/resources.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/inference.smk"

@@ -1,7 +1,5 @@
 """Snakemake script of rule analyse_classwise_robustness: confusions -> Figures 2-4, 7 + table."""
 
-from pathlib import Path
-
 from classwise.scripting import job_log
 from classwise.steps.robustness import classwise_robustness_step
 
@@ -14,6 +12,6 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         title=snakemake.params.title,  # noqa: F821
         figure_path=output.figure,
         similarity_path=output.similarity,
-        mean_confusion_paths={shift: Path(output.mean_confusion) / f"{shift}.png" for shift in attacks},
+        mean_confusion_dir=output.mean_confusion,
         table_paths={"markdown": output.table_markdown, "csv": output.table_csv, "latex": output.table_latex},
     )

@@ -14,4 +14,6 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         metrics_path=snakemake.output.metrics,  # noqa: F821
         per_class_path=snakemake.output.per_class,  # noqa: F821
         confusion_path=snakemake.output.confusion,  # noqa: F821
+        confusion_figure_path=snakemake.output.confusion_figure,  # noqa: F821
+        title=snakemake.params.title,  # noqa: F821
     )

@@ -11,4 +11,5 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         output_dir=Path(snakemake.output.readme).parent,  # noqa: F821
         outputs=snakemake.params.outputs,  # noqa: F821
         readme_path=snakemake.output.readme,  # noqa: F821
+        notes=snakemake.params.notes,  # noqa: F821
     )

@@ -8,9 +8,7 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
     per_class_figures_step(
         per_class_paths=dict(zip(models, snakemake.input.per_class)),  # noqa: F821
         metrics_paths=dict(zip(models, snakemake.input.metrics)),  # noqa: F821
-        confusion_paths=dict(zip(models, snakemake.input.confusion)),  # noqa: F821
         title=snakemake.params.title,  # noqa: F821
         recall_path=snakemake.output.recall,  # noqa: F821
         cfps_path=snakemake.output.cfps,  # noqa: F821
-        confusion_figure_paths=dict(zip(models, snakemake.output.confusion)),  # noqa: F821
     )

@@ -189,6 +189,12 @@ def test_unreadable_image_stops_the_job_naming_the_file(image_run) -> None:
     log = (workdir / "results" / "logs" / "infer" / "shapes_strict" / "tiny" / "clean.log").read_text()
     assert "data/shapes/a/broken.jpg" in log and "on_bad_image: skip" in log, log[-2000:]
     assert leftovers(workdir / "results" / "logits" / "shapes_strict") == []
+    # The one-line message comes first in the log and reaches Snakemake's output, not only the
+    # end of a traceback.
+    first_line = log.splitlines()[0]
+    assert first_line.startswith("classwise: error: ") and "broken.jpg" in first_line and "field 'image'" in first_line
+    terminal = result.stdout + result.stderr
+    assert first_line in terminal
 
 
 @pytest.mark.workflow

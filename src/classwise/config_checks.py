@@ -101,6 +101,3 @@ def check_references(config: dict[str, Any], *, source: str = "config", shifts: 
                 )
             if view_cfg.get("kind") == "imagenet_cleaned" and "variant" not in view_cfg:
                 raise InputError("is required for kind imagenet_cleaned (paper or aligned)", path=source, field=f"{field}.variant")
-            for shift in view_cfg.get("shifts", []):
-                if shifts is not None and shift not in shifts:
-                    raise InputError(f"names shift {shift!r}, expected one of {shifts}", path=source, field=f"{field}.shifts")

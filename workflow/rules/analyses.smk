@@ -8,11 +8,9 @@
 #   analyses/{dataset}/{labels}/{model}/extrapolation_curves.csv, extrapolation.png (Figure 3)
 #   analyses/{dataset}/{labels}/extrapolation_summary.*      RMSE per method and model
 #   analyses/extrapolation_simulation.* (.png, .json)        the paper's simulation (Figure 2)
-# Settings: the `analyses:` config section (validated in analyses_common.smk with its functions).
+# Settings: the `analyses:` config section (validated in analyses_common.smk with its functions,
+# included by the Snakefile before this file).
 # Tables come as Markdown (.md), CSV (.csv, full precision) and LaTeX booktabs (.tex).
-
-
-include: "analyses_common.smk"
 
 
 rule compute_image_features:
@@ -159,7 +157,7 @@ rule summarise_reference_tests:
     conda:
         "../../envs/metrics.yaml"
     params:
-        models=MODELS,
+        models=lambda wildcards: dataset_models(wildcards.dataset),
         caption=lambda wildcards: (
             f"Reference-vs-evaluation tests on {wildcards.dataset} ({wildcards.labels} "
             f"labels, reference {ANALYSES['reference_tests']['reference']}): tests per status, "
@@ -210,7 +208,7 @@ rule evaluate_extrapolation:
     # CleaneX trains a small MLP with torch: one thread per job, jobs side by side.
     threads: 1
     params:
-        k1=ANALYSES["extrapolation"]["k1"],
+        k1=analysis_setting("extrapolation", "k1"),
         repetitions=ANALYSES["extrapolation"]["repetitions"],
         methods=ANALYSES["extrapolation"]["methods"],
         cleanex_steps=ANALYSES["extrapolation"]["cleanex_steps"],
@@ -219,13 +217,15 @@ rule evaluate_extrapolation:
         seed=config["seed"],
         title=lambda wildcards: (
             f"{wildcards.model} on {wildcards.dataset} ({wildcards.labels} labels): "
-            f"extrapolation from {ANALYSES['extrapolation']['k1']} sampled classes"
+            "extrapolation from "
+            f"{analysis_settings(wildcards.dataset, 'extrapolation')['k1']} sampled classes"
         ),
         caption=lambda wildcards: (
             f"Accuracy extrapolation for {wildcards.model} on {wildcards.dataset} "
             f"({wildcards.labels} labels, shift {ANALYSES['extrapolation']['shift']}): "
             f"{ANALYSES['extrapolation']['repetitions']} seeded samples of "
-            f"{ANALYSES['extrapolation']['k1']} classes, each extrapolated to all classes; "
+            f"{analysis_settings(wildcards.dataset, 'extrapolation')['k1']} classes, each "
+            "extrapolated to all classes; "
             "RMSE against the exact expected accuracy on all classes over k = 2..C."
         ),
     script:
@@ -255,10 +255,11 @@ rule summarise_extrapolation:
     conda:
         "../../envs/metrics.yaml"
     params:
-        models=MODELS,
+        models=lambda wildcards: dataset_models(wildcards.dataset),
         caption=lambda wildcards: (
             f"Accuracy extrapolation on {wildcards.dataset} ({wildcards.labels} labels) from "
-            f"{ANALYSES['extrapolation']['k1']} sampled classes to all: RMSE mean +- sd over "
+            f"{analysis_settings(wildcards.dataset, 'extrapolation')['k1']} sampled classes "
+            "to all: RMSE mean +- sd over "
             f"{ANALYSES['extrapolation']['repetitions']} repetitions, per method and model."
         ),
     script:

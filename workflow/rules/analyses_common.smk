@@ -1,53 +1,76 @@
-# Settings, checks, path patterns and input functions of the analyses (included by
-# analyses.smk, before its rules). The `analyses:` config section is validated against
+# Settings, checks, path patterns and input functions of the analyses (included by the
+# Snakefile before the rule files). The `analyses:` config section is validated against
 # workflow/schemas/analyses.schema.yaml, which fills in the defaults.
 from classwise.errors import InputError
+from classwise.pipeline.plan import ANALYSIS_SHIFT_KEYS, resolve_analyses
 
 validate(config["analyses"], workflow.source_path("../schemas/analyses.schema.yaml"))
 
 ANALYSES = config["analyses"]
+# The simulation evaluates no model: it runs where the config asks for it.
+ANALYSES["simulation"].setdefault(
+    "enabled", "simulation" in (USER_CONFIG.get("analyses") or {})
+)
 ANALYSES_DIR = f"{OUT}/analyses"
 VIEW_MODEL = "{dataset}/{labels}/{model}"
 VIEW = "{dataset}/{labels}"
 
 
 def _check_analyses():
+    """A value the user set that names something the config does not define stops the run;
+    a default that cannot apply is resolved per dataset by resolve_analyses."""
+    user = USER_CONFIG.get("analyses") or {}
     unknown = [v for v in ANALYSES["label_views"] if v not in LABEL_VIEWS]
-    if unknown:
+    if unknown and "label_views" in user:
         raise InputError(
             f"names label views {unknown}, expected some of {LABEL_VIEWS}",
-            path="config",
+            path=CONFIG_SOURCE,
             field="analyses.label_views",
         )
-    for section in ("subset_tests", "extrapolation"):
-        shift = ANALYSES[section]["shift"]
-        if ANALYSES[section]["enabled"] and shift not in SHIFTS:
-            raise InputError(
-                f"names shift {shift!r}, expected one of {list(SHIFTS)}",
-                path="config",
-                field=f"analyses.{section}.shift",
-            )
-    reference = ANALYSES["reference_tests"]["reference"]
-    if ANALYSES["reference_tests"]["enabled"] and reference not in SHIFTS:
-        raise InputError(
-            f"names shift {reference!r}, expected one of {list(SHIFTS)}",
-            path="config",
-            field="analyses.reference_tests.reference",
-        )
+    for section, key in ANALYSIS_SHIFT_KEYS.items():
+        shift = ANALYSES[section][key]
+        if ANALYSES[section]["enabled"] and key in (user.get(section) or {}):
+            if shift not in SHIFTS:
+                raise InputError(
+                    f"names shift {shift!r}, expected one of {list(SHIFTS)}",
+                    path=CONFIG_SOURCE,
+                    field=f"analyses.{section}.{key}",
+                )
     for dataset in ANALYSES["features"]["metadata"]:
         if dataset not in DATASETS:
             raise InputError(
                 f"names dataset {dataset!r}, expected one of {DATASETS}",
-                path="config",
+                path=CONFIG_SOURCE,
                 field="analyses.features.metadata",
             )
 
 
 _check_analyses()
+resolve_analyses(
+    PLAN,
+    ANALYSES,
+    USER_CONFIG.get("analyses") or {},
+    dataset_shifts={dataset: view_shifts(dataset, "original") for dataset in DATASETS},
+    source=CONFIG_SOURCE,
+)
 
 
-def analysed_views(dataset, shift):
-    """The configured label views of `dataset` that are evaluated on `shift`."""
+def analysis_settings(dataset, section):
+    """The settings of an analysis on a dataset, or None when it is skipped there."""
+    return PLAN.analyses[dataset][section]
+
+
+def analysis_setting(section, key):
+    """One setting of an analysis as a params function of the job's dataset."""
+    return lambda wildcards: analysis_settings(wildcards.dataset, section)[key]
+
+
+def analysed_views(dataset, section):
+    """The configured label views of `dataset` an analysis runs on (none when it is skipped)."""
+    settings = analysis_settings(dataset, section)
+    if settings is None:
+        return []
+    shift = settings[ANALYSIS_SHIFT_KEYS[section]]
     return [
         view
         for view in ANALYSES["label_views"]
@@ -57,10 +80,9 @@ def analysed_views(dataset, shift):
 
 def reference_views(dataset):
     """Views with the reference shift and at least one other shift to compare with it."""
-    reference = ANALYSES["reference_tests"]["reference"]
     return [
         view
-        for view in analysed_views(dataset, reference)
+        for view in analysed_views(dataset, "reference_tests")
         if len(view_shifts(dataset, view)) > 1
     ]
 
@@ -86,37 +108,31 @@ def metadata_file(wildcards):
 def per_model_analyses(wildcards, filename):
     return [
         f"{ANALYSES_DIR}/{wildcards.dataset}/{wildcards.labels}/{model}/{filename}"
-        for model in MODELS
+        for model in dataset_models(wildcards.dataset)
     ]
 
 
 def analysis_outputs():
     """Every table and figure of the enabled analyses."""
     outputs = []
-    subset = ANALYSES["subset_tests"]
-    reference = ANALYSES["reference_tests"]
-    extrapolation = ANALYSES["extrapolation"]
     for dataset in DATASETS:
-        if subset["enabled"]:
-            for labels in analysed_views(dataset, subset["shift"]):
-                outputs += [
-                    f"{ANALYSES_DIR}/{dataset}/{labels}/{model}/subset_tests.md"
-                    for model in MODELS
-                ]
-        if reference["enabled"]:
-            for labels in reference_views(dataset):
-                outputs.append(
-                    f"{ANALYSES_DIR}/{dataset}/{labels}/reference_tests_summary.md"
-                )
-        if extrapolation["enabled"]:
-            for labels in analysed_views(dataset, extrapolation["shift"]):
-                outputs.append(
-                    f"{ANALYSES_DIR}/{dataset}/{labels}/extrapolation_summary.md"
-                )
-                outputs += [
-                    f"{ANALYSES_DIR}/{dataset}/{labels}/{model}/extrapolation.png"
-                    for model in MODELS
-                ]
+        for labels in analysed_views(dataset, "subset_tests"):
+            outputs += [
+                f"{ANALYSES_DIR}/{dataset}/{labels}/{model}/subset_tests.md"
+                for model in dataset_models(dataset)
+            ]
+        for labels in reference_views(dataset):
+            outputs.append(
+                f"{ANALYSES_DIR}/{dataset}/{labels}/reference_tests_summary.md"
+            )
+        for labels in analysed_views(dataset, "extrapolation"):
+            outputs.append(
+                f"{ANALYSES_DIR}/{dataset}/{labels}/extrapolation_summary.md"
+            )
+            outputs += [
+                f"{ANALYSES_DIR}/{dataset}/{labels}/{model}/extrapolation.png"
+                for model in dataset_models(dataset)
+            ]
     if ANALYSES["simulation"]["enabled"]:
         outputs.append(f"{ANALYSES_DIR}/extrapolation_simulation.md")
     return outputs

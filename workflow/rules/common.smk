@@ -1,4 +1,5 @@
 # Config validation, wildcard constraints, path patterns and every input function.
+import copy
 import json
 import re
 
@@ -7,12 +8,14 @@ from snakemake.utils import validate
 from classwise.config_checks import check_references, check_schema
 from classwise.data.sources import DOWNLOADED_SOURCES, job_parameters
 from classwise.labels.views import LABEL_FILES, required_files
+from classwise.pipeline.plan import check_runs, resolve_views
 from classwise.shifts.spec import expand_shifts
 from classwise.superclasses import resolve_superclasses
 
-CONFIG_SOURCE = (
-    ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
-)
+CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles)) or DEMO_CONFIG
+# The config as the user wrote it, before the schema fills in defaults: a value the user set
+# that cannot apply is an error, a default that cannot apply adapts (see classwise.pipeline.plan).
+USER_CONFIG = copy.deepcopy(config)
 # A one-line message naming the file and the key before validate's schema dump.
 check_schema(
     config, workflow.source_path("../schemas/config.schema.yaml"), source=CONFIG_SOURCE
@@ -24,7 +27,15 @@ DATASETS = list(config["datasets"])
 MODELS = list(config["models"])
 SHIFTS = expand_shifts(config["shifts"])
 check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
+# Which models run on which dataset, checked (checkpoints, train splits, class counts).
+PLAN = check_runs(config, shifts=SHIFTS, source=CONFIG_SOURCE)
+resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
 RESOURCES = "resources"
+
+
+def dataset_models(dataset):
+    """The models evaluated on `dataset` (datasets.<name>.models, default every model)."""
+    return PLAN.models[dataset]
 
 
 def views_of(dataset):
@@ -82,15 +93,14 @@ def view_config(wildcards):
     )
 
 
+def dataset_shifts(dataset):
+    """Every shift evaluated on `dataset` (datasets.<name>.shifts, default every shift)."""
+    return config["datasets"][dataset].get("shifts", list(SHIFTS))
+
+
 def view_shifts(dataset, view):
-    """The shifts a label view is evaluated on (every shift for `original`)."""
-    if view == "original":
-        # Targeted attacks feed the targeted-success analysis, not the metric tables.
-        untargeted = [
-            name for name, spec in SHIFTS.items() if "target" not in spec.params
-        ]
-        return config["datasets"][dataset].get("shifts", untargeted)
-    return config["datasets"][dataset]["label_views"][view]["shifts"]
+    """The shifts a label view's metric tables cover (classwise.pipeline.plan.resolve_views)."""
+    return PLAN.view_shifts[(dataset, view)]
 
 
 def shift_spec(wildcards):
@@ -205,7 +215,7 @@ def per_model_metrics(wildcards, filename):
     """One metrics file per model, keyed by model name, for the aggregating rules."""
     return {
         model: f"{OUT}/metrics/{wildcards.dataset}/{wildcards.labels}/{model}/{wildcards.shift}/{filename}"
-        for model in MODELS
+        for model in dataset_models(wildcards.dataset)
     }
 
 
@@ -225,7 +235,7 @@ def final_outputs():
                     f"{figures}/per_class_recall.png",
                     f"{figures}/per_class_cfps.png",
                 ]
-                for model in MODELS:
+                for model in dataset_models(dataset):
                     outputs += [
                         f"{figures}/confusion_{model}.png",
                         f"{figures}/reliability_{model}.png",

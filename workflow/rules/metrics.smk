@@ -14,11 +14,27 @@ rule compute_worst_class_metrics:
         metrics=f"{METRICS}/worst_class.json",
         per_class=f"{METRICS}/per_class.csv",
         confusion=f"{METRICS}/confusion.csv",
+        confusion_figure=report(
+            f"{FIGURES}/confusion_{{model}}.png",
+            caption="../report/confusion_figure.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "confusion matrix (Figure 4, per model)",
+                "label view": "{labels}",
+                "shift": "{shift}",
+                "model": "{model}",
+            },
+        ),
     log:
         f"{OUT}/logs/compute_worst_class_metrics/{VIEW_MODEL_SHIFT}.log",
     conda:
         "../../envs/metrics.yaml"
     params:
+        title=lambda wildcards: (
+            f"{wildcards.model}, {wildcards.dataset}, {wildcards.labels} labels, "
+            f"{wildcards.shift}"
+        ),
         k=config["metrics"]["worst_class"]["k"],
         n=config["metrics"]["worst_class"]["n"],
         superclasses=superclasses_of,

@@ -8,9 +8,6 @@
 #   results/tables/{dataset}/robustness/classwise.*                 the numbers of Figures 2-3
 #   results/tables/{dataset}/robustness/targeted_success.*          the numbers of Figure 5
 #   results/tables/{dataset}/robustness/transformation_tests_{model}.*  pass / warn / fail
-include: "robustness_common.smk"
-
-
 rule analyse_classwise_robustness:
     input:
         flat_confusions,
@@ -122,7 +119,7 @@ rule analyse_targeted_attacks:
         ],
         clean=lambda wildcards: [
             logits_path(wildcards.dataset, model, "clean")
-            for model in ROBUSTNESS["targeted_models"]
+            for model in targeted_models(wildcards.dataset)
         ],
     output:
         markdown=f"{ROBUST_TABLES}/targeted_success.md",
@@ -157,13 +154,15 @@ rule analyse_targeted_attacks:
         "../../envs/metrics.yaml"
     params:
         runs=targeted_runs,
-        models=ROBUSTNESS["targeted_models"],
+        models=lambda wildcards: targeted_models(wildcards.dataset),
         title=lambda wildcards: f"{wildcards.dataset}: targeted PGD",
     script:
         "../../scripts/analyse_targeted_attacks.py"
 
 
 rule plot_corruption_grid:
+    input:
+        data=prepared_dataset,
     output:
         figure=report(
             f"{ROBUST_FIGURES}/corruption_grid.png",

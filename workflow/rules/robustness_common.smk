@@ -1,6 +1,8 @@
 # Config and input functions of the robustness rules (workflow/rules/robustness.smk).
 from snakemake.utils import validate
 
+from classwise.errors import InputError
+
 validate(
     config["robustness"], workflow.source_path("../schemas/robustness.schema.yaml")
 )
@@ -14,15 +16,21 @@ def shifts_of_kind(dataset, kind):
     return [s for s in view_shifts(dataset, "original") if SHIFTS[s].kind == kind]
 
 
-def targeted_shifts():
-    return [name for name, spec in SHIFTS.items() if "target" in spec.params]
+def targeted_shifts(dataset):
+    """The targeted attacks evaluated on `dataset` (one shift per target class)."""
+    return [s for s in dataset_shifts(dataset) if "target" in SHIFTS[s].params]
+
+
+def targeted_models(dataset):
+    """The models of robustness.targeted_models evaluated on `dataset`."""
+    return [m for m in ROBUSTNESS["targeted_models"] if m in dataset_models(dataset)]
 
 
 def classwise_confusions(wildcards):
     return {
         shift: {
             model: f"{OUT}/metrics/{wildcards.dataset}/original/{model}/{shift}/confusion.csv"
-            for model in MODELS
+            for model in dataset_models(wildcards.dataset)
         }
         for shift in view_shifts(wildcards.dataset, "original")
     }
@@ -40,10 +48,41 @@ def targeted_runs(wildcards):
     return {
         model: {
             SHIFTS[shift].params["target"]: logits_path(wildcards.dataset, model, shift)
-            for shift in targeted_shifts()
+            for shift in targeted_shifts(wildcards.dataset)
         }
-        for model in ROBUSTNESS["targeted_models"]
+        for model in targeted_models(wildcards.dataset)
     }
+
+
+def _plan_robustness():
+    """Say in results/README.md which configured robustness analyses cannot run on a dataset."""
+    unknown = [m for m in ROBUSTNESS["targeted_models"] if m not in MODELS]
+    if unknown:
+        raise InputError(
+            f"names models {unknown}, expected some of {MODELS}",
+            path=CONFIG_SOURCE,
+            field="robustness.targeted_models",
+        )
+    for dataset in DATASETS:
+        has_clean = "clean" in view_shifts(dataset, "original")
+        if shifts_of_kind(dataset, "corruption") and not has_clean:
+            PLAN.notes.append(
+                f"transformation tests on {dataset}: skipped, they compare each corruption "
+                "with the clean shift, which is not evaluated on it"
+            )
+        if targeted_shifts(dataset) and not targeted_models(dataset):
+            PLAN.notes.append(
+                f"targeted attacks on {dataset}: skipped, no model of "
+                "robustness.targeted_models is evaluated on it"
+            )
+        elif targeted_shifts(dataset) and not has_clean:
+            PLAN.notes.append(
+                f"targeted attacks on {dataset}: skipped, their success rates leave out the "
+                "samples predicted as the target on clean images, and clean is not evaluated on it"
+            )
+
+
+_plan_robustness()
 
 
 def robustness_outputs():
@@ -51,11 +90,17 @@ def robustness_outputs():
     for dataset in DATASETS:
         tables = f"{OUT}/tables/{dataset}/robustness"
         figures = f"{OUT}/figures/{dataset}/robustness"
-        outputs += [f"{figures}/classwise_robustness.png", f"{tables}/classwise.md"]
+        has_clean = "clean" in view_shifts(dataset, "original")
+        if view_shifts(dataset, "original"):
+            outputs += [f"{figures}/classwise_robustness.png", f"{tables}/classwise.md"]
         if shifts_of_kind(dataset, "corruption"):
-            outputs += [f"{tables}/transformation_tests_{model}.md" for model in MODELS]
             outputs.append(f"{figures}/corruption_grid.png")
-        if targeted_shifts() and ROBUSTNESS["targeted_models"]:
+            if has_clean:
+                outputs += [
+                    f"{tables}/transformation_tests_{model}.md"
+                    for model in dataset_models(dataset)
+                ]
+        if targeted_shifts(dataset) and targeted_models(dataset) and has_clean:
             outputs += [
                 f"{figures}/targeted_success.png",
                 f"{tables}/targeted_success.md",

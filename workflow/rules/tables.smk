@@ -42,7 +42,7 @@ rule aggregate_worst_class_tables:
     conda:
         "../../envs/metrics.yaml"
     params:
-        models=MODELS,
+        models=lambda wildcards: dataset_models(wildcards.dataset),
         caption=lambda wildcards: (
             f"Worst-class metrics on {wildcards.dataset} ({wildcards.labels} labels, "
             f"shift {wildcards.shift}), in percent; worst class in parentheses."
@@ -88,7 +88,7 @@ rule aggregate_decisiveness_tables:
     conda:
         "../../envs/metrics.yaml"
     params:
-        models=MODELS,
+        models=lambda wildcards: dataset_models(wildcards.dataset),
         caption=lambda wildcards: (
             f"Decisiveness, geometric accuracy and robustness on {wildcards.dataset} "
             f"({wildcards.labels} labels, shift {wildcards.shift})."
@@ -104,9 +104,6 @@ rule plot_class_wise_figures:
         ).values(),
         metrics=lambda wildcards: per_model_metrics(
             wildcards, "worst_class.json"
-        ).values(),
-        confusion=lambda wildcards: per_model_metrics(
-            wildcards, "confusion.csv"
         ).values(),
     output:
         recall=report(
@@ -133,27 +130,12 @@ rule plot_class_wise_figures:
                 "model": "all",
             },
         ),
-        confusion=[
-            report(
-                f"{FIGURES}/confusion_{model}.png",
-                caption="../report/confusion_figure.rst",
-                category="Class-wise robustness (classwise-robustness-cfps.txt)",
-                subcategory="{dataset}",
-                labels={
-                    "result": "confusion matrix (Figure 4, per model)",
-                    "label view": "{labels}",
-                    "shift": "{shift}",
-                    "model": model,
-                },
-            )
-            for model in MODELS
-        ],
     log:
         f"{OUT}/logs/plot_class_wise_figures/{VIEW_SHIFT}.log",
     conda:
         "../../envs/metrics.yaml"
     params:
-        models=MODELS,
+        models=lambda wildcards: dataset_models(wildcards.dataset),
         title=lambda wildcards: f"{wildcards.dataset}, {wildcards.labels} labels, {wildcards.shift}",
     script:
         "../../scripts/plot_class_wise_figures.py"
@@ -169,5 +151,6 @@ rule describe_results:
     params:
         description=config["description"],
         outputs=final_outputs(),
+        notes=PLAN.notes,
     script:
         "../../scripts/describe_results.py"

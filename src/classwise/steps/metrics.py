@@ -62,9 +62,12 @@ def worst_class_step(
     metrics_path: str | Path,
     per_class_path: str | Path,
     confusion_path: str | Path,
+    confusion_figure_path: str | Path | None = None,
+    title: str = "",
 ) -> None:
     """Worst-class metrics (JSON), per-class recall/precision/CFPS (CSV) and the confusion
-    matrix (CSV of counts, rows = true class, columns = predicted) of one logits file."""
+    matrix (CSV of counts, rows = true class, columns = predicted) of one logits file, and its
+    heatmap (rows normalised to the true class) when ``confusion_figure_path`` is given."""
     view = load_view(logits_path, label_view, view_labels_path)
     n_classes = view.scores.shape[1]
     groups = validate_superclasses(superclasses, n_classes, path="config") if superclasses else None
@@ -85,6 +88,10 @@ def worst_class_step(
     write_json(metrics_path, document)
     _write_csv(per_class_path, per_class, index=False, float_format="%.6f")
     _write_csv(confusion_path, confusion)
+    if confusion_figure_path is not None:
+        from classwise.plots.classwise import plot_confusion
+
+        plot_confusion(stats.confusion, names, title=title, path=confusion_figure_path)
 
 
 def decisiveness_step(

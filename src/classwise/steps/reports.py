@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import pandas as pd
 from classwise import tables
 from classwise.atomic import write_text
 from classwise.errors import InputError
-from classwise.plots.classwise import plot_class_bars, plot_confusion
+from classwise.plots.classwise import plot_class_bars
 
 
 def _read_json(path: str | Path) -> dict[str, Any]:
@@ -85,14 +85,12 @@ def per_class_figures_step(
     *,
     per_class_paths: Mapping[str, str | Path],
     metrics_paths: Mapping[str, str | Path],
-    confusion_paths: Mapping[str, str | Path],
     title: str,
     recall_path: str | Path,
     cfps_path: str | Path,
-    confusion_figure_paths: Mapping[str, str | Path],
 ) -> None:
-    """Per-class recall (each model's accuracy as a dashed line), per-class CFPS bars, and one
-    confusion heatmap per model (rows normalised to the true class)."""
+    """Per-class recall (each model's accuracy as a dashed line) and per-class CFPS bars across
+    models. (Each model's confusion heatmap comes with its worst-class metrics.)"""
     frames = {model: pd.read_csv(path) for model, path in per_class_paths.items()}
     first = next(iter(frames.values()))
     names = first["name"].astype(str).tolist()
@@ -112,14 +110,6 @@ def per_class_figures_step(
         title=f"{title}: class false positive score",
         path=cfps_path,
     )
-    for model, path in confusion_paths.items():
-        confusion = pd.read_csv(path, index_col=0)
-        plot_confusion(
-            confusion.to_numpy(),
-            [str(c) for c in confusion.columns],
-            title=f"{model}, {title}",
-            path=confusion_figure_paths[model],
-        )
 
 
 #: Output file name -> the paper table or figure it mirrors (for the run's README).
@@ -134,8 +124,16 @@ MIRRORS: dict[str, str] = {
 }
 
 
-def results_readme_step(*, description: str, output_dir: str | Path, outputs: list[str], readme_path: str | Path) -> None:
-    """``<output_dir>/README.md``: what the run reproduces and which file mirrors which paper table."""
+def results_readme_step(
+    *,
+    description: str,
+    output_dir: str | Path,
+    outputs: list[str],
+    readme_path: str | Path,
+    notes: Sequence[str] = (),
+) -> None:
+    """``<output_dir>/README.md``: what the run reproduces, which file mirrors which paper table,
+    and one line per analysis the config's defaults could not apply (skipped or adapted)."""
     root = Path(output_dir)
     lines = ["# Results", ""]
     if description.strip():
@@ -145,4 +143,7 @@ def results_readme_step(*, description: str, output_dir: str | Path, outputs: li
         relative = Path(output).relative_to(root) if Path(output).is_relative_to(root) else Path(output)
         stem = relative.stem.split("_")[0] if relative.stem.startswith(("reliability_", "confusion_")) else relative.stem
         lines.append(f"| `{relative}` | {MIRRORS.get(stem, '')} |")
+    if notes:
+        lines += ["", "## Skipped or adapted", ""]
+        lines += [f"- {note}" for note in notes]
     write_text(readme_path, "\n".join(lines) + "\n")

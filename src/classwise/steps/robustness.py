@@ -33,12 +33,14 @@ def classwise_robustness_step(
     title: str,
     figure_path: str | Path,
     similarity_path: str | Path,
-    mean_confusion_paths: Mapping[str, str | Path],
+    mean_confusion_dir: str | Path,
     table_paths: Mapping[str, str | Path],
 ) -> None:
     """Figures 2-3 (class-wise accuracy and CFPS per shift and model), Figure 4 (confusion under
-    each attack averaged over models), Figure 7 (prediction similarity on clean data) and the
-    long table of the same numbers. ``confusion_paths`` is ``{shift: {model: confusion.csv}}``."""
+    each attack averaged over models, ``<mean_confusion_dir>/<shift>.png``), Figure 7 (prediction
+    similarity on clean data) and the long table of the same numbers. ``confusion_paths`` is
+    ``{shift: {model: confusion.csv}}``. Without attacks the directory holds a note saying so
+    (it is a declared output, so it always exists)."""
     from classwise.plots.robustness import (
         plot_classwise_robustness,
         plot_mean_confusion,
@@ -57,11 +59,15 @@ def classwise_robustness_step(
     plot_prediction_similarity(
         confusions[reference], path=similarity_path, title=f"{title}: similarity of class-wise predictions ({reference})"
     )
+    mean_confusion_dir = Path(mean_confusion_dir)
+    mean_confusion_dir.mkdir(parents=True, exist_ok=True)
+    if not attack_shifts:
+        write_text(mean_confusion_dir / "README.txt", "No PGD shift is evaluated on this dataset: no mean confusion under attack.\n")
     for shift in attack_shifts:
         plot_mean_confusion(
             confusions[shift],
             class_names,
-            path=mean_confusion_paths[shift],
+            path=mean_confusion_dir / f"{shift}.png",
             title=f"{title}: confusion under {shift}, mean over models",
         )
     _write_tables(
@@ -134,11 +140,17 @@ def corruption_grid_step(
 ) -> None:
     """One evaluation image under every corruption and severity, with the exact pixels (same
     per-sample seed) that inference feeds the models."""
-    from classwise.data.sources import load_split
+    from classwise.data.imageset import ImageSet
+    from classwise.data.sources import open_split
     from classwise.plots.corruption_grid import plot_corruption_grid
 
-    images = load_split(dict(dataset_cfg), "test", name=dataset_name)
-    index = min(int(sample_index), len(images) - 1)
+    # One image is decoded, not the whole split: image files of a folder differ in size, and a
+    # split of ImageNet does not fit in memory.
+    opened = open_split(dict(dataset_cfg), "test", name=dataset_name)
+    index = min(int(sample_index), len(opened) - 1)
+    if not isinstance(opened, ImageSet):
+        opened, index = opened.subset([index]).to_imageset(), 0
+    images = opened
     plot_corruption_grid(
         images.images[index],
         sample_id=str(images.sample_ids[index]),

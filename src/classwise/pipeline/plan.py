@@ -1,0 +1,326 @@
+"""The config resolved against itself and the data, before any job runs.
+
+Two kinds of problem are told apart here:
+
+* a value the **user** wrote that cannot apply (a checkpoint that is a pickled module, a model
+  trained on a set without a train split, a target class beyond a dataset's classes, ``k1`` not
+  below a dataset's class count) is an :class:`InputError` naming the config file and the field;
+* a **default** that cannot apply (the extrapolation's ``k1 = 5`` on a 3-class dataset, the
+  ``clean`` reference of an analysis when ``shifts.clean`` is false) adapts or skips that analysis,
+  and says so in one line of :attr:`Plan.notes`, which the workflow writes to
+  ``results/README.md``.
+
+Class counts come from the config and one directory listing (never from decoding images), so
+this runs at DAG-build time in milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from classwise.errors import InputError
+
+#: Dataset sources with a train split (the others are evaluation sets).
+TRAIN_SPLIT_SOURCES = ("sklearn_digits", "torchvision")
+_TORCHVISION_CLASSES = {"cifar10": 10, "cifar100": 100, "gtsrb": 43}
+_ROBUSTBENCH_CLASSES = {"cifar10": 10, "cifar100": 100, "imagenet": 1000}
+#: The analyses resolved per dataset, and the config key naming the shift each one reads.
+ANALYSIS_SHIFT_KEYS = {"subset_tests": "shift", "reference_tests": "reference", "extrapolation": "shift"}
+
+
+def dataset_classes(name: str, dataset: Mapping[str, Any]) -> int | None:
+    """The class count C of a configured dataset, or None where only loading it would tell."""
+    source = dataset.get("source")
+    if source == "sklearn_digits" or source == "cifar10c":
+        return 10
+    if source == "torchvision":
+        return _TORCHVISION_CLASSES.get(str(dataset.get("name")))
+    if source == "imagenet_val" and dataset.get("label_space") == "imagenet1k":
+        return 1000
+    if source == "image_folder":
+        if dataset.get("classes"):
+            return len(dataset["classes"])
+        root = Path(str(dataset.get("root", "")))
+        if root.is_dir():
+            return sum(1 for entry in root.iterdir() if entry.is_dir() and not entry.name.startswith("."))
+    return None
+
+
+def dataset_image_shape(dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The (channels, height, width) of a dataset held in memory at its own size, else None."""
+    source = dataset.get("source")
+    if source == "sklearn_digits":
+        return (1, 8, 8)
+    if source == "cifar10c" or (source == "torchvision" and dataset.get("name") in ("cifar10", "cifar100")):
+        return (3, 32, 32)
+    return None
+
+
+def model_outputs(model: Mapping[str, Any], datasets: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """How many classes a configured model scores, or None where only building it would tell."""
+    source = model.get("source")
+    if source in ("train", "finetune"):
+        train_on = model.get("train_on", next(iter(datasets)))
+        return dataset_classes(train_on, datasets[train_on]) if train_on in datasets else None
+    if source == "robustbench":
+        return _ROBUSTBENCH_CLASSES.get(str(model.get("dataset")))
+    if source == "checkpoint" and model.get("num_classes") is not None:
+        return int(model["num_classes"])
+    if source == "torchvision":
+        return 1000  # every torchvision classification model is an ImageNet-1k model
+    return None
+
+
+def evaluated_models(config: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Dataset -> the models evaluated on it (``datasets.<name>.models``, default every model)."""
+    every = list(config["models"])
+    return {name: list(dataset.get("models", every)) for name, dataset in config["datasets"].items()}
+
+
+@dataclass
+class Plan:
+    """What runs where: the models per dataset, the analyses per dataset (None = skipped, else
+    the settings to use) and one line per default that was adapted or skipped."""
+
+    models: dict[str, list[str]]
+    classes: dict[str, int | None]
+    #: (dataset, label view) -> the shifts its metric tables cover; ``original`` included.
+    view_shifts: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    analyses: dict[str, dict[str, dict[str, Any] | None]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: str = "config") -> Plan:
+    """Raise :class:`InputError` for a model that cannot run where the config sends it; return
+    the models and class counts per dataset. ``shifts`` are the expanded shifts (name -> spec)."""
+    datasets, models = config["datasets"], config["models"]
+    plan = Plan(
+        models=evaluated_models(config),
+        classes={name: dataset_classes(name, dataset) for name, dataset in datasets.items()},
+    )
+    for name, model in models.items():
+        _check_training_set(name, model, datasets, source)
+        if model.get("source") == "checkpoint":
+            _check_checkpoint_file(name, model, source)
+    for dataset, names in plan.models.items():
+        unknown = [model for model in names if model not in models]
+        if unknown or not names:
+            raise InputError(
+                f"names models {unknown}, expected some of {sorted(models)}" if unknown else "names no model",
+                path=source,
+                field=f"datasets.{dataset}.models",
+            )
+        for model in names:
+            _check_fit(model, models[model], dataset, datasets, plan.classes[dataset], source)
+        _check_targets(dataset, datasets[dataset], shifts, plan.classes[dataset], source)
+        _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
+    return plan
+
+
+def _check_training_set(name: str, model: Mapping[str, Any], datasets: Mapping[str, Any], source: str) -> None:
+    if model.get("source") not in ("train", "finetune"):
+        return
+    train_on = model.get("train_on", next(iter(datasets)))
+    dataset_source = datasets[train_on]["source"]
+    if dataset_source not in TRAIN_SPLIT_SOURCES:
+        raise InputError(
+            f"dataset {train_on!r} (source {dataset_source}) is an evaluation set without a train split; "
+            f"train on a dataset of source {' or '.join(TRAIN_SPLIT_SOURCES)}, or evaluate a model you "
+            "trained elsewhere with source: checkpoint",
+            path=source,
+            field=f"models.{name}.train_on",
+        )
+
+
+def _check_checkpoint_file(name: str, model: Mapping[str, Any], source: str) -> None:
+    from classwise.pipeline.checkpoint_files import pickled_classes
+
+    path = Path(str(model["path"]))
+    if not path.is_file():
+        raise InputError(f"checkpoint file {str(path)!r} does not exist", path=source, field=f"models.{name}.path")
+    classes = pickled_classes(path)
+    if classes:
+        raise InputError(
+            f"{path} holds a pickled model object ({', '.join(classes[:3])}), not a state dict; "
+            "save it with torch.save(model.state_dict(), path) and set architecture (and library)",
+            path=source,
+            field=f"models.{name}.path",
+        )
+
+
+def _check_fit(
+    model_name: str,
+    model: Mapping[str, Any],
+    dataset: str,
+    datasets: Mapping[str, Mapping[str, Any]],
+    classes: int | None,
+    source: str,
+) -> None:
+    outputs = model_outputs(model, datasets)
+    hint = f"name the models evaluated on it with datasets.{dataset}.models"
+    if outputs is not None and classes is not None and outputs != classes:
+        raise InputError(
+            f"model {model_name!r} scores {outputs} classes, dataset {dataset!r} has {classes}; {hint}",
+            path=source,
+            field=f"datasets.{dataset}.models",
+        )
+    if model.get("source") == "train":
+        train_on = model.get("train_on", next(iter(datasets)))
+        trained, evaluated = dataset_image_shape(datasets[train_on]), dataset_image_shape(datasets[dataset])
+        if train_on != dataset and (trained is None or trained != evaluated):
+            raise InputError(
+                f"model {model_name!r} was trained on {train_on!r} images of shape {trained}, dataset "
+                f"{dataset!r} has images of shape {evaluated or 'of various sizes'}; {hint}",
+                path=source,
+                field=f"datasets.{dataset}.models",
+            )
+
+
+def _check_targets(
+    dataset: str, dataset_cfg: Mapping[str, Any], shifts: Mapping[str, Any], classes: int | None, source: str
+) -> None:
+    if classes is None:
+        return
+    for name in dataset_cfg.get("shifts", list(shifts)):
+        target = shifts[name].params.get("target") if name in shifts else None
+        if target is not None and int(target) >= classes:
+            raise InputError(
+                f"target class {target} is not a class of dataset {dataset!r} ({classes} classes, 0..{classes - 1}); "
+                f"list the shifts evaluated on it with datasets.{dataset}.shifts",
+                path=source,
+                field="shifts.pgd_targeted.targets",
+            )
+
+
+def _check_superclasses(dataset: str, dataset_cfg: Mapping[str, Any], classes: int | None, source: str) -> None:
+    from classwise.superclasses import resolve_superclasses
+
+    if classes is None:
+        return
+    for superclass, members in resolve_superclasses(dataset_cfg.get("superclasses")).items():
+        beyond = [int(m) for m in members if int(m) >= classes]
+        if beyond:
+            raise InputError(
+                f"superclass {superclass!r} names classes {beyond[:5]}, dataset {dataset!r} has {classes} (0..{classes - 1})",
+                path=source,
+                field=f"datasets.{dataset}.superclasses",
+            )
+
+
+def resolve_views(
+    plan: Plan,
+    config: Mapping[str, Any],
+    user_config: Mapping[str, Any],
+    *,
+    shifts: Mapping[str, Any],
+    source: str = "config",
+) -> Plan:
+    """Fill ``plan.view_shifts``. The original labels cover every untargeted shift of a dataset
+    (targeted attacks feed the targeted-success analysis, not the metric tables); another view
+    covers its ``shifts``, whose default ``[clean]`` becomes the original's shifts when clean is
+    not evaluated on the dataset. A confident-learning view needs its reference model's clean
+    probabilities on the dataset."""
+    for dataset, dataset_cfg in config["datasets"].items():
+        evaluated = list(dataset_cfg.get("shifts", list(shifts)))
+        untargeted = [name for name in evaluated if "target" not in shifts[name].params]
+        plan.view_shifts[(dataset, "original")] = untargeted
+        for view, view_cfg in dataset_cfg.get("label_views", {}).items():
+            where = f"datasets.{dataset}.label_views.{view}"
+            if view_cfg["kind"] == "confident_learning":
+                if "clean" not in evaluated:
+                    raise InputError(
+                        "confident learning reads the reference model's clean probabilities; evaluate the "
+                        f"clean shift on dataset {dataset!r} (shifts.clean: true)",
+                        path=source,
+                        field=f"{where}.kind",
+                    )
+                if view_cfg["reference_model"] not in plan.models[dataset]:
+                    raise InputError(
+                        f"names model {view_cfg['reference_model']!r}, which is not evaluated on dataset "
+                        f"{dataset!r}; expected one of {plan.models[dataset]}",
+                        path=source,
+                        field=f"{where}.reference_model",
+                    )
+            covered = list(view_cfg["shifts"])
+            user_set = "shifts" in user_config["datasets"][dataset].get("label_views", {}).get(view, {})
+            unknown = [name for name in covered if name not in untargeted]
+            if user_set and unknown:
+                raise InputError(
+                    f"names shift {unknown[0]!r}, expected some of {untargeted} (the untargeted shifts of "
+                    f"dataset {dataset!r})",
+                    path=source,
+                    field=f"{where}.shifts",
+                )
+            if not user_set and not set(covered) <= set(untargeted):
+                covered = untargeted
+                plan.notes.append(
+                    f"label view {view} of {dataset}: evaluated on {covered}, since its default shift "
+                    "'clean' is not evaluated on the dataset"
+                )
+            plan.view_shifts[(dataset, view)] = covered
+    return plan
+
+
+def resolve_analyses(
+    plan: Plan,
+    analyses: Mapping[str, Any],
+    user_analyses: Mapping[str, Any],
+    *,
+    dataset_shifts: Mapping[str, Sequence[str]],
+    source: str = "config",
+) -> Plan:
+    """Fill ``plan.analyses``: per dataset and analysis, the settings to run with, or None.
+
+    ``analyses`` is the section with the schema's defaults filled in, ``user_analyses`` the
+    section as the user wrote it (to tell a user's value from a default), ``dataset_shifts`` the
+    shifts of each dataset's original labels.
+    """
+    for dataset, shifts in dataset_shifts.items():
+        resolved: dict[str, dict[str, Any] | None] = {}
+        for section, shift_key in ANALYSIS_SHIFT_KEYS.items():
+            settings = dict(analyses[section])
+            user = user_analyses.get(section) or {}
+            if not settings["enabled"]:
+                resolved[section] = None
+                continue
+            shift = settings[shift_key]
+            if shift not in shifts:
+                resolved[section] = None
+                why = "is not evaluated on it" if shift_key in user else "(the default) is not evaluated on it"
+                plan.notes.append(
+                    f"{section.replace('_', ' ')} on {dataset}: skipped, the shift {shift!r} {why}; "
+                    f"set analyses.{section}.{shift_key} to one of {list(shifts)}"
+                )
+                continue
+            if section == "reference_tests" and len(shifts) < 2:
+                resolved[section] = None
+                plan.notes.append(f"reference tests on {dataset}: skipped, {shift!r} is its only shift")
+                continue
+            if section == "extrapolation":
+                settings = _resolve_k1(settings, "k1" in user, dataset, plan.classes[dataset], plan.notes, source)
+            resolved[section] = settings
+        plan.analyses[dataset] = resolved
+    return plan
+
+
+def _resolve_k1(
+    settings: dict[str, Any], user_set: bool, dataset: str, classes: int | None, notes: list[str], source: str
+) -> dict[str, Any] | None:
+    """Extrapolation observes k1 of the C classes: 2 <= k1 < C. A default k1 >= C shrinks to C - 1."""
+    k1 = int(settings["k1"])
+    if classes is None or k1 < classes:
+        return settings
+    if user_set:
+        raise InputError(
+            f"expected 2 <= k1 < C, the {classes} classes of dataset {dataset!r}; got {k1}",
+            path=source,
+            field="analyses.extrapolation.k1",
+        )
+    if classes < 3:
+        notes.append(f"extrapolation on {dataset}: skipped, it needs 3 or more classes (it has {classes})")
+        return None
+    notes.append(f"extrapolation on {dataset}: k1 = {classes - 1} instead of the default {k1}, below its {classes} classes")
+    return {**settings, "k1": classes - 1}

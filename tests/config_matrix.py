@@ -1,0 +1,201 @@
+"""A sampled matrix of small valid configs for the end-to-end tests (tests/test_config_matrix.py).
+
+Each *row* is one dataset of a config with its own choice of every per-dataset option: the data
+(image folders of 2 to 12 classes evaluated with checkpoint models, or the digits with models the
+pipeline trains), which shift kinds are evaluated on it, one or two models, superclasses, a
+confident-learning label view. The rows cover every pair of option values at least once
+(pairwise coverage, chosen greedily and deterministically), and are packed as the datasets of a
+few Snakemake runs, each run adding global options (``shifts.clean: false``, analyses off).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Option -> its values. ``data`` is a class count (an image folder, checkpoint models) or
+#: "digits" (models trained by the pipeline).
+FACTORS: dict[str, tuple[Any, ...]] = {
+    "data": (2, 5, "digits"),
+    "clean": (True, False),
+    "corruption": (True, False),
+    "pgd": (True, False),
+    "targeted": (True, False),
+    "two_models": (True, False),
+    "superclasses": (True, False),
+    "label_view": (True, False),
+}
+CORRUPTION = "contrast_decrease_s2"
+PGD = "pgd_linf_eps0.1"
+TARGETED = ["pgd_targeted_1"]
+
+
+def valid(row: Mapping[str, Any]) -> bool:
+    """A row a user could write: some untargeted shift; a confident-learning view needs clean."""
+    if not (row["clean"] or row["corruption"] or row["pgd"]):
+        return False
+    return not (row["label_view"] and not row["clean"])
+
+
+def pairs_of(row: Mapping[str, Any]) -> set[tuple[tuple[str, Any], tuple[str, Any]]]:
+    return set(itertools.combinations(sorted(row.items(), key=lambda item: item[0]), 2))
+
+
+def all_valid_rows() -> list[dict[str, Any]]:
+    names = list(FACTORS)
+    rows = [dict(zip(names, values)) for values in itertools.product(*FACTORS.values())]
+    return [row for row in rows if valid(row)]
+
+
+def jobs_of(row: Mapping[str, Any]) -> int:
+    """About how many Snakemake jobs a row adds: per evaluated shift an inference and two metric
+    jobs per model and three table jobs, the label view's tables, the per-dataset analyses."""
+    models = 2 if row["two_models"] else 1
+    shifts = int(row["clean"]) + int(row["corruption"]) + int(row["pgd"])
+    return shifts * (3 * models + 3) + 2 * int(row["targeted"]) + int(row["label_view"]) * (2 * models + 4) + 4
+
+
+def pairwise_rows() -> list[dict[str, Any]]:
+    """Greedy covering: repeatedly take the valid row covering most still-uncovered pairs per
+    job it adds (ties to the first in product order), until every pair is covered."""
+    candidates = all_valid_rows()
+    uncovered = set().union(*(pairs_of(row) for row in candidates))
+    chosen: list[dict[str, Any]] = []
+    while uncovered:
+        best = max(candidates, key=lambda row: len(pairs_of(row) & uncovered) / jobs_of(row))
+        chosen.append(best)
+        uncovered -= pairs_of(best)
+    return chosen
+
+
+def write_image_folder(root: Path, n_classes: int, *, per_class: int, seed: int) -> None:
+    """``root/<class>/<image>.png`` with images of a few sizes whose brightness tells the class
+    (so the models are right on some classes and wrong on others), plus the stray files a real
+    folder holds (``Thumbs.db``, ``README.txt``)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    for label in range(n_classes):
+        folder = root / f"class_{label:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for index in range(per_class):
+            height, width = (12 + 4 * (index % 3), 16 - 2 * (index % 2))
+            level = 30 + 200 * label / max(1, n_classes - 1)
+            pixels = np.clip(rng.normal(level, 40, size=(height, width, 3)), 0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(folder / f"img_{index}.png")
+    (root / "Thumbs.db").write_bytes(b"\x00\x01not an image")
+    (root / "README.txt").write_text("a stray file beside the class folders\n")
+    (root / "class_00" / "Thumbs.db").write_bytes(b"\x00not an image")
+
+
+def write_checkpoint(path: Path, n_classes: int, *, seed: int) -> None:
+    """A state dict of timm's tiny ``test_resnet`` (about 0.4 M parameters) for n_classes."""
+    import timm
+    import torch
+
+    torch.manual_seed(seed)
+    model = timm.create_model("test_resnet", num_classes=n_classes, pretrained=False)
+    torch.save(model.state_dict(), path)
+
+
+def checkpoint_entry(path: Path, n_classes: int) -> dict[str, Any]:
+    return {
+        "source": "checkpoint",
+        "path": str(path),
+        "architecture": "test_resnet",
+        "library": "timm",
+        "num_classes": n_classes,
+        "data_config": {"input_size": [3, 16, 16]},
+    }
+
+
+def trained_entry(architecture: str, train_on: str) -> dict[str, Any]:
+    return {"source": "train", "train_on": train_on, "architecture": architecture, "epochs": 1, "seed": 0}
+
+
+def dataset_name(row: Mapping[str, Any], index: int) -> str:
+    return f"r{index}_{'digits' if row['data'] == 'digits' else str(row['data']) + 'c'}"
+
+
+def row_shifts(row: Mapping[str, Any]) -> list[str]:
+    shifts = ["clean"] if row["clean"] else []
+    shifts += [CORRUPTION] if row["corruption"] else []
+    shifts += [PGD] if row["pgd"] else []
+    shifts += TARGETED if row["targeted"] else []
+    return shifts
+
+
+def build_config(
+    rows: list[tuple[int, dict[str, Any]]], workdir: Path, *, clean: bool = True, analyses: bool = True
+) -> dict[str, Any]:
+    """One config whose datasets are ``rows`` (index, row); data and checkpoints go to workdir."""
+    datasets: dict[str, Any] = {}
+    models: dict[str, Any] = {}
+    targeted_models: list[str] = []
+    for index, row in rows:
+        name = dataset_name(row, index)
+        if row["data"] == "digits":
+            chosen = ["lin", "mlp"] if row["two_models"] else ["lin"]
+            for model in chosen:
+                # Every digits dataset of a run evaluates the models trained on its first one.
+                models.setdefault(model, trained_entry({"lin": "linear", "mlp": "mlp"}[model], name))
+            dataset: dict[str, Any] = {"source": "sklearn_digits"}
+            n_classes = 10
+        else:
+            n_classes = int(row["data"])
+            root = workdir / "data" / name
+            write_image_folder(root, n_classes, per_class=4, seed=index)
+            chosen = []
+            for suffix in ("a", "b")[: 2 if row["two_models"] else 1]:
+                model = f"net{n_classes}{suffix}"
+                checkpoint = workdir / f"{model}.pth"
+                checkpoint.parent.mkdir(parents=True, exist_ok=True)
+                if not checkpoint.exists():
+                    write_checkpoint(checkpoint, n_classes, seed=len(models))
+                models[model] = checkpoint_entry(checkpoint, n_classes)
+                chosen.append(model)
+            dataset = {"source": "image_folder", "root": str(root)}
+        dataset["models"] = chosen
+        dataset["shifts"] = row_shifts(row)
+        if row["superclasses"]:
+            dataset["superclasses"] = {"low": [0], "high": list(range(1, n_classes))}
+        if row["label_view"]:
+            dataset["label_views"] = {"cl": {"kind": "confident_learning", "reference_model": chosen[0]}}
+        if row["targeted"]:
+            targeted_models.append(chosen[0])
+        datasets[name] = dataset
+    config: dict[str, Any] = {
+        "datasets": datasets,
+        "models": models,
+        "shifts": {
+            "clean": clean,
+            "corruptions": ["contrast_decrease"],
+            "severities": [2],
+            "pgd": [{"norm": "linf", "eps": 0.1, "steps": 2, "step_size": 0.05}],
+            "pgd_targeted": {"norm": "linf", "eps": 0.2, "steps": 2, "step_size": 0.1, "targets": [1]},
+        },
+        "metrics": {"worst_class": {"k": 3, "n": [2]}},
+        "robustness": {"targeted_models": sorted(set(targeted_models)), "corruption_grid": {"severities": [2]}},
+        "analyses": {
+            "label_views": ["original"],
+            "subset_tests": {"n_resamples": 19},
+            "extrapolation": {"repetitions": 1, "methods": ["naive"]},
+        },
+    }
+    if not analyses:
+        config["analyses"] = {section: {"enabled": False} for section in ("subset_tests", "reference_tests", "extrapolation")}
+    return config
+
+
+def runs(workdir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(name, config) of each run; the rows are split between a run with every analysis and
+    clean images available, and one with ``shifts.clean: false`` and the analyses off."""
+    rows = list(enumerate(pairwise_rows()))
+    with_clean = [(i, row) for i, row in rows if row["clean"] or i % 2 == 0]
+    without_clean = [(i, row) for i, row in rows if (i, row) not in with_clean]
+    yield "analyses_on", build_config(with_clean, workdir / "analyses_on")
+    yield "clean_off", build_config(without_clean, workdir / "clean_off", clean=False, analyses=False)

@@ -1,0 +1,132 @@
+"""Every valid config runs to the end: a pairwise-sampled matrix of small configs, run end to end
+(tests/config_matrix.py builds them), and the regression tests of the failures a new user hit."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from config_matrix import (
+    FACTORS,
+    PGD,
+    all_valid_rows,
+    checkpoint_entry,
+    pairs_of,
+    pairwise_rows,
+    runs,
+    write_checkpoint,
+    write_image_folder,
+)
+from snakemake_runner import run_snakemake
+
+from classwise.logits_io import load_scores
+
+pytestmark = pytest.mark.workflow
+Run = tuple[Path, dict[str, Any], subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    workdir = tmp_path_factory.mktemp("matrix")
+    done: dict[str, Run] = {}
+    for name, config in runs(workdir):
+        run_dir = workdir / name
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / "config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        done[name] = (run_dir, config, run_snakemake(run_dir, path))
+    return done
+
+
+def test_the_sampled_rows_cover_every_pair_of_option_values() -> None:
+    rows = pairwise_rows()
+    candidates = all_valid_rows()
+    assert all(row in candidates for row in rows)
+    needed = set().union(*(pairs_of(row) for row in candidates))
+    covered = set().union(*(pairs_of(row) for row in rows))
+    assert covered == needed
+    assert len(rows) < len(candidates) // 10  # a sample, not the product
+    for (factor, values), (other, others) in itertools.combinations(FACTORS.items(), 2):
+        for value, other_value in itertools.product(values, others):
+            pair = tuple(sorted([(factor, value), (other, other_value)], key=lambda item: item[0]))
+            assert pair in needed or not any(r[factor] == value and r[other] == other_value for r in candidates)
+
+
+def _untargeted(dataset: dict[str, Any]) -> list[str]:
+    return [shift for shift in dataset["shifts"] if not shift.startswith("pgd_targeted")]
+
+
+@pytest.mark.parametrize("name", ["analyses_on", "clean_off"])
+def test_every_sampled_config_runs_to_the_end_and_writes_its_worst_class_tables(matrix: dict[str, Run], name: str) -> None:
+    run_dir, config, result = matrix[name]
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    results = run_dir / "results"
+    for dataset, dataset_cfg in config["datasets"].items():
+        for shift in _untargeted(dataset_cfg):
+            header = (results / "tables" / dataset / "original" / shift / "worst_class.csv").read_text().splitlines()[0]
+            assert header == ",".join(["metric", *dataset_cfg["models"]])
+            for model in dataset_cfg["models"]:
+                scores = load_scores(results / "logits" / dataset / model / f"{shift}.npz")
+                predicted = scores.scores.argmax(axis=1)
+                recalls = [np.mean(predicted[scores.labels == c] == c) for c in np.unique(scores.labels)]
+                document = json.loads((results / "metrics" / dataset / "original" / model / shift / "worst_class.json").read_text())
+                assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
+                assert document["n_classes"] == (10 if dataset_cfg["source"] == "sklearn_digits" else len(recalls))
+
+
+def test_without_a_pgd_shift_the_mean_confusion_directory_holds_a_note(matrix: dict[str, Run]) -> None:
+    """Regression: analyse_classwise_robustness declared the directory and did not create it."""
+    checked = 0
+    for run_dir, config, _ in matrix.values():
+        for dataset, dataset_cfg in config["datasets"].items():
+            directory = run_dir / "results" / "figures" / dataset / "robustness" / "mean_confusion"
+            if PGD in dataset_cfg["shifts"]:
+                assert (directory / f"{PGD}.png").is_file()
+            else:
+                assert "No PGD shift" in (directory / "README.txt").read_text()
+                checked += 1
+    assert checked
+
+
+def test_a_default_k1_adapts_to_a_small_dataset_and_the_readme_says_so(matrix: dict[str, Run]) -> None:
+    """Regression: the default k1 = 5 stopped the run on a dataset of fewer than 6 classes."""
+    run_dir, config, _ = matrix["analyses_on"]
+    readme = (run_dir / "results" / "README.md").read_text()
+    assert "## Skipped or adapted" in readme
+    small = {name: cfg for name, cfg in config["datasets"].items() if name.endswith(("_2c", "_5c"))}
+    assert small
+    for name, cfg in small.items():
+        has_clean = "clean" in cfg["shifts"]
+        extrapolation = run_dir / "results" / "analyses" / name / "original" / "extrapolation_summary.md"
+        if name.endswith("_5c") and has_clean:
+            assert f"extrapolation on {name}: k1 = 4 instead of the default 5" in readme
+            assert "from 4 sampled classes" in extrapolation.read_text()
+        elif name.endswith("_2c") and has_clean:
+            assert f"extrapolation on {name}: skipped, it needs 3 or more classes" in readme
+            assert not extrapolation.exists()
+        else:
+            assert f"extrapolation on {name}: skipped, the shift 'clean' (the default) is not evaluated on it" in readme
+
+
+def test_a_k1_the_user_set_that_cannot_apply_stops_before_any_job(tmp_path: Path) -> None:
+    write_image_folder(tmp_path / "data" / "pets", 4, per_class=2, seed=0)
+    write_checkpoint(tmp_path / "net.pth", 4, seed=0)
+    config = {
+        "datasets": {"pets": {"source": "image_folder", "root": "data/pets"}},
+        "models": {"net": checkpoint_entry(tmp_path / "net.pth", 4)},
+        "shifts": {"clean": True},
+        "analyses": {"extrapolation": {"k1": 5}},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = run_snakemake(tmp_path, path, "--dry-run")
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert f"{path}: field 'analyses.extrapolation.k1': expected 2 <= k1 < C, the 4 classes of dataset 'pets'; got 5" in message
+    assert not (tmp_path / "results").exists()

@@ -1,0 +1,196 @@
+"""The config resolved before any job (classwise.pipeline.plan): errors for what the user set
+that cannot apply, adapted or skipped defaults for the rest."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from classwise.errors import InputError
+from classwise.pipeline.checkpoint_files import pickled_classes
+from classwise.pipeline.plan import check_runs, dataset_classes, resolve_analyses, resolve_views
+from classwise.shifts.spec import expand_shifts
+
+ANALYSES = {
+    "subset_tests": {"enabled": True, "shift": "clean"},
+    "reference_tests": {"enabled": True, "reference": "clean"},
+    "extrapolation": {"enabled": True, "shift": "clean", "k1": 5},
+}
+
+
+def _folder(root: Path, n_classes: int) -> str:
+    for label in range(n_classes):
+        (root / f"c{label}").mkdir(parents=True)
+    (root / "Thumbs.db").write_bytes(b"\x00")  # a stray file is no class
+    return str(root)
+
+
+def _state_dict(tmp_path: Path) -> Path:
+    path = tmp_path / "net.pt"
+    if not path.exists():
+        torch.save(nn.Linear(2, 3).state_dict(), path)
+    return path
+
+
+def _config(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "datasets": {
+            "digits": {"source": "sklearn_digits"},
+            "pets": {"source": "image_folder", "root": _folder(tmp_path / "pets", 3), "models": ["net"]},
+        },
+        "models": {
+            "lin": {"source": "train", "train_on": "digits", "architecture": "linear"},
+            "net": {"source": "checkpoint", "path": str(_state_dict(tmp_path)), "architecture": "x", "num_classes": 3},
+        },
+        "shifts": {"clean": True, "pgd_targeted": {"norm": "linf", "eps": 0.1, "targets": [1]}},
+    }
+    config["datasets"]["digits"]["models"] = ["lin"]
+    config.update(overrides)
+    return config
+
+
+def _plan(config: dict[str, Any]):
+    return check_runs(config, shifts=expand_shifts(config["shifts"]), source="my.yaml")
+
+
+def test_class_counts_come_from_the_config_and_one_directory_listing(tmp_path: Path) -> None:
+    assert dataset_classes("d", {"source": "sklearn_digits"}) == 10
+    assert dataset_classes("f", {"source": "image_folder", "root": _folder(tmp_path / "f", 3)}) == 3
+    assert dataset_classes("f", {"source": "image_folder", "root": "x", "classes": ["a", "b"]}) == 2
+    assert dataset_classes("c", {"source": "torchvision", "name": "cifar100"}) == 100
+    assert dataset_classes("i", {"source": "imagenet_val", "root": "x"}) is None  # only loading tells
+
+
+def test_each_dataset_runs_its_own_models(tmp_path: Path) -> None:
+    plan = _plan(_config(tmp_path))
+    assert plan.models == {"digits": ["lin"], "pets": ["net"]}
+    assert plan.classes == {"digits": 10, "pets": 3}
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "text"),
+    [
+        (lambda c: c["datasets"]["pets"].pop("models"), "datasets.pets.models", "model 'lin' scores 10 classes, dataset 'pets' has 3"),
+        (lambda c: c["datasets"]["pets"].update(models=["nope"]), "datasets.pets.models", "names models ['nope']"),
+        (lambda c: c["models"]["lin"].update(train_on="pets"), "models.lin.train_on", "evaluation set without a train split"),
+        (lambda c: c["shifts"]["pgd_targeted"].update(targets=[3]), "shifts.pgd_targeted.targets", "target class 3 is not a class of dataset 'pets'"),
+        (
+            lambda c: c["datasets"]["pets"].update(superclasses={"big": [0, 5]}),
+            "datasets.pets.superclasses",
+            "superclass 'big' names classes [5]",
+        ),
+    ],
+)
+def test_what_cannot_run_is_an_error_naming_the_field(tmp_path: Path, change, field: str, text: str) -> None:
+    config = _config(tmp_path)
+    change(config)
+    with pytest.raises(InputError) as error:
+        _plan(config)
+    assert text in str(error.value)
+    assert error.value.path == "my.yaml" and error.value.field == field
+
+
+def test_a_digits_model_is_refused_on_images_of_another_shape(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    config["datasets"]["pets"]["models"] = ["lin"]
+    config["datasets"]["pets"]["classes"] = [f"c{i}" for i in range(3)]
+    config["datasets"]["pets"]["root"] = _folder(tmp_path / "ten", 10)
+    config["datasets"]["pets"]["classes"] = [f"c{i}" for i in range(10)]
+    with pytest.raises(InputError, match=r"trained on 'digits' images of shape \(1, 8, 8\)"):
+        _plan(config)
+
+
+class _Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+
+@pytest.mark.parametrize("zipped", [True, False])
+def test_a_pickled_module_is_told_apart_from_a_state_dict_without_torch(tmp_path: Path, zipped: bool) -> None:
+    model = _Net()
+    torch.save(model, tmp_path / "module.pt", _use_new_zipfile_serialization=zipped)
+    torch.save(model.state_dict(), tmp_path / "state.pt", _use_new_zipfile_serialization=zipped)
+    torch.save({"state_dict": model.state_dict(), "meta": [1, "a"]}, tmp_path / "dict.pt", _use_new_zipfile_serialization=zipped)
+    assert "torch.nn.modules.linear.Linear" in pickled_classes(tmp_path / "module.pt")
+    assert any(name.endswith("_Net") for name in pickled_classes(tmp_path / "module.pt"))
+    assert pickled_classes(tmp_path / "state.pt") == []
+    assert pickled_classes(tmp_path / "dict.pt") == []
+    (tmp_path / "junk.pt").write_bytes(b"not a pickle")
+    assert pickled_classes(tmp_path / "junk.pt") == []  # left to the loading job
+
+
+def test_a_checkpoint_saved_as_a_module_stops_the_plan_saying_to_save_the_state_dict(tmp_path: Path) -> None:
+    torch.save(_Net(), tmp_path / "module.pt")
+    config = _config(tmp_path)
+    config["models"]["net"] = {"source": "checkpoint", "path": str(tmp_path / "module.pt"), "architecture": "resnet18", "library": "torchvision"}
+    with pytest.raises(InputError, match=r"pickled model object .*torch.save\(model.state_dict\(\), path\)") as error:
+        _plan(config)
+    assert error.value.field == "models.net.path"
+
+
+def _resolved(tmp_path: Path, config: dict[str, Any], user_analyses: dict[str, Any]):
+    shifts = expand_shifts(config["shifts"])
+    user = copy.deepcopy(config)
+    for dataset in config["datasets"].values():  # the schema's default
+        for view in dataset.get("label_views", {}).values():
+            view.setdefault("shifts", ["clean"])
+    plan = _plan(config)
+    resolve_views(plan, config, user, shifts=shifts, source="my.yaml")
+    analyses = copy.deepcopy(ANALYSES)
+    for section, values in user_analyses.items():
+        analyses[section].update(values)
+    return resolve_analyses(
+        plan,
+        analyses,
+        user_analyses,
+        dataset_shifts={d: plan.view_shifts[(d, "original")] for d in config["datasets"]},
+        source="my.yaml",
+    )
+
+
+def test_a_default_k1_shrinks_below_the_class_count_and_says_so(tmp_path: Path) -> None:
+    plan = _resolved(tmp_path, _config(tmp_path), {})
+    assert plan.analyses["digits"]["extrapolation"]["k1"] == 5
+    assert plan.analyses["pets"]["extrapolation"]["k1"] == 2
+    assert "extrapolation on pets: k1 = 2 instead of the default 5, below its 3 classes" in plan.notes
+
+
+def test_a_k1_the_user_set_is_kept_or_refused_never_changed(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="expected 2 <= k1 < C, the 3 classes of dataset 'pets'; got 3") as error:
+        _resolved(tmp_path, _config(tmp_path), {"extrapolation": {"k1": 3}})
+    assert error.value.field == "analyses.extrapolation.k1"
+
+
+def test_two_classes_skip_extrapolation(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    config["datasets"]["pets"]["root"] = _folder(tmp_path / "two", 2)
+    config["models"]["net"]["num_classes"] = 2
+    plan = _resolved(tmp_path, config, {})
+    assert plan.analyses["pets"]["extrapolation"] is None
+    assert "extrapolation on pets: skipped, it needs 3 or more classes (it has 2)" in plan.notes
+
+
+def test_without_clean_the_default_analyses_skip_and_label_views_move_to_the_shifts_there_are(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    config["shifts"] = {"clean": False, "corruptions": ["gaussian_noise"]}
+    config["datasets"]["digits"]["label_views"] = {"files": {"kind": "cifar10_cleaned"}}
+    plan = _resolved(tmp_path, config, {})
+    assert all(section is None for section in plan.analyses["digits"].values())
+    assert plan.view_shifts[("digits", "files")] == ["gaussian_noise_s3"]
+    assert any(note.startswith("subset tests on digits: skipped, the shift 'clean' (the default) is not evaluated on it") for note in plan.notes)
+    assert any(note.startswith("label view files of digits: evaluated on ['gaussian_noise_s3']") for note in plan.notes)
+
+
+def test_confident_learning_without_clean_images_is_an_error(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    config["shifts"] = {"clean": False, "corruptions": ["gaussian_noise"]}
+    config["datasets"]["digits"]["label_views"] = {"cl": {"kind": "confident_learning", "reference_model": "lin"}}
+    with pytest.raises(InputError, match="reads the reference model's clean probabilities") as error:
+        _resolved(tmp_path, config, {})
+    assert error.value.field == "datasets.digits.label_views.cl.kind"
