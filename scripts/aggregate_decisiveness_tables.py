@@ -1,6 +1,6 @@
 """Snakemake script of rule aggregate_decisiveness_tables: per-model JSON -> Tables 1 and 2."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.reports import decisiveness_tables_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule aggregate_worst_class_tables: per-model metrics -> Table-1-style tables."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.reports import worst_class_table_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule analyse_classwise_robustness: confusions -> Figures 2-4, 7 + table."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import classwise_robustness_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule analyse_targeted_attacks: targeted logits -> Figure 5 + table."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import targeted_success_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule build_label_view: label-errors files or reference logits -> view CSV."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import build_label_view_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule compute_decisiveness_metrics: logits -> Nelson metrics + figure."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.metrics import decisiveness_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule compute_image_features: a dataset's evaluation images -> features CSV."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import image_features_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule compute_worst_class_metrics: one logits file -> metrics JSON + CSV."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.metrics import worst_class_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

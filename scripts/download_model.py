@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import download_model_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

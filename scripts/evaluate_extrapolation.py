@@ -1,6 +1,6 @@
 """Snakemake script of rule evaluate_extrapolation: cached logits -> RMSE table, curves, figure."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import extrapolation_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule finetune_model: fine-tune one torchvision model, save its checkpoint."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.models import finetune_step
 
 with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule infer: one (dataset, model, shift) inference -> cached logits."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.models import infer_step
 
 with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule plot_class_wise_figures: per-class CSVs -> bars and heatmaps."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.reports import per_class_figures_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule plot_corruption_grid: one image under every corruption."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import corruption_grid_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of localrule prepare_dataset: download and verify a dataset's archives."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import prepare_dataset_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

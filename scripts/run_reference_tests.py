@@ -1,6 +1,6 @@
 """Snakemake script of rule run_reference_tests: cached logits of every shift -> test report."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import reference_tests_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

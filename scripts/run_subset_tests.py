@@ -1,6 +1,6 @@
 """Snakemake script of rule run_subset_tests: cached logits + features -> subset test tables."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import subset_tests_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule run_transformation_tests: clean + corrupted logits -> test table."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import transformation_tests_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule simulate_extrapolation: the rROC paper's simulation -> RMSE table."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import simulation_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

@@ -1,6 +1,6 @@
 """Snakemake script of rule summarise_reference_tests: per-model test reports -> summary table."""
 
-from classwise.scripting import job_log
+from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import reference_summary_step
 
 with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)

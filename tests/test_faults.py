@@ -112,7 +112,7 @@ def test_bad_config_stops_before_any_job(tmp_path: Path, mutate, expected: list[
     ids=["unknown-top-level-key", "unknown-dataset-key", "wrong-type", "bad-enum", "missing-key", "nested-wrong-type"],
 )
 def test_schema_check_names_file_field_and_expectation(mutate, field: str, text: str) -> None:
-    from classwise.config_checks import check_schema
+    from classwise.pipeline.config_checks import check_schema
 
     config = yaml.safe_load(TINY_CONFIG.read_text())
     check_schema(config, SCHEMA, source="tests/configs/tiny.yaml")  # the valid config passes

@@ -1,4 +1,4 @@
-"""The HTML report: the table and image directives of classwise.report, and `snakemake --report`
+"""The HTML report: the table and image directives of classwise.pipeline.report, and `snakemake --report`
 on a tiny run, opened in headless Chromium.
 
 The workflow tests run tests/configs/report.yaml once in a temporary directory, build the report
@@ -29,7 +29,7 @@ from snakemake_runner import run_snakemake
 from system_packages import apt_install, cannot_run, tail
 
 from classwise.errors import InputError
-from classwise.report import (
+from classwise.pipeline.report import (
     format_cell,
     image_data_uri,
     preview_note,
@@ -56,7 +56,7 @@ PAPERS = [re.search(r"\((.*)\)", name).group(1) for name in CATEGORIES]
 NOT_REPORTED = {"extrapolation_curves.csv"}
 
 
-# --- classwise.report, without Snakemake ----------------------------------------------------
+# --- classwise.pipeline.report, without Snakemake ----------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -208,7 +208,7 @@ rule evaluate_extrapolation:
     # CleaneX trains a small MLP with torch: one thread per job, jobs side by side.
     threads: 1
     params:
-        k1=analysis_setting("extrapolation", "k1"),
+        k1=lambda wildcards: analysis_settings(wildcards.dataset, "extrapolation")["k1"],
         repetitions=ANALYSES["extrapolation"]["repetitions"],
         methods=ANALYSES["extrapolation"]["methods"],
         cleanex_steps=ANALYSES["extrapolation"]["cleanex_steps"],

@@ -1,5 +1,5 @@
 # Settings, checks, path patterns and input functions of the analyses (included by the
-# Snakefile before the rule files). The `analyses:` config section is validated against
+# Snakefile ahead of the rule files). Its `analyses` config section is validated against
 # workflow/schemas/analyses.schema.yaml, which fills in the defaults.
 from classwise.errors import InputError
 from classwise.pipeline.plan import ANALYSIS_SHIFT_KEYS, resolve_analyses
@@ -58,11 +58,6 @@ resolve_analyses(
 def analysis_settings(dataset, section):
     """The settings of an analysis on a dataset, or None when it is skipped there."""
     return PLAN.analyses[dataset][section]
-
-
-def analysis_setting(section, key):
-    """One setting of an analysis as a params function of the job's dataset."""
-    return lambda wildcards: analysis_settings(wildcards.dataset, section)[key]
 
 
 def analysed_views(dataset, section):

@@ -5,7 +5,7 @@ import re
 
 from snakemake.utils import validate
 
-from classwise.config_checks import check_references, check_schema
+from classwise.pipeline.config_checks import check_references, check_schema
 from classwise.data.sources import DOWNLOADED_SOURCES, job_parameters
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.pipeline.plan import check_runs, resolve_views

@@ -9,7 +9,7 @@
 # analyses.smk, robustness.smk and metrics.smk into one HTML file, one category per paper and
 # one subcategory per dataset; the captions are the .rst files of workflow/report/, which show
 # each CSV with the classwise-table directive registered here.
-from classwise.report import register_directives
+from classwise.pipeline.report import register_directives
 
 register_directives()
 

@@ -41,7 +41,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 def check_config_file(path: str | Path, schema: str | Path = SCHEMA) -> dict[str, Any]:
     """The YAML and the schema's checks (unknown keys, types, required keys); the cross checks
     that need the data run when the workflow builds its DAG (``snakemake -n``)."""
-    from classwise.config_checks import check_schema
+    from classwise.pipeline.config_checks import check_schema
 
     config = load_config_file(path)
     if Path(schema).is_file():

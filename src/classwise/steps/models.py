@@ -18,7 +18,7 @@ import classwise
 from classwise.data.sources import load_split, open_split
 from classwise.errors import InputError
 from classwise.logits_io import save_logits
-from classwise.scripting import limit_threads
+from classwise.steps.threads import limit_threads
 
 
 #: Training settings of ``source: train`` models that the config leaves out (documented in the

@@ -65,13 +65,3 @@ def error_line(error: BaseException) -> str:
     if isinstance(error, InputError):
         return f"classwise: error: {message}"
     return f"classwise: error: {type(error).__name__}: {message}"
-
-
-def limit_threads(threads: int | None) -> None:
-    """Give torch exactly the job's threads (``None``: leave it). Its default, every core,
-    oversubscribes the machine when Snakemake runs jobs side by side (CleaneX, for one, then
-    runs many times slower)."""
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(max(1, int(threads)))
