@@ -3,7 +3,7 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import extrapolation_step
 
-with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
+with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)
     extrapolation_step(
         logits_path=snakemake.input.logits,  # noqa: F821
         label_view=snakemake.wildcards.labels,  # noqa: F821
@@ -23,4 +23,5 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         curves_path=snakemake.output.curves,  # noqa: F821
         figure_path=snakemake.output.figure,  # noqa: F821
         threads=snakemake.threads,  # noqa: F821
+        progress=log,
     )

@@ -3,7 +3,7 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import simulation_step
 
-with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
+with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)
     simulation_step(
         k1s=snakemake.params.k1,  # noqa: F821
         k2=snakemake.params.k2,  # noqa: F821
@@ -20,4 +20,5 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         json_path=snakemake.output.json,  # noqa: F821
         figure_path=snakemake.output.figure,  # noqa: F821
         threads=snakemake.threads,  # noqa: F821
+        progress=log,
     )

@@ -186,3 +186,30 @@ def test_missing_file_fails_clearly(tmp_path, capsys):
     missing = tmp_path / "nope.npz"
     assert main(["metrics", str(missing), "--out", str(tmp_path / "m.json")]) != 0
     assert str(missing) in capsys.readouterr().err
+
+
+def test_version_is_the_installed_distributions(capsys):
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    from classwise.cli import main
+
+    expected = f"classwise {importlib.metadata.version('classwise')}\n"
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out == expected
+    done = subprocess.run([sys.executable, "-m", "classwise.cli", "--version"], capture_output=True, text=True, check=True)
+    assert done.stdout == expected
+
+
+def test_version_without_installed_metadata(monkeypatch):
+    import importlib.metadata
+
+    from classwise import cli
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert cli.installed_version().startswith("unknown")

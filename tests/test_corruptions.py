@@ -205,3 +205,83 @@ def test_expand_shifts_errors_name_the_field(section: dict, field: str) -> None:
     with pytest.raises(InputError) as info:
         expand_shifts({"shifts": section})
     assert info.value.field == field
+
+
+# --------------------------------------------------------------------------- no corruption invents black
+#
+# A corruption must not turn a pixel black unless its own arithmetic sends it there: a black
+# pixel out of a non-black one was the signature of albumentations 2.0.8's snow, whose uint8
+# cast wrapped bright pixels (V + snow > 255) round to near black. Test images have no black
+# pixel (values on the uint8 grid, 1/255 to 1), so for the six corruptions that never clip at
+# 0 the property is exact: no black pixel in the output. Four corruptions clip at 0 by design;
+# for them the test checks that each new black pixel is one that clipping explains:
+#   gaussian_noise: image + noise <= 0 in every channel (the noise depends only on the seed and
+#     the shape, so the same seed on an all-ones image gives 1 + noise);
+#   randomize_pixels: the pixel was replaced by a noise draw that is itself black (the same seed
+#     blackens the same pixel of an all-ones image);
+#   contrast_increase, color_jitter: only pixels below the image mean can reach 0 (contrast
+#     c <= 4 zeroes a pixel p only if p <= mean * (1 - 1/c); brightness scales pixel and mean
+#     alike; saturation and hue never zero a non-black pixel), so no pixel whose every channel
+#     is at least the image's mean grey level becomes black.
+
+CLIPS_AT_ZERO_WITH_NOISE = ("gaussian_noise", "randomize_pixels")
+CLIPS_AT_ZERO_BELOW_MEAN = ("contrast_increase", "color_jitter")
+
+
+def _no_black_image(shape: tuple[int, int, int], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.integers(1, 256, size=shape) / 255).astype(np.float32)
+
+
+def _black(image: np.ndarray) -> np.ndarray:
+    return (image == 0).all(axis=2)
+
+
+def _black_that_clipping_explains(name: str, severity: int, image: np.ndarray, seed: int) -> np.ndarray:
+    if name in CLIPS_AT_ZERO_WITH_NOISE:
+        ones = corrupt_image(np.ones_like(image), name, severity, seed)
+        if name == "gaussian_noise":  # ones = clip(1 + noise): noise <= -image  <=>  ones <= 1 - image
+            return (ones <= 1 - image + 1e-6).all(axis=2)
+        return _black(ones)
+    if name in CLIPS_AT_ZERO_BELOW_MEAN:
+        grey = image.mean() if image.shape[2] == 1 else (image @ np.array([0.299, 0.587, 0.114])).mean()
+        return ~(image >= grey).all(axis=2)
+    return np.zeros(image.shape[:2], dtype=bool)
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
+@pytest.mark.parametrize("channels", [1, 3])
+def test_no_corruption_turns_a_pixel_black_unless_clipping_explains_it(name: str, channels: int) -> None:
+    for severity in (1, 2, 3, 4, 5):
+        for seed in (0, 1):
+            image = _no_black_image((48, 48, channels), seed=10 * severity + seed)
+            out = corrupt_image(image, name, severity, seed)
+            assert out.dtype == np.float32 and np.isfinite(out).all()
+            assert out.min() >= 0.0 and out.max() <= 1.0
+            unexplained = _black(out) & ~_black_that_clipping_explains(name, severity, image, seed)
+            assert not unexplained.any(), (
+                f"{name} severity {severity} seed {seed}: {int(unexplained.sum())} pixels turned black, "
+                f"brightest input {image[unexplained].max():.3f}"
+            )
+
+
+@pytest.mark.skipif(A.__version__ != "2.0.8", reason="the clipped snow replicates albumentations 2.0.8's blend")
+def test_snow_matches_albumentations_where_it_does_not_overflow() -> None:
+    # a dark grey image (hue and saturation 0, value <= 0.3) leaves room for the snow layer in
+    # every HSV channel: upstream's blend never wraps there, so the clipped snow must give
+    # upstream's pixels exactly (same draws, same arithmetic)
+    image = np.repeat(0.3 * _no_black_image((40, 40, 1), seed=5), 3, axis=2)
+    for severity, point in enumerate((0.2, 0.3, 0.35, 0.4, 0.45), start=1):
+        upstream = A.RandomSnow(snow_point_range=(point, point), brightness_coeff=2.0, method="texture", p=1.0)
+        upstream.set_random_seed(severity)
+        expected = upstream(image=image)["image"]
+        assert np.array_equal(corrupt_image(image, "snow", severity, seed=severity), expected)
+
+
+def test_snow_keeps_bright_pixels_bright() -> None:
+    # the reported case: albumentations 2.0.8's own RandomSnow (method="texture", snow point 0.45,
+    # brightness 2) turns 79 pixels of this image black (the wrap-around of V + snow > 255)
+    image = np.random.default_rng(0).random((64, 64, 3), dtype=np.float32)
+    out = corrupt_image(image, "snow", 5, seed=0)
+    assert not _black(out).any()
+    assert out[:32].mean() > image[:32].mean()  # snow brightens, most at the top

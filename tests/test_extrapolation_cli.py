@@ -107,3 +107,21 @@ def test_bad_arguments_are_usage_errors(tmp_path: Path, extra: list[str]) -> Non
     with pytest.raises(SystemExit) as info:
         parser().parse_args(["extrapolate", "s.npz", *extra, "--out", str(tmp_path / "c.csv")])
     assert info.value.code == 2
+
+
+def test_cleanex_shows_its_progress_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import classwise.extrapolation.methods as methods
+    from classwise.cli import main
+
+    monkeypatch.setattr(methods, "DEFAULT_CLEANEX_STEPS", 30)
+    rng = np.random.default_rng(1)
+    scores = write_scores(tmp_path / "s.npz", logits=rng.normal(size=(40, 6)).astype(np.float32), labels=np.arange(40) % 6)
+    argv = ["extrapolate", str(scores), "--k-max", "9", "--method", "cleanex", "--out", str(tmp_path / "c.csv")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "CleaneX fit: 100%" in captured.err and "30/30" in captured.err and "loss=" in captured.err
+    assert captured.out == ""
+    assert main([*argv[:5], "naive", "--out", str(tmp_path / "n.csv")]) == 0
+    assert "CleaneX" not in capsys.readouterr().err  # the fast methods show nothing

@@ -208,3 +208,18 @@ def test_evaluate_methods_rejects_bad_settings() -> None:
         extrapolate(scores, labels, 10, "magic")
     with pytest.raises(InputError, match="k_max"):
         extrapolate(scores, labels, 1, "naive")
+
+
+def test_cleanex_progress_bar_changes_nothing_but_the_stream() -> None:
+    import io
+
+    from classwise.extrapolation.methods import cleanex_fit
+
+    rng = np.random.default_rng(2)
+    scores, labels = rng.normal(size=(30, 5)), np.arange(30) % 5
+    stream = io.StringIO()
+    shown = cleanex_fit(scores, labels, seed=3, steps=20, progress=stream)
+    silent = cleanex_fit(scores, labels, seed=3, steps=20)
+    np.testing.assert_array_equal(shown.c, silent.c)
+    text = stream.getvalue()
+    assert "CleaneX fit: 100%" in text and "20/20" in text and f"loss={silent.loss:.2e}" in text  # the final loss

@@ -28,6 +28,7 @@ from classwise.labels.imagenet_cleaned import (
     view_summary,
     write_label_file,
 )
+from classwise.labels.views import aligned_labels, build_view, write_view
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 IMAGENET_DIR = SHARED / "imagenet-labels"
@@ -103,16 +104,13 @@ def test_paper_file_is_the_rule_applied_at_misaligned_rows(imagenet: dict) -> No
 
 @needs_imagenet
 @pytest.mark.parametrize("variant", ["paper", "aligned"])
-def test_cli_writes_one_line_per_image(imagenet: dict, tmp_path: Path, variant: str) -> None:
+def test_cli_writes_the_label_view_format(imagenet: dict, tmp_path: Path, variant: str) -> None:
     out = tmp_path / "out" / f"{variant}.csv"
     assert _run_cli(["imagenet-cleaned-labels", "--label-errors-dir", str(IMAGENET_DIR), "--variant", variant, "--out", str(out)]) == 0
-    text = out.read_text()
-    lines = text.split("\n")
-    assert text.endswith("\n") and len(lines) == 50_001 and lines[-1] == ""
-    np.testing.assert_array_equal(np.array(lines[:-1], dtype=np.int64), imagenet[variant])
+    ids = np.array([p.removeprefix("val/") for p in imagenet["filepaths"]])
+    assert out.read_text().startswith(f"sample_id,label\n{ids[0]},")
+    np.testing.assert_array_equal(aligned_labels(out, ids), imagenet[variant])  # what the workflow reads
     assert list(out.parent.iterdir()) == [out]  # atomic: no temporary left
-    if variant == "paper":
-        assert text == (IMAGENET_DIR / IMAGENET_FILES["paper"]).read_text()
 
 
 @needs_cifar10
@@ -171,26 +169,60 @@ def test_synthetic_aligned_view(tmp_path: Path) -> None:
     np.testing.assert_array_equal(build_imagenet_view(directory, "aligned"), expected)
 
 
-def test_synthetic_cli_and_paper_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_synthetic_cli_writes_the_label_view_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     directory, expected = _synthetic_dir(tmp_path)
     out = tmp_path / "aligned.csv"
     argv = ["imagenet-cleaned-labels", "--label-errors-dir", str(directory), "--variant", "aligned", "--out", str(out)]
     assert _run_cli(argv) == 0
-    assert out.read_text() == "".join(f"{v}\n" for v in expected.tolist())
+    paths = read_index_to_filepath(directory / IMAGENET_FILES["index_to_filepath"])
+    ids = [p.removeprefix("val/") for p in paths]
+    assert out.read_text() == "sample_id,label\n" + "".join(f"{i},{v}\n" for i, v in zip(ids, expected.tolist(), strict=True))
+    # the same bytes as the workflow's label view of the same config
+    workflow_view = tmp_path / "view.csv"
+    write_view(workflow_view, *build_view({"kind": "imagenet_cleaned", "variant": "aligned"}, label_errors_dir=directory))
+    assert out.read_bytes() == workflow_view.read_bytes()
     assert "10 kept" in capsys.readouterr().err
-    # paper: a 50,000-line file is read as published, wherever it lies
+    with pytest.raises(SystemExit):
+        _run_cli(["imagenet-cleaned-labels", "--label-errors-dir", str(directory), "--variant", "other", "--out", str(out)])
+
+
+def test_cli_refuses_a_paper_file_for_the_aligned_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from classwise.cli import main
+
+    directory, _ = _synthetic_dir(tmp_path)
+    paper_file = tmp_path / "new_labels.csv"
+    write_label_file(paper_file, np.zeros(50_000, dtype=np.int64))
+    out = tmp_path / "aligned.csv"
+    argv = ["imagenet-cleaned-labels", "--label-errors-dir", str(directory), "--variant", "aligned", "--paper-file", str(paper_file), "--out", str(out)]
+    with pytest.raises(InputError) as info:
+        _run_cli(argv)
+    assert info.value.field == "--paper-file" and "--variant paper" in str(info.value)
+    assert main(argv) == 2  # through the command line: status 2 and the message
+    assert "--paper-file" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_synthetic_paper_variant_reads_the_published_file(tmp_path: Path) -> None:
+    # paper: a 50,000-line file read as published, wherever it lies; ids from the index list
+    directory = tmp_path / "label-errors"
+    directory.mkdir()
+    paths = [f"val/{WNIDS[i * 3 // 50_000]}/ILSVRC2012_val_{i + 1:08d}.JPEG" for i in range(50_000)]
+    (directory / IMAGENET_FILES["index_to_filepath"]).write_text(json.dumps(paths))
     published = np.full(50_000, 3, dtype=np.int64)
     published[::7] = REMOVED
     paper_file = tmp_path / "elsewhere.csv"
     write_label_file(paper_file, published)
-    out_paper = tmp_path / "paper.csv"
-    argv = ["imagenet-cleaned-labels", "--label-errors-dir", str(directory), "--variant", "paper", "--paper-file", str(paper_file), "--out", str(out_paper)]
+    out = tmp_path / "paper.csv"
+    argv = ["imagenet-cleaned-labels", "--label-errors-dir", str(directory), "--variant", "paper", "--paper-file", str(paper_file), "--out", str(out)]
     assert _run_cli(argv) == 0
-    assert out_paper.read_bytes() == paper_file.read_bytes()
+    ids = np.array([p.removeprefix("val/") for p in paths])
+    np.testing.assert_array_equal(aligned_labels(out, ids), published)
     with pytest.raises(InputError, match="worst_classes_new_labels.csv"):
         build_imagenet_view(directory, "paper")  # no default file in the directory
-    with pytest.raises(SystemExit):
-        _run_cli(["imagenet-cleaned-labels", "--label-errors-dir", str(directory), "--variant", "other", "--out", str(out)])
+    (directory / IMAGENET_FILES["index_to_filepath"]).write_text(json.dumps(paths[:10]))
+    with pytest.raises(InputError, match="lists 10 images, the paper view has 50000 labels") as info:
+        _run_cli(argv)
+    assert info.value.path == str(directory / IMAGENET_FILES["index_to_filepath"])
 
 
 def test_synthetic_misalignment_is_detected(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ the `analyses:` config section."""
 
 from __future__ import annotations
 
+import io
+
 import json
 from pathlib import Path
 
@@ -285,12 +287,14 @@ def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
 
     logits = _save(tmp_path / "clean.npz", 0, 1.5)
     outputs = _outputs(tmp_path, "extrapolation")
+    progress = io.StringIO()  # the rule passes its log file
     steps.extrapolation_step(
         logits_path=logits, label_view="original", view_labels_path=None, k1=3, repetitions=2,
         methods=["naive", "kde", "cleanex"], cleanex_steps=3, ties="random", device="cpu", seed=1,
         title="t", caption="Extrapolation.", curves_path=tmp_path / "curves.csv",
-        figure_path=tmp_path / "figure.png", **outputs,
+        figure_path=tmp_path / "figure.png", **outputs, progress=progress,
     )
+    assert progress.getvalue().count("CleaneX fit: 100%") == 2  # one finished bar per repetition
     scores, labels = _logits(0, 1.5)
     evaluation = evaluate_methods(scores, labels, 3, C, 2, 1, methods=("naive", "kde"))
     table = pd.read_csv(outputs["csv_path"], index_col="method")
@@ -346,3 +350,45 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
             k1s=[12], caption="c", json_path=tmp_path / "x.json", figure_path=tmp_path / "x.png", **kwargs,
             **_outputs(tmp_path, "x"),
         )
+
+
+def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_path: Path) -> None:
+    """The scripts as Snakemake runs them (a stand-in ``snakemake`` object): CleaneX's progress
+    bar ends up in the job's log file."""
+    import runpy
+    from types import SimpleNamespace
+
+    logits = _save(tmp_path / "clean.npz", 0, 1.5)
+    out = _outputs(tmp_path, "e")
+    job = SimpleNamespace(
+        input=SimpleNamespace(logits=str(logits), labels=[]),
+        output=SimpleNamespace(
+            markdown=str(out["markdown_path"]), csv=str(out["csv_path"]), latex=str(out["latex_path"]),
+            curves=str(tmp_path / "curves.csv"), figure=str(tmp_path / "e.png"),
+        ),
+        params=SimpleNamespace(
+            k1=3, repetitions=1, methods=["naive", "cleanex"], cleanex_steps=4, ties="random", device="cpu",
+            seed=0, title="t", caption="c",
+        ),
+        wildcards=SimpleNamespace(labels="original"),
+        log=[str(tmp_path / "logs" / "evaluate_extrapolation.log")],
+        threads=1,
+    )
+    runpy.run_path(str(REPO / "scripts" / "evaluate_extrapolation.py"), init_globals={"snakemake": job})
+    assert "CleaneX fit: 100%" in Path(job.log[0]).read_text()
+
+    out = _outputs(tmp_path, "s")
+    job = SimpleNamespace(
+        output=SimpleNamespace(
+            markdown=str(out["markdown_path"]), csv=str(out["csv_path"]), latex=str(out["latex_path"]),
+            json=str(tmp_path / "s.json"), figure=str(tmp_path / "s.png"),
+        ),
+        params=SimpleNamespace(
+            k1=[4], k2=8, sigma2=0.1, repetitions=1, methods=["cleanex"], cleanex_steps=4, device="cpu", seed=0,
+            caption="c",
+        ),
+        log=[str(tmp_path / "logs" / "simulate_extrapolation.log")],
+        threads=1,
+    )
+    runpy.run_path(str(REPO / "scripts" / "simulate_extrapolation.py"), init_globals={"snakemake": job})
+    assert "CleaneX fit: 100%" in Path(job.log[0]).read_text()

@@ -98,3 +98,73 @@ def test_decisiveness_table_has_the_papers_rows_and_slashed_cells() -> None:
     assert list(sweep.index) == [".05", "0"]
     assert sweep.loc[".05", "densenet: robustness"] == ".100"
     assert list(sweep.columns)[:3] == ["alexnet: robustness", "alexnet: geometric accuracy", "alexnet: decisiveness"]
+
+
+# --- metrics that are trivial for the class count -----------------------------------------
+
+
+def _three_class_scores() -> tuple:
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    labels = np.repeat(np.arange(3), 20)
+    logits = rng.normal(size=(60, 3))
+    logits[np.arange(60), labels] += 1.0
+    return logits, labels
+
+
+def test_top_k_metrics_with_k_at_least_the_class_count_are_skipped_with_why() -> None:
+    import numpy as np
+
+    from classwise.metrics import worst_class as wc
+    from classwise.metrics.stats import compute_stats
+    from classwise.metrics.suite import evaluate
+
+    logits, labels = _three_class_scores()
+    # the reason they are trivial: with k >= C every label is among the top k (a naive check)
+    top5 = np.argsort(-logits, axis=1)[:, :5]
+    assert all(label in row for label, row in zip(labels, top5, strict=True))
+    assert wc.topk_accuracy(compute_stats(logits, labels), 5).value == 1.0
+
+    result = evaluate(logits, labels, k=5, ns=[2, 10]).to_json()
+    assert not [name for name in result["metrics"] if "@" in name]
+    assert {"A@5", "WCA@5", "W2CR@5", "W10CR", "W10CR@5"} <= set(result["skipped"])
+    assert "k = 5 >= 3 classes" in result["skipped"]["A@5"]
+    assert "n = 10 >= 3 classes" in result["skipped"]["W10CR"]
+    kept = evaluate(logits, labels, k=2, ns=[2]).to_json()
+    assert {"A@2", "WCA@2", "W2CR@2"} <= set(kept["metrics"]) and kept["skipped"] == {}
+
+
+def test_worst_class_table_leaves_out_trivial_rows_and_says_so(tmp_path) -> None:
+    import json
+
+    import numpy as np
+
+    from classwise.metrics.suite import evaluate
+    from classwise.steps.reports import worst_class_table_step
+
+    logits, labels = _three_class_scores()
+    documents = {}
+    for model, shift in (("a", 0.0), ("b", 0.5)):
+        document = evaluate(logits + shift * (np.arange(3) == 0), labels, k=5, ns=[2, 10]).to_json()
+        document.update(class_names=["x", "y", "z"], parameters={"k": 5, "n": [2, 10], "superclasses": {}})
+        documents[model] = tmp_path / f"{model}.json"
+        documents[model].write_text(json.dumps(document))
+    out = {kind: tmp_path / f"table.{kind}" for kind in ("md", "csv", "tex")}
+    worst_class_table_step(
+        metrics_paths=documents, caption="Demo.", markdown_path=out["md"], csv_path=out["csv"], latex_path=out["tex"]
+    )
+    frame = pd.read_csv(out["csv"], index_col=0)
+    assert list(frame.index) == ["A", "WCA", "WCP", "W2CR", "W2CA"]
+    markdown = out["md"].read_text()
+    caption = markdown.split("\n\n")[0]
+    assert "Not shown: W10CR, W10CR@5 (n = 10 >= 3 classes" in caption  # W10CR@5 once, under n
+    assert "Not shown: A@5, WCA@5, W2CR@5 (k = 5 >= 3 classes" in caption
+    assert "A@5" in out["tex"].read_text().split("\\begin{tabular}")[0]  # the LaTeX caption too
+
+
+def test_paper_rows_for_a_class_count() -> None:
+    assert tables.paper_rows([2, 10], 5, superclasses=False, n_classes=3) == ["A", "WCA", "WCP", "W2CR", "W2CA"]
+    assert tables.paper_rows([2, 10], 2, superclasses=False, n_classes=3)[-3:] == ["A@2", "WCA@2", "W2CR@2"]
+    assert tables.skipped_rows_note(["A", "A@5"], {"A@5": "k too big", "W2CR": "unused"}) == "Not shown: A@5 (k too big)."
+    assert tables.skipped_rows_note(["A"], {"A@5": "k too big"}) == ""

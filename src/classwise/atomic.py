@@ -8,6 +8,9 @@ re-raised as an ``OSError`` with the same ``errno`` whose ``filename`` is the ta
 temporary name, so the message says which output could not be written. A writer killed with
 SIGKILL cannot clean up: it may leave a hidden ``.<name>.<random>.tmp`` beside the target, never
 a file under the target's name.
+
+The file gets the permissions a plain ``open(path, "w")`` would give (``0o666`` less the
+process umask), not ``mkstemp``'s owner-only ``0o600``: results are meant to be shared.
 """
 
 from __future__ import annotations
@@ -25,6 +28,28 @@ from typing import IO, Any
 STORAGE_ERRNOS = frozenset(
     code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG, errno.EROFS, errno.EIO) if code
 )
+
+
+#: Permissions of a new file before the umask, as ``open()`` creates it.
+_NEW_FILE_MODE = 0o666
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the system allows.
+
+    ``os.umask`` can only be read by setting it, which for a moment gives other threads'
+    new files the wrong permissions; Linux reports it in ``/proc/self/status`` instead.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _naming_target(error: OSError, target: Path, tmp: Path | None) -> OSError | None:
@@ -56,6 +81,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.close(fd)
     tmp = Path(tmp_name)
     try:
+        os.chmod(tmp, _NEW_FILE_MODE & ~current_umask())
         yield tmp
         os.replace(tmp, target)
     except OSError as error:

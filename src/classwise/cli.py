@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import sys
 from collections.abc import Sequence
@@ -68,10 +69,19 @@ def _gamma(text: str) -> float:
     return value
 
 
+def installed_version() -> str:
+    """The installed distribution's version (``pyproject.toml``'s, through the package metadata)."""
+    try:
+        return importlib.metadata.version("classwise")
+    except importlib.metadata.PackageNotFoundError:  # imported from a source tree, not installed
+        return "unknown (not installed; pip install -e . records the version)"
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command`` given, only the modules of that subcommand are imported
     (``classwise metrics`` stays fast), otherwise every subcommand is listed."""
     parser = argparse.ArgumentParser(prog="classwise", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     metrics = commands.add_parser(

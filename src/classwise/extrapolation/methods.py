@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import IO
 
 import numpy as np
 from scipy.optimize import nnls
@@ -252,6 +253,16 @@ def cleanex_inputs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / (sd if sd > 0 else 1.0)
 
 
+_LOSS_SHOWN_EVERY = 100
+
+
+def _progress_interval(stream: IO[str] | None) -> float:
+    """Seconds between bar redraws: tqdm's default on a terminal; in a log file every redraw
+    is kept, so rarely."""
+    isatty = getattr(stream, "isatty", None)
+    return 0.1 if callable(isatty) and isatty() else 5.0
+
+
 def cleanex_fit(
     scores: np.ndarray,
     labels: np.ndarray,
@@ -262,15 +273,18 @@ def cleanex_fit(
     beta2: float = DEFAULT_BETA2,
     ties: Ties = "random",
     device: str = "cpu",
+    progress: IO[str] | None = None,
 ) -> CleanexFit:
     """Train CleaneX on the observed classes and return ``Ĉ_x`` (see the module docstring).
 
     ``steps=None`` means :data:`DEFAULT_CLEANEX_STEPS` (looked up at call time).
     Seeded: weights are drawn with ``torch.manual_seed(seed)`` inside
     ``torch.random.fork_rng`` (the caller's global torch RNG state is left untouched);
-    training is full-batch, so nothing else is random.
+    training is full-batch, so nothing else is random. ``progress`` receives a tqdm bar of the
+    steps and the loss (a fit takes tens of seconds at the default step count).
     """
     import torch
+    from tqdm import tqdm
 
     check_ties(ties)
     steps = DEFAULT_CLEANEX_STEPS if steps is None else steps
@@ -293,15 +307,27 @@ def cleanex_fit(
         ).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, beta2))
     loss_value = float("nan")
-    for _ in range(int(steps)):
-        optimiser.zero_grad(set_to_none=True)
-        logit = model(inputs)  # q_x = sigmoid(logit) estimates 1 - C_x
-        log_c = torch.nn.functional.logsigmoid(-logit)  # log Ĉ_x = log(1 - q_x), stable
-        predicted = torch.exp(log_c * exponents).mean(dim=0)
-        loss = torch.mean((predicted - target) ** 2)
-        loss.backward()
-        optimiser.step()
-        loss_value = float(loss.detach())
+    bar = tqdm(
+        total=int(steps),
+        desc="CleaneX fit",
+        unit="step",
+        file=progress,
+        disable=progress is None,
+        mininterval=_progress_interval(progress),
+    )
+    with bar:
+        for step in range(int(steps)):
+            optimiser.zero_grad(set_to_none=True)
+            logit = model(inputs)  # q_x = sigmoid(logit) estimates 1 - C_x
+            log_c = torch.nn.functional.logsigmoid(-logit)  # log Ĉ_x = log(1 - q_x), stable
+            predicted = torch.exp(log_c * exponents).mean(dim=0)
+            loss = torch.mean((predicted - target) ** 2)
+            loss.backward()
+            optimiser.step()
+            loss_value = float(loss.detach())
+            if step % _LOSS_SHOWN_EVERY == 0 or step == int(steps) - 1:
+                bar.set_postfix(loss=f"{loss_value:.2e}", refresh=False)
+            bar.update()
     with torch.no_grad():
         c_hat = torch.sigmoid(-model(inputs)).squeeze(1).double().cpu().numpy()
     return CleanexFit(c=c_hat, loss=loss_value, steps=int(steps))
@@ -316,10 +342,11 @@ def cleanex_curve(
     steps: int | None = None,
     ties: Ties = "random",
     device: str = "cpu",
+    progress: IO[str] | None = None,
 ) -> np.ndarray:
     """``mean_x Ĉ_x^(k-1)`` for ``k = 2..k_max`` with CleaneX's ``Ĉ_x`` (:func:`cleanex_fit`)."""
     ks = _ks_to(k_max)
-    fit = cleanex_fit(scores, labels, seed=seed, steps=steps, ties=ties, device=device)
+    fit = cleanex_fit(scores, labels, seed=seed, steps=steps, ties=ties, device=device, progress=progress)
     return power_curve(np.clip(fit.c, 0.0, 1.0), ks)
 
 
@@ -334,12 +361,14 @@ def extrapolate(
     ties: Ties = "random",
     cleanex_steps: int | None = None,
     device: str = "cpu",
+    progress: IO[str] | None = None,
 ) -> np.ndarray:
     """Predicted expected accuracy for ``k = 2..k_max`` by ``method`` (one of :data:`METHODS`).
 
     ``scores`` (N, K): higher = more likely; ``labels`` (N,) in ``[0, K)``.  ``seed`` matters
     for ``cleanex`` (weights) and ``regression`` (width selection); ``ties`` is the tie convention of the observed ``C_x`` and
-    ``A_k`` (:mod:`classwise.extrapolation.rroc`; ``kde`` has no ties to break).
+    ``A_k`` (:mod:`classwise.extrapolation.rroc`; ``kde`` has no ties to break). ``progress``
+    receives CleaneX's progress bar (the other methods take well under a second).
     """
     check_ties(ties)
     if method == "naive":
@@ -349,5 +378,7 @@ def extrapolate(
     if method == "regression":
         return regression_curve(scores, labels, k_max, ties=ties, seed=seed)
     if method == "cleanex":
-        return cleanex_curve(scores, labels, k_max, seed=seed, steps=cleanex_steps, ties=ties, device=device)
+        return cleanex_curve(
+            scores, labels, k_max, seed=seed, steps=cleanex_steps, ties=ties, device=device, progress=progress
+        )
     raise InputError(f"expected one of {list(METHODS)}, got {method!r}", field="method")

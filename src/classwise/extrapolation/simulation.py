@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -117,6 +118,7 @@ def evaluate_methods(
     cleanex_steps: int | None = None,
     ties: Ties = "random",
     device: str = "cpu",
+    progress: IO[str] | None = None,
 ) -> Evaluation:
     """Sample ``k1`` classes ``repetitions`` times, extrapolate to ``k_max``, score against the truth.
 
@@ -152,6 +154,7 @@ def evaluate_methods(
             curve = extrapolate(
                 sub_scores, sub_labels, int(k_max), method,
                 seed=int(seed) * 1000 + rep, ties=ties, cleanex_steps=cleanex_steps, device=device,
+                progress=progress,
             )
             predicted[method][rep] = curve
             seconds = time.perf_counter() - start
@@ -194,6 +197,7 @@ def run_simulation_benchmark(
     cleanex_steps: int | None = None,
     methods: Sequence[str] = METHODS,
     device: str = "cpu",
+    progress: IO[str] | None = None,
 ) -> SimulationBenchmark:
     """The paper's simulation: ``k2`` classes, extrapolate from each ``k1`` to ``k2``; RMSE per method.
 
@@ -206,7 +210,7 @@ def run_simulation_benchmark(
     evaluations = {
         int(k1): evaluate_methods(
             scores, labels, int(k1), k2, repetitions, seed + int(k1),
-            methods=methods, cleanex_steps=cleanex_steps, device=device,
+            methods=methods, cleanex_steps=cleanex_steps, device=device, progress=progress,
         )
         for k1 in k1s
     }

@@ -119,7 +119,12 @@ def build_view(
             raise InputError(f"expected 'paper' or 'aligned', got {variant!r}", field=f"{field}.variant")
         directory = Path(_need(label_errors_dir, f"{field}.label_errors_dir"))
         labels = build_imagenet_view(directory, variant, paper_file=view.get("paper_file"))
-        paths = read_index_to_filepath(directory / IMAGENET_FILES["index_to_filepath"])
+        index_path = directory / IMAGENET_FILES["index_to_filepath"]
+        paths = read_index_to_filepath(index_path)
+        if len(paths) != labels.size:
+            raise InputError(
+                f"lists {len(paths)} images, the {variant} view has {labels.size} labels", path=index_path
+            )
         ids = np.array([p[len("val/") :] if p.startswith("val/") else p for p in paths])
         return ids, labels
     if kind == "cifar10_cleaned":

@@ -8,7 +8,7 @@ Metric names follow the ``classwise metrics`` output format documented in the RE
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,7 +48,9 @@ def worst_class_family(
     """The metrics of worst-class-metrics.txt (Table 1 rows), plus the exact and balanced variants.
 
     ``W{n}CR`` is the paper's heuristic (the n individually worst classes, pooled) and
-    ``W{n}CR_exact`` the true minimum over n-subsets; n >= C is skipped.
+    ``W{n}CR_exact`` the true minimum over n-subsets. Metrics that are trivial for C classes are
+    left out (:func:`skipped_worst_class_metrics` says which and why): n >= C, and the top-k
+    metrics for k >= C.
     """
     if k < 1:
         raise InputError(f"k must be >= 1, got {k}", field="k")
@@ -68,11 +70,27 @@ def worst_class_family(
         out[f"W{n}CR_exact"] = wc.worst_n_class_recall_exact(stats, n)
     out["W2CA"] = wc.worst_pair_accuracy(stats)
     out["W2CA_balanced"] = wc.worst_pair_accuracy(stats, balanced=True)
-    out[f"A@{k}"] = wc.topk_accuracy(stats, k)
-    out[f"WCA@{k}"] = wc.worst_class_topk_accuracy(stats, k)
-    for n in valid_ns:
-        out[f"W{n}CR@{k}"] = wc.worst_n_class_recall(stats, n, k=k)
+    if k < c:
+        out[f"A@{k}"] = wc.topk_accuracy(stats, k)
+        out[f"WCA@{k}"] = wc.worst_class_topk_accuracy(stats, k)
+        for n in valid_ns:
+            out[f"W{n}CR@{k}"] = wc.worst_n_class_recall(stats, n, k=k)
     return out
+
+
+def skipped_worst_class_metrics(n_classes: int, *, k: int, ns: Sequence[int]) -> dict[str, str]:
+    """The metrics :func:`worst_class_family` leaves out for ``n_classes`` classes, with why."""
+    skipped: dict[str, str] = {}
+    for n in ns:
+        if n >= n_classes:
+            reason = f"n = {n} >= {n_classes} classes: the n worst classes would be every class"
+            for name in (f"W{n}CR", f"W{n}CR_exact", f"W{n}CR@{k}"):
+                skipped[name] = reason
+    if k >= n_classes:
+        reason = f"k = {k} >= {n_classes} classes: every label is among the top k, so the value is 1"
+        for name in (f"A@{k}", f"WCA@{k}", *(f"W{n}CR@{k}" for n in ns if n < n_classes)):
+            skipped[name] = reason
+    return skipped
 
 
 def nelson_family(
@@ -105,6 +123,8 @@ class Evaluation:
     metrics: dict[str, MetricResult]
     stats: ClassificationStats
     calibration: nelson.MeasuredCalibration
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Metrics left out as trivial for this many classes, with why."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``classwise metrics`` output layout (values are fractions in [0, 1])."""
@@ -112,6 +132,7 @@ class Evaluation:
             "n_samples": self.stats.n_samples,
             "n_classes": self.stats.n_classes,
             "metrics": {name: result.to_json() for name, result in self.metrics.items()},
+            "skipped": dict(self.skipped),
         }
 
 
@@ -135,7 +156,8 @@ def evaluate(
     nelson_metrics, calibration = nelson_family(probabilities, labels, gamma=gamma, bins=bins)
     metrics.update(nelson_metrics)
     metrics["CFPS_max"] = cfps_metrics.cfps_max(stats.confusion)
-    return Evaluation(metrics=metrics, stats=stats, calibration=calibration)
+    skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns)
+    return Evaluation(metrics=metrics, stats=stats, calibration=calibration, skipped=skipped)
 
 
 def per_class_table(stats: ClassificationStats, *, k: int = 5, class_names: Sequence[str] | None = None) -> pd.DataFrame:

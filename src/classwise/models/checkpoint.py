@@ -12,6 +12,7 @@ from torch import nn
 from classwise.atomic import atomic_path
 from classwise.errors import InputError
 from classwise.models.architectures import build_model
+from classwise.models.state_dicts import unreadable_torch_file
 
 CHECKPOINT_FORMAT = "classwise-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -73,9 +74,12 @@ def load_checkpoint(
     try:
         payload = torch.load(str(source), map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for corrupt or foreign files
-        first_line = str(exc).splitlines()[0] if str(exc) else ""
-        raise InputError(
-            f"cannot read checkpoint ({type(exc).__name__}: {first_line})", path=source
+        raise unreadable_torch_file(
+            exc,
+            source,
+            what="checkpoint",
+            expected="a classwise checkpoint",
+            instead="save it with classwise.models.checkpoint.save_checkpoint (model.state_dict() plus the architecture)",
         ) from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise InputError("not a classwise checkpoint (missing format marker)", path=source)

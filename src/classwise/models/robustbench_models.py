@@ -6,11 +6,22 @@ which stores ``<dest>/<dataset>/<threat_model>/<name>.pt`` (ensembles: ``<name>.
 loading calls it again on the same directory, where the files are found and nothing is fetched.
 RobustBench's CIFAR models take ``[0, 1]`` images and normalise themselves, so the data config has
 ``mean = 0`` and ``std = 1`` and the wrapper's normalisation is the identity.
+
+Only two of robustbench's modules are used: ``robustbench.model_zoo`` (the model tables) and
+``robustbench.utils`` (the loader). robustbench 1.1.1's package ``__init__`` also imports
+``robustbench.data``, whose loaders ``import pkg_resources`` (removed from setuptools 82, so
+missing from a fresh virtual environment), and ``robustbench.eval``, which imports
+``autoattack`` (not on PyPI; robustbench's ``pyautoattack`` dependency installs a module named
+``pyautoattack``). When importing the package fails, the two modules are imported on their own
+under a package object whose ``__init__`` is not run; they need neither.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
+import importlib.util
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +37,7 @@ from classwise.models.state_dicts import runtime_load_error
 if TYPE_CHECKING:
     from classwise.models.zoo import ModelSpec
 
-__all__ = ["DATASETS", "THREAT_MODELS", "build", "check_name", "data_config", "download", "model_files"]
+__all__ = ["DATASETS", "THREAT_MODELS", "build", "check_name", "data_config", "download", "installed", "model_files"]
 
 DATASETS = ("cifar10", "cifar100", "imagenet")
 THREAT_MODELS = ("Linf", "L2", "corruptions")
@@ -43,19 +54,70 @@ _IMAGENET_PREPROCESSING: dict[str | None, dict[str, Any]] = {
 """RobustBench's named ImageNet preprocessings (``robustbench.data.PREPROCESSINGS``), as data configs."""
 
 
+#: The robustbench modules classwise uses.
+_SUBMODULES = ("robustbench.model_zoo", "robustbench.utils")
+
+INSTALL_HINT = (
+    "install it beside timm 1.0.x with: pip install -e '.[robustbench]' && "
+    "pip install --no-deps robustbench==1.1.1 (see the README's models section)"
+)
+
+
+def _import_error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def installed() -> bool:
+    """Whether a ``robustbench`` package is there to import (not whether importing it works)."""
+    if sys.modules.get("robustbench", False) is None:  # import blocked
+        return False
+    if "robustbench" in sys.modules:
+        return True
+    return importlib.util.find_spec("robustbench") is not None
+
+
 def _robustbench() -> Any:
-    """The ``robustbench`` package, or :class:`InputError` saying how to install it."""
+    """The ``robustbench`` package with ``model_zoo`` and ``utils`` imported, or
+    :class:`InputError` naming the import error that prevents it."""
+    before = set(sys.modules)
     try:
-        import robustbench  # noqa: F401
+        import robustbench
         import robustbench.model_zoo
         import robustbench.utils
-    except ImportError as exc:
+    except Exception as exc:  # an import runs third-party code: any error means "unusable"
+        package_error = exc
+    else:
+        return robustbench
+    try:
+        spec = importlib.util.find_spec("robustbench")
+    except ValueError:  # a module object without a spec stands in sys.modules
+        spec = None
+    if spec is None or spec.submodule_search_locations is None:
         raise InputError(
-            "models with source 'robustbench' need the robustbench package "
-            f"(pip install robustbench; import failed: {exc})",
+            f"models with source 'robustbench' need the robustbench package, which is not installed "
+            f"({_import_error(package_error)}); {INSTALL_HINT}",
             field="source",
-        ) from None
-    return robustbench
+        ) from package_error
+    # The package's __init__ failed (see the module docstring): import just the two modules
+    # under a package object that has the package's path but has not run its __init__.
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["robustbench"] = package
+    try:
+        for name in _SUBMODULES:
+            # set by hand: a module left in sys.modules by the failed package import is returned
+            # as it is, without becoming an attribute of the new package object
+            setattr(package, name.rpartition(".")[2], importlib.import_module(name))
+    except Exception as exc:
+        for name in set(sys.modules) - before:  # leave no half-imported robustbench behind
+            if name == "robustbench" or name.startswith("robustbench."):
+                del sys.modules[name]
+        raise InputError(
+            f"models with source 'robustbench' need robustbench's model zoo and loader, whose import "
+            f"failed: {_import_error(exc)} (importing the whole package failed with "
+            f"{_import_error(package_error)}); {INSTALL_HINT}",
+            field="source",
+        ) from exc
+    return package
 
 
 def _by_value(table: Mapping[Any, Any]) -> dict[str, Any]:

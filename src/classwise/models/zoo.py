@@ -248,11 +248,8 @@ def _check_names(spec: ModelSpec) -> None:
     elif spec.source == "torchvision":
         torchvision_models.check_name(spec)
     elif spec.source == "robustbench":
-        try:
-            import robustbench  # noqa: F401
-        except ImportError:
-            return  # checked when downloading, with the install hint
-        robustbench_models.check_name(spec)
+        if robustbench_models.installed():  # if not, the download says how to install it
+            robustbench_models.check_name(spec)
     elif spec.source == "checkpoint":
         if spec.library == "timm":
             timm_models.check_architecture(str(spec.architecture))

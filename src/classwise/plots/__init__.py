@@ -13,7 +13,6 @@ through :func:`classwise.atomic.atomic_path`, so a failed save leaves no file be
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -30,5 +29,4 @@ def save_png(fig: Figure, path: str | Path, *, dpi: int = DPI) -> Path:
     target = Path(path)
     with atomic_path(target) as tmp:
         fig.savefig(tmp, format="png", dpi=dpi)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; figures are meant to be shared
     return target

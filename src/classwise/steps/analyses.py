@@ -25,7 +25,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -520,6 +520,7 @@ def extrapolation_step(
     curves_path: str | Path,
     figure_path: str | Path,
     threads: int | None = None,
+    progress: IO[str] | None = None,
 ) -> None:
     """Honest extrapolation on real logits: ``repetitions`` seeded samples of ``k1`` of the
     ``C`` classes (:func:`classwise.extrapolation.simulation.evaluate_methods`), each method
@@ -553,6 +554,7 @@ def extrapolation_step(
         cleanex_steps=int(cleanex_steps),
         ties=ties,
         device=device,
+        progress=progress,
     )
     seconds = evaluation.rmse.groupby("method", sort=False)["seconds"].sum()
     log.info("seconds per method: %s", {m: round(float(s), 2) for m, s in seconds.items()})
@@ -632,6 +634,7 @@ def simulation_step(
     json_path: str | Path,
     figure_path: str | Path,
     threads: int | None = None,
+    progress: IO[str] | None = None,
 ) -> None:
     """The rROC paper's simulation (:func:`~classwise.extrapolation.simulation.run_simulation_benchmark`):
     RMSE per (k1, method) as a table, the settings, per-repetition RMSEs and run time as JSON,
@@ -652,6 +655,7 @@ def simulation_step(
         cleanex_steps=int(cleanex_steps),
         methods=tuple(methods),
         device=device,
+        progress=progress,
     )
     log.info("simulation took %.1f s on %s thread(s)", benchmark.seconds, threads)
     summary = benchmark.summary()

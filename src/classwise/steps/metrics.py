@@ -19,7 +19,13 @@ from classwise.logits_io import load_scores
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
-from classwise.metrics.suite import argmax_scores, nelson_family, per_class_table, worst_class_family
+from classwise.metrics.suite import (
+    argmax_scores,
+    nelson_family,
+    per_class_table,
+    skipped_worst_class_metrics,
+    worst_class_family,
+)
 from classwise.superclasses import validate_superclasses
 
 
@@ -81,6 +87,7 @@ def worst_class_step(
         "class_names": view.class_names.tolist(),
         "parameters": {"k": k, "n": list(ns), "superclasses": groups or {}},
         "metrics": {name: result.to_json() for name, result in metrics.items()},
+        "skipped": skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns),
     }
     per_class = per_class_table(stats, k=k, class_names=view.class_names)
     names = [str(name) for name in view.class_names]

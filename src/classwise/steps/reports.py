@@ -13,6 +13,7 @@ import pandas as pd
 from classwise import tables
 from classwise.atomic import write_text
 from classwise.errors import InputError
+from classwise.metrics.suite import skipped_worst_class_metrics
 from classwise.plots.classwise import plot_class_bars
 
 
@@ -41,15 +42,17 @@ def worst_class_table_step(
     documents = {model: _read_json(path) for model, path in metrics_paths.items()}
     first = next(iter(documents.values()))
     parameters = first["parameters"]
-    ns = [n for n in parameters["n"] if n < int(first["n_classes"])]
-    rows = tables.paper_rows(
-        ns,
-        int(parameters["k"]),
+    n_classes, k = int(first["n_classes"]), int(parameters["k"])
+    layout = dict(
         superclasses=bool(parameters["superclasses"]),
         balanced_pairs=first.get("label_view", "original") != "original",
     )
+    rows = tables.paper_rows(parameters["n"], k, n_classes=n_classes, **layout)
     frame = tables.metric_table(documents, rows, source=str(next(iter(metrics_paths.values()))))
-    _write_table(frame, caption, markdown_path, csv_path, latex_path)
+    note = tables.skipped_rows_note(
+        tables.paper_rows(parameters["n"], k, **layout), skipped_worst_class_metrics(n_classes, k=k, ns=parameters["n"])
+    )
+    _write_table(frame, f"{caption} {note}" if note else caption, markdown_path, csv_path, latex_path)
 
 
 def decisiveness_tables_step(
