@@ -14,7 +14,8 @@ import torchvision
 from classwise.errors import InputError
 from classwise.models.architectures import build_model
 from classwise.models.checkpoint import load_checkpoint, save_checkpoint
-from classwise.models.state_dicts import pickled_model_class, read_state_dict
+from classwise.models.pickled import pickled_model_class
+from classwise.models.state_dicts import read_state_dict
 from classwise.models.zoo import download_weights, load_model, parse_model_spec, resolve_data_config
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from classwise.errors import InputError
-from classwise.pipeline.checkpoint_files import pickled_classes
+from classwise.models.pickled import pickled_model_class
 from classwise.pipeline.plan import check_runs, dataset_classes, resolve_analyses, resolve_views
 from classwise.shifts.spec import expand_shifts
 
@@ -111,25 +111,21 @@ class _Net(nn.Module):
         self.fc = nn.Linear(4, 3)
 
 
-@pytest.mark.parametrize("zipped", [True, False])
-def test_a_pickled_module_is_told_apart_from_a_state_dict_without_torch(tmp_path: Path, zipped: bool) -> None:
+def test_a_whole_model_in_the_legacy_format_is_told_apart_from_a_state_dict(tmp_path: Path) -> None:
+    """The zip format is tested in test_checkpoint_files.py; torch's legacy format is a chain of
+    pickles, the object last."""
     model = _Net()
-    torch.save(model, tmp_path / "module.pt", _use_new_zipfile_serialization=zipped)
-    torch.save(model.state_dict(), tmp_path / "state.pt", _use_new_zipfile_serialization=zipped)
-    torch.save({"state_dict": model.state_dict(), "meta": [1, "a"]}, tmp_path / "dict.pt", _use_new_zipfile_serialization=zipped)
-    assert "torch.nn.modules.linear.Linear" in pickled_classes(tmp_path / "module.pt")
-    assert any(name.endswith("_Net") for name in pickled_classes(tmp_path / "module.pt"))
-    assert pickled_classes(tmp_path / "state.pt") == []
-    assert pickled_classes(tmp_path / "dict.pt") == []
-    (tmp_path / "junk.pt").write_bytes(b"not a pickle")
-    assert pickled_classes(tmp_path / "junk.pt") == []  # left to the loading job
+    torch.save(model, tmp_path / "module.pt", _use_new_zipfile_serialization=False)
+    torch.save(model.state_dict(), tmp_path / "state.pt", _use_new_zipfile_serialization=False)
+    assert pickled_model_class(tmp_path / "module.pt") is not None
+    assert pickled_model_class(tmp_path / "state.pt") is None
 
 
 def test_a_checkpoint_saved_as_a_module_stops_the_plan_saying_to_save_the_state_dict(tmp_path: Path) -> None:
     torch.save(_Net(), tmp_path / "module.pt")
     config = _config(tmp_path)
     config["models"]["net"] = {"source": "checkpoint", "path": str(tmp_path / "module.pt"), "architecture": "resnet18", "library": "torchvision"}
-    with pytest.raises(InputError, match=r"pickled model object .*torch.save\(model.state_dict\(\), path\)") as error:
+    with pytest.raises(InputError, match=r"whole model saved with torch.save\(model\) .*torch.save\(model.state_dict\(\), path\)") as error:
         _plan(config)
     assert error.value.field == "models.net.path"
 

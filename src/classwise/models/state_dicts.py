@@ -3,10 +3,7 @@ errors that name the file, the parameter and both shapes."""
 
 from __future__ import annotations
 
-import io
-import pickletools
 import re
-import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,8 +12,9 @@ import torch
 from torch import nn
 
 from classwise.errors import InputError
+from classwise.models.pickled import pickled_model_class
 
-__all__ = ["check_fits", "load_into", "pickled_model_class", "read_state_dict", "runtime_load_error", "unreadable_torch_file"]
+__all__ = ["check_fits", "load_into", "read_state_dict", "runtime_load_error", "unreadable_torch_file"]
 
 _WRAPPER_KEYS = ("state_dict_ema", "model_ema", "state_dict", "model", "net")
 """Common keys under which training scripts nest the weights (tried in this order)."""
@@ -25,48 +23,6 @@ _PREFIXES = ("module.", "_orig_mod.")
 
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
-_STRING_OPCODES = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING"})
-_MODULE_STATE_KEYS = frozenset({"_modules", "_parameters"})
-
-
-def _pickle_globals(data: bytes) -> tuple[list[str], set[str]]:
-    """The ``module.name`` globals a pickle refers to (in order) and the strings it holds, read
-    from its opcodes without unpickling anything."""
-    found: list[str] = []
-    strings: list[str] = []
-    for opcode, argument, _ in pickletools.genops(io.BytesIO(data)):
-        if opcode.name == "GLOBAL":
-            module, _, name = str(argument).partition(" ")
-            found.append(f"{module}.{name}")
-        elif opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
-            found.append(f"{strings[-2]}.{strings[-1]}")
-        elif opcode.name in _STRING_OPCODES:
-            strings.append(str(argument))
-    return found, set(strings)
-
-
-def pickled_model_class(path: str | Path) -> str | None:
-    """The class of a whole model saved with ``torch.save(model)`` (a pickled ``nn.Module``),
-    e.g. ``torchvision.models.resnet.ResNet``; ``None`` if ``path`` is not one.
-
-    Only the pickle's opcodes are read: loading the file would run the pickled code.
-    """
-    try:
-        with zipfile.ZipFile(path) as archive:
-            name = next((n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"), None)
-            if name is None:
-                return None
-            found, strings = _pickle_globals(archive.read(name))
-    except (OSError, zipfile.BadZipFile, ValueError, EOFError):
-        return None
-    is_module = (
-        any(g.startswith("torch.nn.modules.") for g in found)
-        or "torch._utils._rebuild_parameter" in found
-        or _MODULE_STATE_KEYS <= strings
-    )
-    return found[0] if is_module and found else None
-
-
 def unreadable_torch_file(exc: BaseException, source: Path, *, what: str, expected: str, instead: str) -> InputError:
     """The :class:`InputError` for a ``torch.load(..., weights_only=True)`` failure on ``source``
     (the file a config's ``path`` names): a pickled whole model gets one line saying what to save

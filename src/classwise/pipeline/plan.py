@@ -136,15 +136,15 @@ def _check_training_set(name: str, model: Mapping[str, Any], datasets: Mapping[s
 
 
 def _check_checkpoint_file(name: str, model: Mapping[str, Any], source: str) -> None:
-    from classwise.pipeline.checkpoint_files import pickled_classes
+    from classwise.models.pickled import pickled_model_class
 
     path = Path(str(model["path"]))
     if not path.is_file():
         raise InputError(f"checkpoint file {str(path)!r} does not exist", path=source, field=f"models.{name}.path")
-    classes = pickled_classes(path)
-    if classes:
+    model_class = pickled_model_class(path)
+    if model_class is not None:
         raise InputError(
-            f"{path} holds a pickled model object ({', '.join(classes[:3])}), not a state dict; "
+            f"{path} holds a whole model saved with torch.save(model) ({model_class}), not a state dict; "
             "save it with torch.save(model.state_dict(), path) and set architecture (and library)",
             path=source,
             field=f"models.{name}.path",
