@@ -1,14 +1,32 @@
-"""Demo classifiers: architectures, deterministic training and checkpoints."""
+"""Models: the demo architectures, deterministic training and checkpoints, and the model zoo.
 
-from classwise.models.architectures import ARCHITECTURES, architecture_options, build_model
-from classwise.models.checkpoint import load_checkpoint, save_checkpoint
-from classwise.models.training import train_model
+The names below are imported on first use, so that the workflow's DAG build (which reads
+checkpoint files with :mod:`classwise.models.pickled`) does not import torch.
+"""
 
-__all__ = [
-    "ARCHITECTURES",
-    "architecture_options",
-    "build_model",
-    "load_checkpoint",
-    "save_checkpoint",
-    "train_model",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from classwise.models.architectures import ARCHITECTURES, architecture_options, build_model
+    from classwise.models.checkpoint import load_checkpoint, save_checkpoint
+    from classwise.models.training import train_model
+
+_LAZY = {
+    "ARCHITECTURES": "classwise.models.architectures",
+    "architecture_options": "classwise.models.architectures",
+    "build_model": "classwise.models.architectures",
+    "load_checkpoint": "classwise.models.checkpoint",
+    "save_checkpoint": "classwise.models.checkpoint",
+    "train_model": "classwise.models.training",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
