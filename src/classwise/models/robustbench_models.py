@@ -30,17 +30,18 @@ from torch import nn
 
 from classwise.data.downloads import sha256_file
 from classwise.errors import InputError
+from classwise.models.spec import ROBUSTBENCH_DATASETS, ROBUSTBENCH_THREAT_MODELS
 from classwise.models.data_config import DataConfig
 from classwise.models.fetch import FetchedFile, FetchOptions
 from classwise.models.state_dicts import runtime_load_error
 
 if TYPE_CHECKING:
-    from classwise.models.zoo import ModelSpec
+    from classwise.models.spec import ModelSpec
 
 __all__ = ["DATASETS", "THREAT_MODELS", "build", "check_name", "data_config", "download", "installed", "model_files"]
 
-DATASETS = ("cifar10", "cifar100", "imagenet")
-THREAT_MODELS = ("Linf", "L2", "corruptions")
+DATASETS = ROBUSTBENCH_DATASETS
+THREAT_MODELS = ROBUSTBENCH_THREAT_MODELS
 _IMAGENET_PREPROCESSING: dict[str | None, dict[str, Any]] = {
     "Res256Crop224": dict(
         input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bilinear"

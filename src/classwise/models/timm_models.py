@@ -23,7 +23,7 @@ from classwise.models.fetch import FetchedFile, FetchOptions, fetch_file, hash_p
 from classwise.models.state_dicts import runtime_load_error
 
 if TYPE_CHECKING:
-    from classwise.models.zoo import ModelSpec
+    from classwise.models.spec import ModelSpec
 
 __all__ = [
     "HF_ENDPOINT",

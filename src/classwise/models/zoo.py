@@ -20,8 +20,6 @@ images, together with the resolved :class:`~classwise.models.data_config.DataCon
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +27,13 @@ import torch
 from torch import nn
 
 from classwise.atomic import write_json
-from classwise.data.downloads import check_sha256, sha256_file
+from classwise.data.downloads import sha256_file
 from classwise.errors import InputError
 from classwise.models import robustbench_models, timm_models, torchvision_models
-from classwise.models.architectures import ARCHITECTURES
 from classwise.models.checkpoint import load_checkpoint
 from classwise.models.data_config import DataConfig
 from classwise.models.fetch import DEFAULT_FETCH, FetchedFile, FetchOptions
+from classwise.models.spec import SOURCES, ModelSpec, parse_model_spec
 from classwise.models.state_dicts import load_into
 from classwise.models.wrapper import PixelSpaceModel, wrap_pixel_space
 
@@ -52,211 +50,9 @@ __all__ = [
     "resolve_data_config",
 ]
 
-SOURCES = ("timm", "torchvision", "robustbench", "checkpoint", "train")
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "classwise-model-weights"
 MANIFEST_VERSION = 1
-LIBRARIES = ("classwise", "timm", "torchvision")
-"""What a ``checkpoint``'s ``architecture`` names: a demo architecture, a timm or a torchvision model."""
-
-_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "timm": (frozenset({"name"}), frozenset({"url", "sha256"})),
-    "torchvision": (frozenset({"name", "weights"}), frozenset({"url", "sha256"})),
-    "robustbench": (frozenset({"name"}), frozenset({"dataset", "threat_model"})),
-    "checkpoint": (frozenset({"path", "architecture"}), frozenset({"library", "num_classes", "data_config", "sha256"})),
-}
-"""Required and optional keys per source (besides ``source``); ``train`` keeps all its keys."""
-_DATA_CONFIG_KEYS = ("input_size", "interpolation", "crop_pct", "crop_mode", "mean", "std", "resize_size")
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One validated ``models:`` entry. Fields a source does not use are ``None``.
-
-    ``options`` holds the keys of a ``train`` entry (the demo's training settings) verbatim.
-    """
-
-    source: str
-    name: str | None = None
-    weights: str | None = None
-    url: str | None = None
-    sha256: str | None = None
-    dataset: str | None = None
-    threat_model: str | None = None
-    path: str | None = None
-    architecture: str | None = None
-    library: str | None = None
-    num_classes: int | None = None
-    data_config: Mapping[str, Any] | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The canonical config entry (``source`` plus the fields that are set)."""
-        if self.source == "train":
-            return {"source": "train", **dict(self.options)}
-        out: dict[str, Any] = {"source": self.source}
-        for key in (
-            "name",
-            "weights",
-            "url",
-            "sha256",
-            "dataset",
-            "threat_model",
-            "path",
-            "architecture",
-            "library",
-            "num_classes",
-        ):
-            value = getattr(self, key)
-            if value is not None or (key == "weights" and self.source == "torchvision"):
-                out[key] = value
-        if self.data_config is not None:
-            out["data_config"] = dict(self.data_config)
-        return out
-
-    @property
-    def label(self) -> str:
-        """A short human-readable identity, e.g. ``timm:vit_base_patch16_224``."""
-        if self.source == "robustbench":
-            return f"robustbench:{self.dataset}/{self.threat_model}/{self.name}"
-        if self.source == "torchvision":
-            return f"torchvision:{self.name}:{self.weights}"
-        if self.source in ("checkpoint", "train"):
-            return f"{self.source}:{self.architecture or self.options.get('architecture')}"
-        return f"{self.source}:{self.name}"
-
-
-def _string(
-    entry: Mapping[str, Any], key: str, where: str, path: str | Path | None, *, allow_none: bool = False
-) -> str | None:
-    value = entry.get(key)
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"expected a non-empty string, got {value!r}", path=path, field=f"{where}.{key}")
-    return value.strip()
-
-
-def parse_model_spec(
-    entry: Mapping[str, Any],
-    *,
-    key: str = "model",
-    config_path: str | Path | None = None,
-    check_names: bool = True,
-    ignore: Collection[str] = (),
-) -> ModelSpec:
-    """Validate one ``models:`` entry (named ``key``) and return its :class:`ModelSpec`.
-
-    Errors name ``config_path`` and the field (``models.<key>.<field>``) and say what was
-    expected. With ``check_names`` the model name is looked up in timm / torchvision /
-    RobustBench (when that package is installed), so a typo fails before any job runs. Keys in
-    ``ignore`` (e.g. a display label the caller uses) are allowed and skipped.
-    """
-    where = f"models.{key}"
-    if not isinstance(entry, Mapping):
-        raise InputError(f"expected a mapping, got {type(entry).__name__}", path=config_path, field=where)
-    source = entry.get("source")
-    if source not in SOURCES:
-        raise InputError(f"expected one of {list(SOURCES)}, got {source!r}", path=config_path, field=f"{where}.source")
-    given = {k: v for k, v in entry.items() if k != "source" and k not in ignore}
-    if source == "train":
-        return ModelSpec(source="train", architecture=given.get("architecture"), options=dict(given))
-    required, optional = _KEYS[source]
-    missing = sorted(required - set(given))
-    if missing:
-        raise InputError(f"source {source!r} needs this key", path=config_path, field=f"{where}.{missing[0]}")
-    unknown = sorted(set(given) - required - optional)
-    if unknown:
-        raise InputError(
-            f"unknown key for source {source!r}; known: {sorted(required | optional)}",
-            path=config_path,
-            field=f"{where}.{unknown[0]}",
-        )
-    values: dict[str, Any] = {"source": source}
-    for name in ("name", "url", "path", "architecture"):
-        if name in given:
-            values[name] = _string(given, name, where, config_path)
-    if source == "torchvision":
-        values["weights"] = _string(given, "weights", where, config_path, allow_none=True)
-    if "sha256" in given:
-        try:
-            values["sha256"] = check_sha256(given["sha256"], field=f"{where}.sha256")
-        except InputError as exc:
-            raise InputError(str(exc).split(": ", 1)[-1], path=config_path, field=f"{where}.sha256") from None
-    if source == "robustbench":
-        values["dataset"] = _string(given, "dataset", where, config_path, allow_none=True) or "cifar10"
-        values["threat_model"] = _string(given, "threat_model", where, config_path, allow_none=True) or "Linf"
-        if values["dataset"] not in robustbench_models.DATASETS:
-            raise InputError(
-                f"expected one of {list(robustbench_models.DATASETS)}, got {values['dataset']!r}",
-                path=config_path,
-                field=f"{where}.dataset",
-            )
-        if values["threat_model"] not in robustbench_models.THREAT_MODELS:
-            raise InputError(
-                f"expected one of {list(robustbench_models.THREAT_MODELS)}, got {values['threat_model']!r}",
-                path=config_path,
-                field=f"{where}.threat_model",
-            )
-    if source == "checkpoint":
-        _parse_checkpoint_fields(given, values, where, config_path)
-    spec = ModelSpec(**values)
-    if check_names:
-        try:
-            _check_names(spec)
-        except InputError as exc:
-            message = str(exc).split(": ", 1)[-1] if exc.field else str(exc)
-            raise InputError(message, path=config_path, field=f"{where}.{exc.field or 'name'}") from None
-    return spec
-
-
-def _parse_checkpoint_fields(
-    given: Mapping[str, Any], values: dict[str, Any], where: str, path: str | Path | None
-) -> None:
-    library = given.get("library")
-    if library is None:
-        library = "classwise" if values["architecture"] in ARCHITECTURES else None
-    if library not in LIBRARIES:
-        raise InputError(
-            f"expected one of {list(LIBRARIES)} (required unless the architecture is one of {sorted(ARCHITECTURES)}), "
-            f"got {library!r}",
-            path=path,
-            field=f"{where}.library",
-        )
-    values["library"] = library
-    num_classes = given.get("num_classes")
-    if num_classes is not None and (
-        isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1
-    ):
-        raise InputError(f"expected a positive integer, got {num_classes!r}", path=path, field=f"{where}.num_classes")
-    values["num_classes"] = num_classes
-    overrides = given.get("data_config")
-    if overrides is not None:
-        if not isinstance(overrides, Mapping):
-            raise InputError("expected a mapping", path=path, field=f"{where}.data_config")
-        unknown = sorted(set(overrides) - set(_DATA_CONFIG_KEYS))
-        if unknown:
-            raise InputError(
-                f"unknown key; known: {list(_DATA_CONFIG_KEYS)}", path=path, field=f"{where}.data_config.{unknown[0]}"
-            )
-        values["data_config"] = dict(overrides)
-
-
-def _check_names(spec: ModelSpec) -> None:
-    if spec.source == "timm":
-        timm_models.check_name(str(spec.name))
-    elif spec.source == "torchvision":
-        torchvision_models.check_name(spec)
-    elif spec.source == "robustbench":
-        if robustbench_models.installed():  # if not, the download says how to install it
-            robustbench_models.check_name(spec)
-    elif spec.source == "checkpoint":
-        if spec.library == "timm":
-            timm_models.check_architecture(str(spec.architecture))
-        elif spec.library == "torchvision":
-            torchvision_models.check_architecture(str(spec.architecture), field="architecture")
-        elif spec.architecture not in ARCHITECTURES:
-            raise InputError(f"unknown architecture; known: {sorted(ARCHITECTURES)}", field="architecture")
 
 
 def needs_download(spec: ModelSpec) -> bool:

@@ -59,7 +59,7 @@ def check_models(config: Mapping[str, Any], *, source: str = "config") -> None:
     zoo = {name: entry for name, entry in config.get("models", {}).items() if entry.get("source") in ZOO_SOURCES}
     if not zoo:
         return
-    from classwise.models.zoo import parse_model_spec
+    from classwise.models.spec import parse_model_spec
 
     for name, entry in zoo.items():
         parse_model_spec(entry, key=name, config_path=source, check_names=True)
