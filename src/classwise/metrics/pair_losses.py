@@ -48,6 +48,9 @@ INITIAL_CANDIDATES = 256
 #: Pairs with more losses than this on one side are always candidates (their top-sum bounds
 #: would need long tables; such pairs are few and usually near the minimum anyway).
 LOSS_CAP = 64
+#: Level 2 builds the per-class table of top sums (``C x (max_loss + 1)`` entries per
+#: replicate) once the opened pairs times this factor outnumber it; else pair by pair.
+TABLE_FACTOR = 2
 #: Rows of scores compared at once when the L sets are built.
 _CHUNK_ROWS = 1024
 #: Pairs whose bounds are checked at once.
@@ -245,7 +248,7 @@ class PairLosses:
             # Level 2: the pairs of opened groups, with their own classes' top sums: from a
             # per-class table when many pairs need them, else pair by pair.
             n_open = int((self.group_ptr[opened + 1] - self.group_ptr[opened]).sum())
-            if top is None and 2 * n_open > self.n_classes * (self.max_loss + 1):
+            if top is None and TABLE_FACTOR * n_open > self.n_classes * (self.max_loss + 1):
                 top = self._top_sums(at_least)
             new = self._reaching_pairs(opened, top, at_least, pooled, balanced)
         return PairReplicates(
