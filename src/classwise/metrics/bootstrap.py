@@ -430,8 +430,9 @@ def _plain(x: Any) -> Any:
 
 def worst_probability(worst: list[tuple[Any, ...]], top: int = TOP_WORST) -> list[tuple[tuple[Any, ...], float]]:
     """The ``top`` most frequent worst classes (or pairs, superclasses) and the share of
-    replicates in which each is the worst; ties in frequency in order of first appearance
-    in sorted order of the names.  Replicates that name nothing count in the denominator."""
+    replicates in which each is the worst; equal frequencies in order of the class indices
+    (then names).  Replicates that name nothing (CFPS_max without errors) count in the
+    denominator."""
     counts = Counter(w for w in worst if w)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], _sort_key(item[0])))
     return [(classes, count / len(worst)) for classes, count in ranked[:top]]

@@ -1,4 +1,4 @@
-"""``classwise compare A.npz B.npz``: every metric of B minus A, with paired bootstrap intervals.
+"""classwise compare A.npz B.npz: every metric of B minus A, with paired bootstrap intervals.
 
 ``classwise compare A.npz B.npz [--bootstrap 1000] [--confidence 0.95] [--seed 0]
 [--superclasses S.json] [--gamma 0.005] [--bins 10] [--k 5] [--n 10 100] [--out C.json]``

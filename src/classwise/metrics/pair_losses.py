@@ -299,15 +299,21 @@ class PairLosses:
         idx = np.repeat(self.group_ptr[groups] - offsets[:-1], lengths) + np.arange(offsets[-1])
         n = self.support
         out = []
+        rows = None if top is None else top.reshape(-1, top.shape[-1])  # row c * (max_loss + 1) + m
+        best = pooled.num.astype(top.dtype if top is not None else at_least.dtype)
         for lo in range(0, idx.shape[0], _PAIR_CHUNK):
             i = idx[lo : lo + _PAIR_CHUNK]
             a, b = self.pair_a[i], self.pair_b[i]
-            if top is None:
+            if rows is None:
                 t_a, t_b = self._pair_top(a, self.pair_m_ab[i], at_least), self._pair_top(b, self.pair_m_ba[i], at_least)
             else:
-                t_a, t_b = top[a, self.pair_m_ab[i]], top[b, self.pair_m_ba[i]]  # (P, R)
-            if self.equal_supports:  # one denominator: compare the losses themselves
-                reach = (t_a.astype(np.int32) + t_b - pooled.num.astype(np.int32)[None, :]).max(axis=1) >= 0
+                width = self.max_loss + 1
+                t_a = np.take(rows, a * width + self.pair_m_ab[i], axis=0)  # (P, R)
+                t_b = np.take(rows, b * width + self.pair_m_ba[i], axis=0)
+            if self.equal_supports:  # one denominator: compare the losses themselves (exact in
+                t_a += t_b  # the table's dtype: at most n_a + n_b)
+                t_a -= best[None, :]
+                reach = t_a.max(axis=1) >= 0
             else:
                 t_a, t_b = t_a.astype(np.int64), t_b.astype(np.int64)
                 na, nb = n[a][:, None], n[b][:, None]
