@@ -301,6 +301,14 @@ class PairLosses:
         out = []
         rows = None if top is None else top.reshape(-1, top.shape[-1])  # row c * (max_loss + 1) + m
         best = pooled.num.astype(top.dtype if top is not None else at_least.dtype)
+        if rows is not None and self.equal_supports:
+            # First without the replicate axis: a pair whose largest bound over the replicates
+            # stays below the smallest best loss is ruled out for all of them.
+            width = self.max_loss + 1
+            highest = rows.max(axis=1).astype(np.int64)
+            pair_high = highest[self.pair_a[idx] * width + self.pair_m_ab[idx]]
+            pair_high += highest[self.pair_b[idx] * width + self.pair_m_ba[idx]]
+            idx = idx[pair_high >= int(best.min())]
         for lo in range(0, idx.shape[0], _PAIR_CHUNK):
             i = idx[lo : lo + _PAIR_CHUNK]
             a, b = self.pair_a[i], self.pair_b[i]
