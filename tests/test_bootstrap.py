@@ -104,11 +104,14 @@ def _naive(logits, labels, draws, replicate, *, superclasses, k, ns, edges):
 
 
 SCENARIOS = {
-    "unequal supports, empty classes, ties, superclasses": dict(
-        support=[5, 9, 0, 12, 7, 1, 6, 0, 4], signal=1.0, ties=True, superclasses={"x": [0, 1, 2], "y": [3, 4], "z": [5, 6, 1, 8]}
-    ),
-    "equal supports, many pairs": dict(support=[6] * 90, signal=3.0, ties=False, superclasses=None),
-    "unequal supports, many pairs": dict(support=[3, 5, 8] * 30, signal=4.0, ties=False, superclasses=None),
+    "unequal supports, empty classes, ties, superclasses": {
+        "support": [5, 9, 0, 12, 7, 1, 6, 0, 4],
+        "signal": 1.0,
+        "ties": True,
+        "superclasses": {"x": [0, 1, 2], "y": [3, 4], "z": [5, 6, 1, 8]},
+    },
+    "equal supports, many pairs": {"support": [6] * 90, "signal": 3.0, "ties": False, "superclasses": None},
+    "unequal supports, many pairs": {"support": [3, 5, 8] * 30, "signal": 4.0, "ties": False, "superclasses": None},
 }
 
 

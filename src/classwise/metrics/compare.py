@@ -164,12 +164,11 @@ def compare(
         stats = evaluation.stats
         probabilities = Probabilities.from_scores(f.scores, f.kind)
         values.append({name: result.value for name, result in evaluation.metrics.items()})
-        reps.append(
-            boot.bootstrap_replicates(
-                ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
-                replicates=b_count, seed=seed, workers=workers,
-            )  # fmt: skip
-        )
+        replicates_of = boot.bootstrap_replicates(
+            ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
+            replicates=b_count, seed=seed, workers=workers,
+        )  # fmt: skip
+        reps.append(replicates_of)
     metrics = {}
     for name in values[0]:
         d = reps[1][name].values - reps[0][name].values
