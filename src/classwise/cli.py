@@ -37,13 +37,22 @@ def _metrics_command(args: argparse.Namespace) -> int:
         bins=args.bins,
         k=args.k,
         ns=args.n,
+        bootstrap=args.bootstrap,
+        confidence=args.confidence,
+        seed=args.seed,
     )
     result = evaluation.to_json()
     result["class_names"] = scores_file.class_names.tolist()
     # Compute everything before writing anything: a failure leaves no partial outputs.
     per_class = None
     if args.per_class is not None:
-        per_class = per_class_table(evaluation.stats, k=args.k, class_names=scores_file.class_names)
+        per_class = per_class_table(
+            evaluation.stats,
+            k=args.k,
+            class_names=scores_file.class_names,
+            confidence=args.confidence,
+            interval=args.interval,
+        )
     if args.out is not None:
         write_json(args.out, result)
     else:
@@ -53,6 +62,30 @@ def _metrics_command(args: argparse.Namespace) -> int:
         with atomic_open(args.per_class, "w", encoding="utf-8", newline="") as handle:
             per_class.to_csv(handle, index=False, float_format="%.6f")
     return 0
+
+
+#: Per-class interval methods (classwise.metrics.intervals.INTERVAL_METHODS; listed here so
+#: that building the parser imports nothing heavy).
+INTERVAL_CHOICES = ("clopper-pearson", "wilson")
+
+
+def add_bootstrap_arguments(parser: argparse.ArgumentParser, *, optional: bool) -> None:
+    """``--bootstrap [B]``, ``--confidence`` and ``--seed``; values are checked by the library
+    (a bad one exits with status 2 and writes nothing)."""
+    if optional:
+        parser.add_argument(
+            "--bootstrap",
+            type=int,
+            nargs="?",
+            const=1000,
+            default=None,
+            metavar="B",
+            help="add stratified-bootstrap intervals with B replicates (default B = 1000; off without the flag)",
+        )
+    else:
+        parser.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
+    parser.add_argument("--confidence", type=float, default=0.95, help="confidence level of every interval (default 0.95)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
 
 
 def _positive_int(text: str) -> int:
@@ -96,7 +129,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     metrics.add_argument("--k", type=_positive_int, default=5, help="k of the top-k metrics (default 5)")
     metrics.add_argument("--n", type=_positive_int, nargs="+", default=[10, 100], help="n of W{n}CR (default 10 100; n >= C skipped)")
     metrics.add_argument("--out", help="output JSON (default: standard output)")
-    metrics.add_argument("--per-class", dest="per_class", help="also write per-class recall, precision, top-k recall, CFPS, support as CSV")
+    metrics.add_argument(
+        "--per-class",
+        dest="per_class",
+        help="also write per-class recall, precision (with confidence intervals), top-k recall, CFPS, support as CSV",
+    )
+    add_bootstrap_arguments(metrics, optional=True)
+    metrics.add_argument(
+        "--interval",
+        choices=INTERVAL_CHOICES,
+        default="clopper-pearson",
+        help="per-class recall/precision interval in --per-class (default clopper-pearson, exact)",
+    )
     metrics.set_defaults(handler=_metrics_command)
     for name, module in _SUBCOMMAND_MODULES.items():
         if command is None or command == name:
@@ -106,6 +150,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 #: Subcommand -> module whose ``add_parser(subcommands)`` adds it.
 _SUBCOMMAND_MODULES: dict[str, str] = {
+    "compare": "classwise.metrics.compare_cli",
     "imagenet-cleaned-labels": "classwise.labels.cli",
     "extrapolate": "classwise.extrapolation.cli",
 }

@@ -51,17 +51,30 @@ def cfps_max(confusion: np.ndarray, class_names: Sequence[str] | None = None) ->
     class stands out; see :func:`class_false_positive_score`).
     """
     m = _check_confusion(confusion)
-    scores = class_false_positive_score(m)
     if class_names is not None and len(class_names) != m.shape[0]:
         raise InputError(f"expected {m.shape[0]} class names, got {len(class_names)}", field="class_names")
     n_errors = float(m.sum() - np.trace(m))
     details: dict[str, object] = {"n_errors": int(n_errors) if n_errors.is_integer() else n_errors}
     if n_errors <= 0:
         return MetricResult(0.0, (), details)
-    worst = int(np.argmax(scores))  # first maximum: lowest index among ties
+    value, worst = cfps_max_rows(m.sum(axis=0) - np.diag(m), np.float64(n_errors))
+    worst = int(worst)
     if class_names is not None:
         details["class_name"] = str(class_names[worst])
-    return MetricResult(float(scores[worst]), (worst,), details)
+    return MetricResult(float(value), (worst,), details)
+
+
+def cfps_max_rows(false_positives: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(max CFPS, its class)`` for each row of per-class false-positive counts
+    ``(..., C)`` with ``errors`` ``(...)`` misclassifications (Eq. 1; the first maximum, i.e.
+    the lowest class index among ties).  Rows without errors get value 0 and class -1."""
+    fp = np.asarray(false_positives, dtype=np.float64)
+    err = np.asarray(errors, dtype=np.float64)
+    has = err > 0
+    scores = np.divide(fp, err[..., None], out=np.zeros(fp.shape), where=has[..., None])
+    worst = np.argmax(scores, axis=-1)
+    value = np.take_along_axis(scores, worst[..., None], axis=-1)[..., 0]
+    return np.where(has, value, 0.0), np.where(has, worst, -1)
 
 
 def class_wise_accuracy(confusion: np.ndarray) -> np.ndarray:

@@ -247,6 +247,7 @@ def measured_metrics(
     *,
     gamma: float = DEFAULT_GAMMA,
     n_bins: int = 10,
+    edges: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> MeasuredCalibration:
     """Measured decisiveness / geometric accuracy / robustness (the paper's Sec. 4 procedure).
 
@@ -292,12 +293,17 @@ def measured_metrics(
     probabilities) the gap in robustness is about 0.02-0.12 at ``B = 10`` and under 0.005
     at ``B = 100``; decisiveness agrees within 0.01 at either.
 
-    ``gamma`` must lie in ``[0, 0.5)`` and ``n_bins >= 1``.
+    ``gamma`` must lie in ``[0, 0.5)`` and ``n_bins >= 1``.  ``edges``, the ``(inner,
+    singular)`` pair of :func:`bin_edges`, replaces steps 1-2 with given bins (the bootstrap
+    holds the full sample's bins fixed).
     """
     lab = probabilities.check_labels(labels)
     gamma = _check_gamma(gamma, upper=0.5)
     b = _check_bins(n_bins)
-    inner, singular = bin_edges(probabilities.correct_class_prob(lab), gamma=gamma, n_bins=b)
+    if edges is None:
+        inner, singular = bin_edges(probabilities.correct_class_prob(lab), gamma=gamma, n_bins=b)
+    else:
+        inner, singular = edges
     k = inner.size + 1
 
     def count_block(rows: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -321,12 +327,8 @@ def measured_metrics(
     n_incorrect = n_all - n_correct
 
     with np.errstate(invalid="ignore", divide="ignore"):
-        fraction = np.where(n_all > 0, n_correct / np.maximum(n_all, 1), np.nan)
         mean_reported = np.where(n_correct > 0, sum_reported / np.maximum(n_correct, 1), np.nan)
-    used = n_correct > 0
-    with np.errstate(divide="ignore"):
-        log_f = np.log(fraction[used])
-    metrics = _nelson(log_f, gamma, weights=n_correct[used].astype(np.float64))
+    metrics, fraction = measured_from_counts(n_correct, n_all, gamma)
 
     top_edge = max(1.0, float(inner[-1])) if inner.size else 1.0
     edges = np.concatenate([[0.0], inner, [top_edge]])
@@ -341,6 +343,84 @@ def measured_metrics(
         gamma=gamma,
         n_bins_requested=b,
     )
+
+
+def measured_from_counts(n_correct: np.ndarray, n_all: np.ndarray, gamma: float) -> tuple[NelsonMetrics, np.ndarray]:
+    """Steps 4-5 of :func:`measured_metrics`: ``f = Nc / (Nc + Ni)`` per bin (``n_all = Nc + Ni``;
+    NaN for an empty bin) and the generalized means of ``f`` weighted by ``Nc``."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = np.where(n_all > 0, n_correct / np.maximum(n_all, 1), np.nan)
+    used = n_correct > 0
+    with np.errstate(divide="ignore"):
+        log_f = np.log(fraction[used])
+    return _nelson(log_f, gamma, weights=n_correct[used].astype(np.float64)), fraction
+
+
+def sample_bin_counts(probabilities: Probabilities, labels: np.ndarray, inner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample: the bin of its correct-class probability ``(N,)`` and how many of its
+    ``C`` class probabilities fall in each bin ``(N, K)`` (the correct one included), with
+    the bins and float64 values of :func:`measured_metrics`.  Summed over samples they give
+    that function's ``Nc`` and ``Nc + Ni``; the bootstrap sums them with replicate weights."""
+    lab = probabilities.check_labels(labels)
+    k = inner.size + 1
+    correct_bin = np.empty(probabilities.n_samples, dtype=np.int64)
+    counts = np.empty((probabilities.n_samples, k), dtype=np.int32)
+
+    def count_block(rows: slice) -> None:
+        p = probabilities.probabilities_of(rows)
+        at_least = np.empty((p.shape[0], k + 1), dtype=np.int32)
+        at_least[:, 0] = p.shape[1]
+        at_least[:, -1] = 0
+        for j, edge in enumerate(inner):
+            at_least[:, j + 1] = np.count_nonzero(p >= edge, axis=1)
+        counts[rows] = at_least[:, :-1] - at_least[:, 1:]
+        correct_bin[rows] = np.searchsorted(inner, p[np.arange(p.shape[0]), lab[rows]], side="right")
+
+    map_row_blocks(count_block, probabilities.n_samples, auto_chunk_rows(probabilities.n_classes))
+    return correct_bin, counts
+
+
+def generalized_mean_terms(log_values: np.ndarray, rho: float, gamma: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per-sample terms whose (weighted) sums give :func:`generalized_mean_log`.
+
+    Returns ``(terms, zero, shift)``: ``zero`` flags values that are 0 after clipping at
+    ``gamma``; for ``rho = 0`` ``terms`` are the clipped logarithms, otherwise
+    ``exp(rho * log x - shift)`` with ``shift`` the largest finite ``rho * log x`` (so no
+    term overflows).  :func:`generalized_mean_from_sums` turns sums of them into the mean.
+    """
+    lp = np.asarray(log_values, dtype=np.float64).ravel()
+    gamma = _check_gamma(gamma, upper=None)
+    if gamma > 0:
+        lp = np.maximum(lp, np.log(gamma))
+    zero = lp == -np.inf
+    if rho == 0.0:
+        return np.where(zero, 0.0, lp), zero, 0.0
+    x = np.where(zero, -np.inf, rho * lp)
+    finite = x[np.isfinite(x)]
+    shift = float(finite.max()) if finite.size else 0.0
+    with np.errstate(over="ignore"):
+        terms = np.exp(x - shift)
+    return np.where(zero, 0.0, terms), zero, shift
+
+
+def generalized_mean_from_sums(
+    term_sum: np.ndarray, zero_weight: np.ndarray, total_weight: np.ndarray, rho: float, shift: float
+) -> np.ndarray:
+    """Generalized means from weighted sums of :func:`generalized_mean_terms` (any shape).
+
+    A weighted zero makes the mean 0 for ``rho <= 0`` (and adds nothing for ``rho > 0``),
+    as in :func:`generalized_mean_log`.
+    """
+    term_sum = np.asarray(term_sum, dtype=np.float64)
+    total = np.asarray(total_weight, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if rho == 0.0:
+            out = np.exp(term_sum / total)
+        else:
+            out = np.exp((np.log(term_sum) + shift - np.log(total)) / rho)
+    if rho <= 0.0:
+        out = np.where(np.asarray(zero_weight) > 0, 0.0, out)
+    return out
 
 
 # ---------------------------------------------------------------------------- slope and sweep

@@ -16,9 +16,11 @@ import pandas as pd
 
 from classwise.errors import InputError
 from classwise.logits_io import ScoreKind
+from classwise.metrics import bootstrap as boot
 from classwise.metrics import cfps as cfps_metrics
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics import worst_class as wc
+from classwise.metrics.intervals import check_confidence, proportion_interval
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricResult
 from classwise.metrics.stats import ClassificationStats, compute_stats
@@ -117,23 +119,52 @@ def nelson_family(
 
 
 @dataclass(frozen=True)
+class BootstrapSettings:
+    """How the bootstrap of :func:`evaluate` was run."""
+
+    replicates: int
+    confidence: float
+    seed: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "replicates": self.replicates,
+            "confidence": self.confidence,
+            "seed": self.seed,
+            "resampling": "stratified by true class",
+            "ci": "percentile",
+            "ci_bound": "exact bound for minima (README: Uncertainty)",
+        }
+
+
+@dataclass(frozen=True)
 class Evaluation:
-    """Every metric of one scores file, with the statistics they were computed from."""
+    """Every metric of one scores file, with the statistics they were computed from, and
+    (when asked for) their bootstrap intervals."""
 
     metrics: dict[str, MetricResult]
     stats: ClassificationStats
     calibration: nelson.MeasuredCalibration
     skipped: dict[str, str] = field(default_factory=dict)
     """Metrics left out as trivial for this many classes, with why."""
+    bootstrap: dict[str, boot.BootstrapSummary] | None = None
+    bootstrap_settings: BootstrapSettings | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``classwise metrics`` output layout (values are fractions in [0, 1])."""
-        return {
+        metrics = {name: result.to_json() for name, result in self.metrics.items()}
+        out: dict[str, Any] = {
             "n_samples": self.stats.n_samples,
             "n_classes": self.stats.n_classes,
-            "metrics": {name: result.to_json() for name, result in self.metrics.items()},
+            "metrics": metrics,
             "skipped": dict(self.skipped),
         }
+        if self.bootstrap is not None and self.bootstrap_settings is not None:
+            out["bootstrap"] = self.bootstrap_settings.to_json()
+            for name, summary in self.bootstrap.items():
+                if name in metrics:  # not the metrics skipped as trivial
+                    metrics[name].update(summary.to_json())
+        return out
 
 
 def evaluate(
@@ -146,9 +177,23 @@ def evaluate(
     bins: int = 10,
     k: int = 5,
     ns: Sequence[int] = DEFAULT_NS,
+    bootstrap: int | None = None,
+    confidence: float = boot.DEFAULT_CONFIDENCE,
+    seed: int = boot.DEFAULT_SEED,
+    workers: int | None = None,
 ) -> Evaluation:
     """Compute every metric; argmax metrics use logits (or log-probabilities), the
-    probability metrics use the softmax (or the given probabilities)."""
+    probability metrics use the softmax (or the given probabilities).
+
+    ``bootstrap = B`` adds, per metric, the percentile interval of ``B`` stratified
+    bootstrap replicates at ``confidence`` (seeded by ``seed``; ``workers`` threads, the
+    result does not depend on their number), the shares of the most frequent worst classes,
+    and the exact bounds of the recall-type minima (:mod:`classwise.metrics.bootstrap`).
+    Off by default."""
+    confidence = check_confidence(confidence)
+    if bootstrap is not None:
+        bootstrap = boot.check_replicates(bootstrap)
+        seed = boot.check_seed(seed)
     ranked = argmax_scores(scores, kind)
     stats = compute_stats(ranked, labels)
     metrics = worst_class_family(stats, ranked, superclasses=superclasses, k=k, ns=ns)
@@ -157,12 +202,40 @@ def evaluate(
     metrics.update(nelson_metrics)
     metrics["CFPS_max"] = cfps_metrics.cfps_max(stats.confusion)
     skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns)
-    return Evaluation(metrics=metrics, stats=stats, calibration=calibration, skipped=skipped)
+    if bootstrap is None:
+        return Evaluation(metrics=metrics, stats=stats, calibration=calibration, skipped=skipped)
+    replicates = boot.bootstrap_replicates(
+        ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
+        replicates=bootstrap, seed=seed, workers=workers,
+    )  # fmt: skip
+    bounds = boot.minimum_bounds(stats, k=k, ns=ns, confidence=confidence)
+    return Evaluation(
+        metrics=metrics,
+        stats=stats,
+        calibration=calibration,
+        skipped=skipped,
+        bootstrap=boot.summarize(replicates, confidence=confidence, bounds=bounds),
+        bootstrap_settings=BootstrapSettings(bootstrap, confidence, seed),
+    )
 
 
-def per_class_table(stats: ClassificationStats, *, k: int = 5, class_names: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per class: support, recall, precision, top-k recall and CFPS."""
+def per_class_table(
+    stats: ClassificationStats,
+    *,
+    k: int = 5,
+    class_names: Sequence[str] | None = None,
+    confidence: float = 0.95,
+    interval: str = "clopper-pearson",
+) -> pd.DataFrame:
+    """One row per class: support, recall, precision, top-k recall and CFPS, then the
+    ``confidence`` intervals of recall (hits out of the class's support) and precision (hits
+    out of the class's predictions), Clopper-Pearson (exact) or Wilson; empty where the
+    ratio is undefined."""
     names = list(class_names) if class_names is not None else [str(i) for i in range(stats.n_classes)]
+    hits = np.diagonal(stats.confusion)
+    predicted = stats.confusion.sum(axis=0)
+    recall_low, recall_high = proportion_interval(hits, stats.support, confidence, interval)
+    precision_low, precision_high = proportion_interval(hits, predicted, confidence, interval)
     return pd.DataFrame(
         {
             "class": np.arange(stats.n_classes),
@@ -173,5 +246,9 @@ def per_class_table(stats: ClassificationStats, *, k: int = 5, class_names: Sequ
             "precision": wc.class_precision(stats),
             f"top{k}_recall": wc.class_topk_recall(stats, k),
             "cfps": cfps_metrics.class_false_positive_score(stats.confusion),
+            "recall_ci_low": recall_low,
+            "recall_ci_high": recall_high,
+            "precision_ci_low": precision_low,
+            "precision_ci_high": precision_high,
         }
     )

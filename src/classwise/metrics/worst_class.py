@@ -91,8 +91,103 @@ def _valid_classes(stats: ClassificationStats, at_least: int = 1) -> np.ndarray:
 def _worst_of(values: np.ndarray, stats: ClassificationStats) -> MetricResult:
     """Minimum of a per-class recall array (NaN = class without samples)."""
     _valid_classes(stats)
-    c = int(np.nanargmin(values))  # first minimum -> lowest class index
-    return MetricResult(float(values[c]), (c,), _empty_details(stats))
+    value, c = worst_of_rows(values)
+    return MetricResult(float(value), (int(c),), _empty_details(stats))
+
+
+# ------------------------------------------------------------ kernels over rows of counts
+# The reducers below take the per-class (or per-superclass, per-pair) counts as arrays whose
+# last axis runs over classes and whose leading axes are free: one row is one evaluation, and
+# the stratified bootstrap (classwise.metrics.bootstrap) passes one row per replicate.  The
+# MetricResult functions of this module call them with a single row, so both paths share
+# every formula and tie rule.
+
+
+def worst_of_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(min, argmin)`` over the last axis, ignoring NaN (undefined entries); ties go to
+    the lowest index.  Every row needs a non-NaN entry."""
+    where = np.nanargmin(values, axis=-1)
+    return np.take_along_axis(values, where[..., None], axis=-1)[..., 0], where
+
+
+def n_smallest_mask(keys: np.ndarray, n: int) -> np.ndarray:
+    """Boolean mask of the ``n`` smallest entries of each row of ``keys`` ``(R, m)``, ties
+    going to the lower position (the first ``n`` of a stable sort), in O(m) per row."""
+    if keys.dtype == object:  # Python ints (huge test sets): a stable sort
+        mask = np.zeros(keys.shape, dtype=np.bool_)
+        np.put_along_axis(mask, np.argsort(keys, axis=-1, kind="stable")[:, :n], True, axis=-1)
+        return mask
+    nth = np.partition(keys, n - 1, axis=-1)[:, n - 1 : n]
+    less = keys < nth
+    tied = keys == nth
+    room = n - np.count_nonzero(less, axis=-1)
+    return less | (tied & (np.cumsum(tied, axis=-1) <= room[:, None]))
+
+
+def worst_n_pooled_rows(hits: np.ndarray, support: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's worst-n heuristic over the last axis: the ``n`` entries with the lowest
+    ``hits / support`` (ties to the lower position), pooled.  ``support > 0`` everywhere.
+
+    Returns ``(value, chosen)`` with ``chosen`` the boolean mask of the ``n`` entries.
+    """
+    hits = np.asarray(hits)
+    rows = hits.reshape(-1, hits.shape[-1])
+    chosen = n_smallest_mask(rows / support, n)
+    value = np.divide((rows * chosen).sum(axis=-1), (support * chosen).sum(axis=-1), dtype=np.float64)
+    return value.reshape(hits.shape[:-1]), chosen.reshape(hits.shape)
+
+
+def worst_n_pooled_exact_rows(hits: np.ndarray, support: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``min over n-subsets S of sum_S hits / sum_S support`` over the last axis, by
+    Dinkelbach iteration in integer arithmetic (see :func:`worst_n_class_recall_exact`).
+
+    ``hits`` is ``(..., m)`` integer, ``support`` ``(m,)`` positive.  Returns
+    ``(value, chosen)``: the boolean mask of an optimal set (the ``n`` smallest final keys,
+    ties to the lower position).  Rows iterate together until every row has converged.
+    """
+    hits = np.asarray(hits)
+    m = hits.shape[-1]
+    rows = hits.reshape(-1, m)
+    total = int(support.sum())
+    # keys are bounded by total**2; int64 is exact below ~3e9 samples, else use Python ints
+    dtype = np.int64 if total < 3_000_000_000 else object
+    h = rows.astype(dtype)
+    s = support.astype(dtype)
+    chosen = worst_n_pooled_rows(rows, support, n)[1]  # heuristic start
+    active = np.arange(rows.shape[0])
+    for _ in range(m * n + 2):  # never reached: each step strictly improves
+        if active.size == 0:
+            break
+        cur = chosen[active]
+        big_h = (h[active] * cur).sum(axis=-1)
+        big_n = (s * cur).sum(axis=-1)
+        key = big_n[:, None] * h[active] - big_h[:, None] * s[None, :]  # sign of hits_c - lambda support_c
+        new = n_smallest_mask(key, n)
+        chosen[active] = new
+        # sum == 0: no subset has a lower ratio, and new has the same one
+        active = active[(key * new).sum(axis=-1) < 0]
+    else:  # pragma: no cover - Dinkelbach terminates
+        raise RuntimeError("Dinkelbach iteration did not converge")
+    value = np.divide((rows * chosen).sum(axis=-1), (support * chosen).sum(axis=-1), dtype=np.float64)
+    return value.reshape(hits.shape[:-1]), chosen.reshape(hits.shape)
+
+
+def pair_values(
+    wins_ab: np.ndarray, wins_ba: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, *, balanced: bool
+) -> np.ndarray:
+    """Restricted-argmax accuracy of pairs ``{a, b}`` from integer wins and supports
+    (broadcast): pooled ``(W_ab + W_ba) / (n_a + n_b)`` or balanced
+    ``(W_ab n_b + W_ba n_a) / (2 n_a n_b)``, each one correctly rounded division."""
+    if balanced:
+        return np.divide(wins_ab * n_b + wins_ba * n_a, 2 * n_a * n_b, dtype=np.float64)
+    return np.divide(wins_ab + wins_ba, n_a + n_b, dtype=np.float64)
+
+
+def worst_superclass_rows(hits: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(min, argmin)`` of ``hits / counts`` over the last axis (superclasses), leaving out
+    superclasses with ``counts == 0``; ties go to the first superclass.  Some count must be
+    positive."""
+    return worst_of_rows(_ratio(hits, np.broadcast_to(counts, np.shape(hits))))
 
 
 # --------------------------------------------------------------- accuracy and per class
@@ -186,8 +281,8 @@ def worst_class_precision(stats: ClassificationStats) -> MetricResult:
     """
     prec = class_precision(stats)
     n_never = int(np.count_nonzero(np.isnan(prec)))
-    c = int(np.nanargmin(prec))
-    return MetricResult(float(prec[c]), (c,), {"n_excluded_never_predicted": n_never})
+    value, c = worst_of_rows(prec)
+    return MetricResult(float(value), (int(c),), {"n_excluded_never_predicted": n_never})
 
 
 # ------------------------------------------------------------------------- superclasses
@@ -240,19 +335,15 @@ def _worst_superclass(
     per_super: list[tuple[Any, int, int]],
 ) -> MetricResult:
     """``per_super``: (name, hits, samples); min of hits/samples over non-empty ones."""
-    best_name, best_val = None, np.inf
-    n_empty = 0
-    for name, hits, n in per_super:
-        if n == 0:
-            n_empty += 1
-            continue
-        val = hits / n
-        if val < best_val:  # strict: ties go to the first superclass in mapping order
-            best_name, best_val = name, val
-    if best_name is None:
+    names = [name for name, _, _ in per_super]
+    hits = np.array([h for _, h, _ in per_super], dtype=np.int64)
+    counts = np.array([n for _, _, n in per_super], dtype=np.int64)
+    n_empty = int(np.count_nonzero(counts == 0))
+    if n_empty == len(per_super):
         raise InputError("no superclass has samples in the test set", field="superclasses")
+    value, where = worst_superclass_rows(hits, counts)  # ties: the first superclass in mapping order
     details = {"n_superclasses_without_samples": n_empty} if n_empty else {}
-    return MetricResult(float(best_val), (best_name,), details)
+    return MetricResult(float(value), (names[int(where)],), details)
 
 
 def worst_superclass_accuracy(
@@ -281,23 +372,35 @@ def worst_superclass_accuracy(
             field="scores",
         )
     groups = _validate_superclasses(superclasses, stats.n_classes)
-    labels = stats.labels
-    member = np.zeros(stats.n_classes, dtype=np.bool_)
-    per_super = []
-    for name, idx in groups:
+    per_super = [
+        (name, int(np.count_nonzero(hit)), int(rows.shape[0]))
+        for name, (rows, hit) in zip((name for name, _ in groups), superclass_sample_hits(arr, stats.labels, groups))
+    ]
+    return _worst_superclass(per_super)
+
+
+def superclass_sample_hits(
+    scores: np.ndarray, labels: np.ndarray, groups: list[tuple[Any, np.ndarray]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each validated superclass ``(name, ascending class indices)``: the rows of its
+    samples and, per row, whether the argmax restricted to its classes (ties to the lowest
+    index) is the true class.  The terms of WSupCA (Eq. 4)."""
+    member = np.zeros(scores.shape[1], dtype=np.bool_)
+    out = []
+    for _, idx in groups:
         member[:] = False
         member[idx] = True
         rows = np.flatnonzero(member[labels])
-        hits = 0
+        hit = np.empty(rows.shape[0], dtype=np.bool_)
         for lo in range(0, rows.shape[0], DEFAULT_CHUNK_ROWS):
             r = rows[lo : lo + DEFAULT_CHUNK_ROWS]
-            sub = arr[np.ix_(r, idx)]
+            sub = scores[np.ix_(r, idx)]
             am = np.argmax(sub, axis=1)  # first maximum among ascending indices
             if np.isnan(sub[np.arange(r.shape[0]), am]).any():
                 raise InputError("scores contain NaN", field="scores")
-            hits += int(np.count_nonzero(idx[am] == labels[r]))
-        per_super.append((name, hits, int(rows.shape[0])))
-    return _worst_superclass(per_super)
+            hit[lo : lo + DEFAULT_CHUNK_ROWS] = idx[am] == labels[r]
+        out.append((rows, hit))
+    return out
 
 
 def worst_superclass_recall(
@@ -356,10 +459,8 @@ def worst_n_class_recall(stats: ClassificationStats, n: int, k: int = 1) -> Metr
     ``classes`` are the ``n`` chosen class indices, worst first (by recall, then index).
     """
     n, valid, hits, support = _n_class_inputs(stats, n, k)
-    rec = hits / support
-    pos = np.lexsort((valid, rec))[:n]
-    value = int(hits[pos].sum()) / int(support[pos].sum())
-    return MetricResult(float(value), _by_recall(valid, hits, support, pos), _empty_details(stats))
+    value, chosen = worst_n_pooled_rows(hits, support, n)
+    return MetricResult(float(value), _by_recall(valid, hits, support, np.flatnonzero(chosen)), _empty_details(stats))
 
 
 def worst_n_class_recall_exact(stats: ClassificationStats, n: int, k: int = 1) -> MetricResult:
@@ -382,24 +483,8 @@ def worst_n_class_recall_exact(stats: ClassificationStats, n: int, k: int = 1) -
     Non-decreasing in ``n``; ``W1CR = WCA``; ``W|C|CR = A`` when every class has samples.
     """
     n, valid, hits, support = _n_class_inputs(stats, n, k)
-    total = int(support.sum())
-    # keys are bounded by total**2; int64 is exact below ~3e9 samples, else use Python ints
-    dtype = np.int64 if total < 3_000_000_000 else object
-    h = hits.astype(dtype)
-    s = support.astype(dtype)
-    pos = np.lexsort((valid, hits / support))[:n]  # heuristic start
-    for _ in range(valid.shape[0] * n + 2):  # never reached: each step strictly improves
-        big_h, big_n = h[pos].sum(), s[pos].sum()
-        key = big_n * h - big_h * s  # sign of hits_c - lambda * support_c, times N(S) > 0
-        new = np.lexsort((valid, key))[:n]
-        if key[new].sum() >= 0:  # == 0: no subset has a lower ratio; new has the same one
-            pos = new
-            break
-        pos = new
-    else:  # pragma: no cover - Dinkelbach terminates
-        raise RuntimeError("Dinkelbach iteration did not converge")
-    value = int(hits[pos].sum()) / int(support[pos].sum())
-    return MetricResult(float(value), _by_recall(valid, hits, support, pos), _empty_details(stats))
+    value, chosen = worst_n_pooled_exact_rows(hits, support, n)
+    return MetricResult(float(value), _by_recall(valid, hits, support, np.flatnonzero(chosen)), _empty_details(stats))
 
 
 # -------------------------------------------------------------------------- worst pair
@@ -428,15 +513,7 @@ def worst_pair_accuracy(stats: ClassificationStats, *, balanced: bool = False) -
         wins, sup = stats.pairwise_wins, stats.support
     else:
         wins, sup = stats.pairwise_wins[np.ix_(valid, valid)], stats.support[valid]
-    if balanced:
-        num = wins * sup[None, :]
-        num += (wins * sup[None, :]).T  # W[b, a] * n_a at [a, b]
-        den = sup[:, None] * sup[None, :]
-        den *= 2
-    else:
-        num = wins + wins.T
-        den = sup[:, None] + sup[None, :]
-    value = np.divide(num, den, dtype=np.float64)
+    value = pair_values(wins, wins.T, sup[:, None], sup[None, :], balanced=balanced)
     value[np.tri(m, dtype=np.bool_)] = np.inf  # keep a < b only
     flat = int(np.argmin(value))  # row-major first minimum -> lexicographically smallest
     i, j = divmod(flat, m)

@@ -1,0 +1,487 @@
+"""Stratified bootstrap of every metric, by reweighting sufficient statistics.
+
+**The resampling.**  Each replicate redraws, for every class ``c``, ``n_c`` of the class's
+samples with replacement (so class supports stay fixed).  Draw ``j`` of a replicate is
+uniform over the samples of the class at sorted position ``j``; replicate ``r`` uses its
+own generator, ``SeedSequence(seed, spawn_key=(r,))``, so the draws depend on the seed and
+the replicate number only: not on the number of threads or on how replicates are grouped.
+:meth:`StratifiedDraws.indices` gives the drawn sample indices; the naive bootstrap (index
+the scores, recompute every metric) and the fast one below use the same draws.
+
+**The fast path.**  A replicate is a weight per sample (how often it was drawn), and every
+statistic the metrics need is a weighted sum over samples: per-class top-1 and top-k hits
+(sparse class-by-sample indicators times the weights), per-class predicted counts, per
+superclass restricted-argmax hits, the per-sample terms of the generalized means, the
+per-sample bin counts of the measured calibration, and the pairwise losses of W2CA (see
+:mod:`classwise.metrics.pair_losses`).  These are sparse or thin dense products of the
+``(N, R)`` weight block, and the reducers of :mod:`classwise.metrics.worst_class`,
+:mod:`classwise.metrics.cfps` and :mod:`classwise.metrics.decisiveness` turn the ``(R, C)``
+statistics into metric values with the same formulas and tie rules as one evaluation.
+
+The replicate values equal those of the naive bootstrap exactly for every count-based
+metric (ratios of integers formed by one division) and to rounding (about 1e-15 relative)
+for the reported generalized means and the calibration slope, whose per-sample terms are
+summed in a different order.  The measured metrics hold the full sample's bin edges fixed
+(only the counts in the bins are resampled).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from classwise.errors import InputError
+from classwise.metrics import cfps as cfps_metrics
+from classwise.metrics import decisiveness as nelson
+from classwise.metrics import worst_class as wc
+from classwise.metrics.intervals import check_confidence, minimum_bound, percentile_interval
+from classwise.metrics.pair_losses import PairLosses
+from classwise.metrics.probabilities import Probabilities
+from classwise.metrics.stats import ClassificationStats
+
+__all__ = [
+    "DEFAULT_REPLICATES",
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_SEED",
+    "StratifiedDraws",
+    "MetricReplicates",
+    "BootstrapSummary",
+    "check_replicates",
+    "check_seed",
+    "bootstrap_replicates",
+    "summarize",
+]
+
+DEFAULT_REPLICATES = 1000
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_SEED = 0
+#: How many of the most frequent worst classes ``worst_probability`` lists.
+TOP_WORST = 5
+#: Replicates whose statistics are computed together (bounds the scratch memory:
+#: about ``N * BLOCK * 12`` bytes per worker).
+BLOCK = 64
+
+#: Metrics of the reported and measured decisiveness family, in output order.
+NELSON_REPORTED = ("decisiveness", "geometric_accuracy", "robustness")
+NELSON_MEASURED = tuple(f"{name}_measured" for name in NELSON_REPORTED)
+_RHOS = (nelson.DECISIVENESS_RHO, nelson.GEOMETRIC_RHO, nelson.ROBUSTNESS_RHO)
+
+
+def check_replicates(replicates: object) -> int:
+    """``replicates`` as a positive int, else :class:`InputError`."""
+    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
+        raise InputError(f"expected a positive number of bootstrap replicates, got {replicates!r}", field="bootstrap")
+    return int(replicates)
+
+
+def check_seed(seed: object) -> int:
+    """``seed`` as a non-negative int, else :class:`InputError`."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"expected a non-negative integer seed, got {seed!r}", field="seed")
+    return int(seed)
+
+
+# ----------------------------------------------------------------------------- draws
+
+
+@dataclass(frozen=True)
+class StratifiedDraws:
+    """Within-class resampling of a labelled sample, one seeded generator per replicate."""
+
+    seed: int
+    order: np.ndarray  # sample indices sorted by label (stable)
+    offsets: np.ndarray  # per sorted position: first position of its class
+    sizes: np.ndarray  # per sorted position: its class's support (float64)
+
+    @classmethod
+    def from_labels(cls, labels: np.ndarray, n_classes: int, seed: int) -> StratifiedDraws:
+        y = np.asarray(labels, dtype=np.int64)
+        order = np.argsort(y, kind="stable")
+        support = np.bincount(y, minlength=n_classes)
+        starts = np.r_[0, np.cumsum(support)[:-1]]
+        y_sorted = y[order]
+        return cls(check_seed(seed), order, starts[y_sorted], support[y_sorted].astype(np.float64))
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.order.shape[0])
+
+    def generator(self, replicate: int) -> np.random.Generator:
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(self.seed, spawn_key=(int(replicate),))))
+
+    def indices(self, replicate: int) -> np.ndarray:
+        """The ``N`` sample indices of replicate ``replicate``, grouped by class: position
+        ``j`` holds a uniform draw from the class of sorted position ``j``."""
+        u = self.generator(replicate).random(self.n_samples)
+        draw = np.minimum((u * self.sizes).astype(np.int64), self.sizes.astype(np.int64) - 1)
+        return self.order[self.offsets + draw]
+
+    def weights(self, replicate: int) -> np.ndarray:
+        """``(N,)`` int64: how often each sample is drawn in replicate ``replicate``."""
+        return np.bincount(self.indices(replicate), minlength=self.n_samples)
+
+
+# ----------------------------------------------------------------------------- replicates
+
+
+@dataclass(frozen=True)
+class MetricReplicates:
+    """One metric's value in each replicate and, for metrics that name a worst class,
+    superclass or pair, what they name (``worst[r]``: a tuple; empty when none)."""
+
+    values: np.ndarray
+    worst: list[tuple[Any, ...]] | None = None
+
+
+@dataclass(frozen=True)
+class _Model:
+    """What the replicates of one model need, computed once from the full sample."""
+
+    n: int
+    c: int
+    valid: np.ndarray
+    support_valid: np.ndarray
+    hits1: sp.csr_matrix  # (m_valid, N): correct top-1 sample of each valid class
+    hitsk: sp.csr_matrix  # (m_valid, N): top-k hit
+    predicted: sp.csr_matrix  # (C, N): predicted class
+    super_hits: sp.csr_matrix | None  # (G, N): restricted-argmax hit per superclass
+    super_counts: np.ndarray | None
+    super_members: np.ndarray | None  # (C, G) int64 membership
+    super_names: list[Any] | None
+    terms: np.ndarray  # (3, N) generalized-mean terms (decisiveness, geometric, robustness)
+    zero: np.ndarray  # (N,) float64: clipped probability is 0
+    shifts: tuple[float, float, float]
+    correct_bin: sp.csr_matrix  # (K, N)
+    bin_counts: sp.csr_matrix  # (K, N): class probabilities per bin, per sample
+    gamma: float
+    pairs: PairLosses | None
+
+
+def _indicator(rows: np.ndarray, n_rows: int, keep: np.ndarray | None = None) -> sp.csr_matrix:
+    n = rows.shape[0]
+    cols = np.arange(n)
+    if keep is not None:
+        rows, cols = rows[keep], cols[keep]
+    return sp.csr_matrix((np.ones(rows.shape[0]), (rows, cols)), shape=(n_rows, n))
+
+
+def _prepare(
+    scores: np.ndarray,
+    stats: ClassificationStats,
+    probabilities: Probabilities,
+    *,
+    superclasses: Mapping[str, Sequence[int]] | None,
+    gamma: float,
+    bins: int,
+    k: int,
+) -> _Model:
+    n, c = stats.n_samples, stats.n_classes
+    labels = stats.labels
+    valid = np.flatnonzero(stats.support > 0)
+    position = np.full(c, -1, dtype=np.int64)
+    position[valid] = np.arange(valid.shape[0])
+    rank = stats.true_class_rank
+    super_hits = super_counts = super_members = super_names = None
+    if superclasses:
+        groups = wc._validate_superclasses(superclasses, c)
+        per_group = wc.superclass_sample_hits(scores, labels, groups)
+        rows = np.concatenate([np.full(r.shape[0], g) for g, (r, _) in enumerate(per_group)])
+        cols = np.concatenate([r for r, _ in per_group])
+        hit = np.concatenate([h for _, h in per_group])
+        super_hits = sp.csr_matrix((np.ones(int(hit.sum())), (rows[hit], cols[hit])), shape=(len(groups), n))
+        super_counts = np.array([r.shape[0] for r, _ in per_group], dtype=np.int64)
+        super_members = np.zeros((c, len(groups)), dtype=np.int64)
+        for g, (_, idx) in enumerate(groups):
+            super_members[idx, g] = 1
+        super_names = [name for name, _ in groups]
+    log_p = probabilities.correct_class_log_prob(labels)
+    terms, zero, shifts = [], None, []
+    for rho in _RHOS:
+        t, z, shift = nelson.generalized_mean_terms(log_p, rho, gamma)
+        terms.append(t)
+        zero = z
+        shifts.append(shift)
+    inner, _ = nelson.bin_edges(probabilities.correct_class_prob(labels), gamma=gamma, n_bins=bins)
+    correct_bin, bin_counts = nelson.sample_bin_counts(probabilities, labels, inner)
+    return _Model(
+        n=n,
+        c=c,
+        valid=valid,
+        support_valid=stats.support[valid],
+        hits1=_indicator(position[labels], valid.shape[0], rank == 0),
+        hitsk=_indicator(position[labels], valid.shape[0], rank < k),
+        predicted=_indicator(stats.predictions, c),
+        super_hits=super_hits,
+        super_counts=super_counts,
+        super_members=super_members,
+        super_names=super_names,
+        terms=np.ascontiguousarray(np.stack(terms)),
+        zero=zero.astype(np.float64),
+        shifts=(shifts[0], shifts[1], shifts[2]),
+        correct_bin=_indicator(correct_bin, inner.size + 1),
+        bin_counts=sp.csr_matrix(bin_counts.T.astype(np.float64)),
+        gamma=float(gamma),
+        pairs=PairLosses(scores, stats) if valid.shape[0] >= 2 else None,
+    )
+
+
+def _counts(matrix: sp.csr_matrix, weights: np.ndarray) -> np.ndarray:
+    """``(R, rows)`` int64 weighted counts (float64 products of integers are exact)."""
+    return np.rint(matrix @ weights).T.astype(np.int64)
+
+
+def _block(model: _Model, draws: StratifiedDraws, replicates: np.ndarray) -> dict[str, Any]:
+    """Sufficient statistics of a block of replicates."""
+    n_rep = replicates.shape[0]
+    rows = np.empty((n_rep, model.n), dtype=np.float64)
+    term_sums = np.empty((n_rep, 3))
+    zeros = np.empty(n_rep)
+    for j, r in enumerate(replicates):
+        idx = draws.indices(int(r))
+        rows[j] = np.bincount(idx, minlength=model.n)
+        # Float sums per replicate, in a fixed order: deterministic whatever the blocks.
+        term_sums[j] = np.take(model.terms, idx, axis=1).sum(axis=1)
+        zeros[j] = np.take(model.zero, idx).sum()
+    w = np.ascontiguousarray(rows.T)  # (N, R): sparse-times-dense products want a row per sample
+    del rows
+    out: dict[str, Any] = {
+        "hits1": _counts(model.hits1, w),
+        "hitsk": _counts(model.hitsk, w),
+        "predicted": _counts(model.predicted, w),
+        "term_sums": term_sums,
+        "zeros": zeros,
+        "n_correct_bins": _counts(model.correct_bin, w),
+        "n_all_bins": _counts(model.bin_counts, w),
+    }
+    if model.super_hits is not None:
+        out["super_hits"] = _counts(model.super_hits, w)
+    if model.pairs is not None:
+        out["pairs"] = model.pairs.replicates(w[model.pairs.misclassified])
+    return out
+
+
+def _stack(blocks: list[dict[str, Any]], name: str) -> Any:
+    first = blocks[0][name]
+    if name == "pairs":
+        return {
+            attr: np.concatenate([getattr(b[name], attr) for b in blocks])
+            for attr in ("pooled", "pooled_pairs", "balanced", "balanced_pairs")
+        }
+    return np.concatenate([b[name] for b in blocks]) if isinstance(first, np.ndarray) else None
+
+
+def _classes(valid: np.ndarray, where: np.ndarray) -> list[tuple[int, ...]]:
+    return [(int(c),) for c in valid[where]]
+
+
+def bootstrap_replicates(
+    scores: np.ndarray,
+    stats: ClassificationStats,
+    probabilities: Probabilities,
+    *,
+    superclasses: Mapping[str, Sequence[int]] | None = None,
+    gamma: float = nelson.DEFAULT_GAMMA,
+    bins: int = 10,
+    k: int = 5,
+    ns: Sequence[int] = (10, 100),
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
+    workers: int | None = None,
+) -> dict[str, MetricReplicates]:
+    """Replicate values of every metric of :func:`classwise.metrics.suite.evaluate`.
+
+    ``scores`` are the ranking scores ``stats`` were computed from (logits or
+    log-probabilities) and ``probabilities`` the model's probabilities; the other arguments
+    are those of ``evaluate``.  Returns metric name -> :class:`MetricReplicates`, the names
+    of ``evaluate``.  ``workers`` threads share the blocks of replicates (default: the CPU
+    count); the result does not depend on it.
+    """
+    b = check_replicates(replicates)
+    draws = StratifiedDraws.from_labels(stats.labels, stats.n_classes, seed)
+    model = _prepare(scores, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k)
+    return _replicates(model, draws, b, stats, k=k, ns=ns, workers=workers)
+
+
+def _run_blocks(fn: Callable[[np.ndarray], dict[str, Any]], b: int, workers: int | None) -> list[dict[str, Any]]:
+    chunks = [np.arange(lo, min(lo + BLOCK, b)) for lo in range(0, b, BLOCK)]
+    workers = max(1, min(len(chunks), workers or os.cpu_count() or 1))
+    if workers == 1:
+        return [fn(chunk) for chunk in chunks]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, chunks))  # results in block order: deterministic
+
+
+def _replicates(
+    model: _Model,
+    draws: StratifiedDraws,
+    b: int,
+    stats: ClassificationStats,
+    *,
+    k: int,
+    ns: Sequence[int],
+    workers: int | None,
+) -> dict[str, MetricReplicates]:
+    blocks = _run_blocks(lambda chunk: _block(model, draws, chunk), b, workers)
+    hits1, hitsk = _stack(blocks, "hits1"), _stack(blocks, "hitsk")
+    predicted = _stack(blocks, "predicted")
+    valid, support = model.valid, model.support_valid
+    n, c = model.n, model.c
+    out: dict[str, MetricReplicates] = {}
+
+    out["A"] = MetricReplicates(np.divide(hits1.sum(axis=1), n, dtype=np.float64))
+    value, where = wc.worst_of_rows(hits1 / support)
+    out["WCA"] = MetricReplicates(value, _classes(valid, where))
+    hits_full = np.zeros((b, c), dtype=np.int64)
+    hits_full[:, valid] = hits1
+    precision = np.full((b, c), np.nan)
+    np.divide(hits_full, predicted, out=precision, where=predicted > 0)
+    value, where = wc.worst_of_rows(precision)
+    out["WCP"] = MetricReplicates(value, [(int(x),) for x in where])
+    if model.super_hits is not None:
+        names = model.super_names
+        value, where = wc.worst_superclass_rows(_stack(blocks, "super_hits"), model.super_counts)
+        out["WSupCA"] = MetricReplicates(value, [(names[int(x)],) for x in where])
+        value, where = wc.worst_superclass_rows(hits_full @ model.super_members, stats.support @ model.super_members)
+        out["WSupCR"] = MetricReplicates(value, [(names[int(x)],) for x in where])
+    valid_ns = [m for m in ns if 1 <= m < c]
+    for m in valid_ns:
+        out[f"W{m}CR"] = MetricReplicates(wc.worst_n_pooled_rows(hits1, support, m)[0])
+    for m in valid_ns:
+        out[f"W{m}CR_exact"] = MetricReplicates(wc.worst_n_pooled_exact_rows(hits1, support, m)[0])
+    if model.pairs is not None:
+        pairs = _stack(blocks, "pairs")
+        out["W2CA"] = MetricReplicates(pairs["pooled"], [tuple(int(x) for x in p) for p in pairs["pooled_pairs"]])
+        out["W2CA_balanced"] = MetricReplicates(
+            pairs["balanced"], [tuple(int(x) for x in p) for p in pairs["balanced_pairs"]]
+        )
+    out[f"A@{k}"] = MetricReplicates(np.divide(hitsk.sum(axis=1), n, dtype=np.float64))
+    value, where = wc.worst_of_rows(hitsk / support)
+    out[f"WCA@{k}"] = MetricReplicates(value, _classes(valid, where))
+    for m in valid_ns:
+        out[f"W{m}CR@{k}"] = MetricReplicates(wc.worst_n_pooled_rows(hitsk, support, m)[0])
+
+    term_sums, zeros = _stack(blocks, "term_sums"), _stack(blocks, "zeros")
+    reported = [
+        nelson.generalized_mean_from_sums(term_sums[:, i], zeros, n, rho, model.shifts[i])
+        for i, rho in enumerate(_RHOS)
+    ]
+    n_correct, n_all = _stack(blocks, "n_correct_bins"), _stack(blocks, "n_all_bins")
+    measured = np.empty((b, 3))
+    slope = np.empty(b)
+    for r in range(b):
+        metrics, _ = nelson.measured_from_counts(n_correct[r], n_all[r], model.gamma)
+        measured[r] = (metrics.decisiveness, metrics.geometric_accuracy, metrics.robustness)
+        slope[r] = nelson.calibration_slope(
+            nelson.NelsonMetrics(reported[0][r], reported[1][r], reported[2][r]), metrics
+        )
+    for i, name in enumerate(NELSON_REPORTED):
+        out[name] = MetricReplicates(np.asarray(reported[i], dtype=np.float64))
+    for i, name in enumerate(NELSON_MEASURED):
+        out[name] = MetricReplicates(measured[:, i])
+    out["calibration_slope"] = MetricReplicates(slope)
+
+    errors = n - hits1.sum(axis=1)
+    value, where = cfps_metrics.cfps_max_rows(predicted - hits_full, errors)
+    out["CFPS_max"] = MetricReplicates(value, [(int(x),) if x >= 0 else () for x in where])
+    return out
+
+
+# ----------------------------------------------------------------------------- summaries
+
+
+@dataclass(frozen=True)
+class BootstrapSummary:
+    """The JSON additions of one metric: the percentile interval, the most frequent worst
+    classes and, for the recall-type minima, the exact-bound interval."""
+
+    ci: tuple[float, float]
+    worst_probability: list[tuple[tuple[Any, ...], float]] | None = None
+    ci_bound: tuple[float, float] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ci": [_finite(self.ci[0]), _finite(self.ci[1])]}
+        if self.worst_probability is not None:
+            out["worst_probability"] = [
+                {"classes": [_plain(x) for x in classes], "probability": share}
+                for classes, share in self.worst_probability
+            ]
+        if self.ci_bound is not None:
+            out["ci_bound"] = [_finite(self.ci_bound[0]), _finite(self.ci_bound[1])]
+        out.update(self.extra)
+        return out
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if hasattr(x, "item") else x
+
+
+def worst_probability(worst: list[tuple[Any, ...]], top: int = TOP_WORST) -> list[tuple[tuple[Any, ...], float]]:
+    """The ``top`` most frequent worst classes (or pairs, superclasses) and the share of
+    replicates in which each is the worst; equal frequencies in order of the class indices
+    (then names).  Replicates that name nothing (CFPS_max without errors) count in the
+    denominator."""
+    counts = Counter(w for w in worst if w)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], _sort_key(item[0])))
+    return [(classes, count / len(worst)) for classes, count in ranked[:top]]
+
+
+def _sort_key(classes: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((0, x) if isinstance(x, (int, np.integer)) else (1, str(x)) for x in classes)
+
+
+def minimum_bounds(
+    stats: ClassificationStats, *, k: int, ns: Sequence[int], confidence: float
+) -> dict[str, tuple[float, float]]:
+    """:func:`classwise.metrics.intervals.minimum_bound` of the recall-type minima: WCA,
+    WCA@k, W{n}CR (and _exact, @k: the bound is for the exact minimum over n-subsets, which
+    the heuristic equals on class-balanced test sets) and W2CA (items: pairs of classes,
+    successes: pooled restricted-argmax wins)."""
+    valid = np.flatnonzero(stats.support > 0)
+    support = stats.support[valid]
+    hits1 = np.diagonal(stats.confusion)[valid]
+    hitsk = wc._topk_hits(stats, k)[valid]
+    out = {"WCA": minimum_bound(hits1, support, confidence), f"WCA@{k}": minimum_bound(hitsk, support, confidence)}
+    for m in (m for m in ns if 1 <= m < stats.n_classes):
+        bound = minimum_bound(hits1, support, confidence, n_smallest=m)
+        out[f"W{m}CR"] = out[f"W{m}CR_exact"] = bound
+        out[f"W{m}CR@{k}"] = minimum_bound(hitsk, support, confidence, n_smallest=m)
+    if valid.shape[0] >= 2:
+        ia, ib = np.triu_indices(valid.shape[0], 1)
+        a, b = valid[ia], valid[ib]
+        wins = stats.pairwise_wins[a, b] + stats.pairwise_wins[b, a]
+        out["W2CA"] = minimum_bound(wins, stats.support[a] + stats.support[b], confidence)
+        if np.all(support == support[0]):  # then W2CA_balanced is W2CA
+            out["W2CA_balanced"] = out["W2CA"]
+    return out
+
+
+def summarize(
+    replicates: Mapping[str, MetricReplicates],
+    *,
+    confidence: float,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+) -> dict[str, BootstrapSummary]:
+    """Percentile interval and worst-class shares of each metric's replicates."""
+    conf = check_confidence(confidence)
+    bounds = bounds or {}
+    return {
+        name: BootstrapSummary(
+            ci=percentile_interval(rep.values, conf),
+            worst_probability=None if rep.worst is None else worst_probability(rep.worst),
+            ci_bound=bounds.get(name),
+        )
+        for name, rep in replicates.items()
+    }

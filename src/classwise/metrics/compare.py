@@ -1,0 +1,189 @@
+"""Paired bootstrap comparison of two models evaluated on the same samples.
+
+Both models' metrics are recomputed on the same stratified replicates (same draws: same
+labels, same seed; :mod:`classwise.metrics.bootstrap`), so the replicate differences
+``B - A`` keep the pairing of the samples.  Per metric:
+
+* ``difference``: the full-sample ``B - A``;
+* ``ci``: the percentile interval of the replicate differences;
+* ``p_value``: two-sided, from the replicate differences ``d*``:
+  ``min(1, 2 min(1 + #{d* <= 0}, 1 + #{d* >= 0}) / (1 + B))``, i.e. twice the share of the
+  bootstrap distribution on the far side of 0 (the percentile interval at level
+  ``1 - p`` just reaches 0), with the usual ``+1`` so that it is never 0.  A model compared
+  with itself has every ``d* = 0`` and gets ``p = 1``.  Replicates where the metric is
+  undefined for either model (NaN) are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from classwise.errors import InputError
+from classwise.logits_io import ScoresFile
+from classwise.metrics import bootstrap as boot
+from classwise.metrics.intervals import check_confidence, percentile_interval
+from classwise.metrics.probabilities import Probabilities
+from classwise.metrics.suite import DEFAULT_NS, argmax_scores, evaluate
+
+__all__ = ["MetricComparison", "Comparison", "align", "compare", "paired_p_value"]
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    a: float
+    b: float
+    difference: float
+    ci: tuple[float, float]
+    p_value: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": _finite(self.a),
+            "b": _finite(self.b),
+            "difference": _finite(self.difference),
+            "ci": [_finite(self.ci[0]), _finite(self.ci[1])],
+            "p_value": _finite(self.p_value),
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    n_samples: int
+    n_classes: int
+    replicates: int
+    confidence: float
+    seed: int
+    metrics: dict[str, MetricComparison]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n_samples": self.n_samples,
+            "n_classes": self.n_classes,
+            "bootstrap": {
+                "replicates": self.replicates,
+                "confidence": self.confidence,
+                "seed": self.seed,
+                "resampling": "stratified by true class, paired (the same draws for both models)",
+                "ci": "percentile of the replicate differences B - A",
+            },
+            "metrics": {name: m.to_json() for name, m in self.metrics.items()},
+        }
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def paired_p_value(differences: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of replicate differences (see the module docstring)."""
+    d = np.asarray(differences, dtype=np.float64)
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return float("nan")
+    at_most = int(np.count_nonzero(d <= 0))
+    at_least = int(np.count_nonzero(d >= 0))
+    return float(min(1.0, 2.0 * min(at_most + 1, at_least + 1) / (d.size + 1)))
+
+
+def align(first: ScoresFile, second: ScoresFile) -> ScoresFile:
+    """``second`` with its rows in the order of ``first``'s ``sample_ids``.
+
+    Raises :class:`InputError` (naming ``second``'s file) unless both files hold the same
+    set of unique sample ids with the same labels and the same number of classes.
+    """
+    where = second.path
+    if second.n_classes != first.n_classes:
+        raise InputError(
+            f"has {second.n_classes} classes but {first.path} has {first.n_classes}", path=where, field=second.kind
+        )
+    for f in (first, second):
+        uniq, counts = np.unique(f.sample_ids, return_counts=True)
+        if uniq.shape[0] != f.sample_ids.shape[0]:
+            raise InputError(f"sample id {str(uniq[counts > 1][0])!r} occurs more than once", path=f.path, field="sample_ids")
+    ids_a, ids_b = first.sample_ids, second.sample_ids
+    if not np.array_equal(ids_a, ids_b):
+        missing = np.setdiff1d(ids_a, ids_b)
+        extra = np.setdiff1d(ids_b, ids_a)
+        if missing.size or extra.size:
+            parts = []
+            if missing.size:
+                parts.append(f"{missing.size} sample ids of {first.path} are missing (e.g. {str(missing[0])!r})")
+            if extra.size:
+                parts.append(f"{extra.size} are not in {first.path} (e.g. {str(extra[0])!r})")
+            raise InputError(
+                "the two files must hold the same samples: " + "; ".join(parts), path=where, field="sample_ids"
+            )
+    order = np.argsort(ids_b, kind="stable")[np.searchsorted(np.sort(ids_b), ids_a)]
+    labels = second.labels[order]
+    if not np.array_equal(labels, first.labels):
+        bad = int(np.flatnonzero(labels != first.labels)[0])
+        raise InputError(
+            f"sample {str(ids_a[bad])!r} has label {int(labels[bad])} here but {int(first.labels[bad])} in {first.path}",
+            path=where,
+            field="labels",
+        )
+    return ScoresFile(
+        scores=second.scores[order],
+        labels=labels,
+        kind=second.kind,
+        sample_ids=ids_a,
+        class_names=second.class_names,
+        path=second.path,
+        extra={},
+    )
+
+
+def compare(
+    first: ScoresFile,
+    second: ScoresFile,
+    *,
+    superclasses: Mapping[str, Sequence[int]] | None = None,
+    gamma: float = 0.005,
+    bins: int = 10,
+    k: int = 5,
+    ns: Sequence[int] = DEFAULT_NS,
+    replicates: int = boot.DEFAULT_REPLICATES,
+    confidence: float = boot.DEFAULT_CONFIDENCE,
+    seed: int = boot.DEFAULT_SEED,
+    workers: int | None = None,
+) -> Comparison:
+    """Every metric of ``second`` minus ``first`` with paired bootstrap intervals and
+    p-values; ``second`` is matched to ``first`` by sample id (:func:`align`)."""
+    b_count = boot.check_replicates(replicates)
+    conf = check_confidence(confidence)
+    seed = boot.check_seed(seed)
+    second = align(first, second)
+    values, reps = [], []
+    for f in (first, second):
+        evaluation = evaluate(f.scores, f.labels, kind=f.kind, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns)
+        ranked = argmax_scores(f.scores, f.kind)
+        stats = evaluation.stats
+        probabilities = Probabilities.from_scores(f.scores, f.kind)
+        values.append({name: result.value for name, result in evaluation.metrics.items()})
+        replicates_of = boot.bootstrap_replicates(
+            ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
+            replicates=b_count, seed=seed, workers=workers,
+        )  # fmt: skip
+        reps.append(replicates_of)
+    metrics = {}
+    for name in values[0]:
+        d = reps[1][name].values - reps[0][name].values
+        metrics[name] = MetricComparison(
+            a=values[0][name],
+            b=values[1][name],
+            difference=values[1][name] - values[0][name],
+            ci=percentile_interval(d, conf),
+            p_value=paired_p_value(d),
+        )
+    return Comparison(
+        n_samples=int(first.labels.shape[0]),
+        n_classes=first.n_classes,
+        replicates=b_count,
+        confidence=conf,
+        seed=seed,
+        metrics=metrics,
+    )
