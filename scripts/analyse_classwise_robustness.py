@@ -1,5 +1,6 @@
 """Snakemake script of rule analyse_classwise_robustness: confusions -> Figures 2-4, 7 + table."""
 
+from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import classwise_robustness_step
 
@@ -9,7 +10,7 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
     classwise_robustness_step(
         confusion_paths=snakemake.params.confusions,  # noqa: F821
         attack_shifts=attacks,
-        title=snakemake.params.title,  # noqa: F821
+        title=title_of(snakemake),  # noqa: F821
         figure_path=output.figure,
         similarity_path=output.similarity,
         mean_confusion_dir=output.mean_confusion,

@@ -1,5 +1,6 @@
 """Snakemake script of rule analyse_targeted_attacks: targeted logits -> Figure 5 + table."""
 
+from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import targeted_success_step
 
@@ -8,7 +9,7 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
     targeted_success_step(
         runs=snakemake.params.runs,  # noqa: F821
         clean_paths=dict(zip(snakemake.params.models, snakemake.input.clean)),  # noqa: F821
-        title=snakemake.params.title,  # noqa: F821
+        title=title_of(snakemake),  # noqa: F821
         figure_path=output.figure,
         table_paths={"markdown": output.markdown, "csv": output.csv, "latex": output.latex},
     )

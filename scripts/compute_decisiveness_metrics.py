@@ -1,5 +1,6 @@
 """Snakemake script of rule compute_decisiveness_metrics: logits -> Nelson metrics + figure."""
 
+from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.metrics import decisiveness_step
 
@@ -13,5 +14,5 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         bins=snakemake.params.bins,  # noqa: F821
         metrics_path=snakemake.output.metrics,  # noqa: F821
         figure_path=snakemake.output.figure,  # noqa: F821
-        title=snakemake.params.title,  # noqa: F821
+        title=title_of(snakemake),  # noqa: F821
     )

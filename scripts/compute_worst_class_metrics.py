@@ -1,5 +1,6 @@
 """Snakemake script of rule compute_worst_class_metrics: one logits file -> metrics JSON + CSV."""
 
+from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.metrics import worst_class_step
 
@@ -15,5 +16,5 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         per_class_path=snakemake.output.per_class,  # noqa: F821
         confusion_path=snakemake.output.confusion,  # noqa: F821
         confusion_figure_path=snakemake.output.confusion_figure,  # noqa: F821
-        title=snakemake.params.title,  # noqa: F821
+        title=title_of(snakemake),  # noqa: F821
     )

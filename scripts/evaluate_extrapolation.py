@@ -1,5 +1,6 @@
 """Snakemake script of rule evaluate_extrapolation: cached logits -> RMSE table, curves, figure."""
 
+from classwise.pipeline.captions import caption_of, title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import extrapolation_step
 
@@ -15,8 +16,8 @@ with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemak
         ties=snakemake.params.ties,  # noqa: F821
         device=snakemake.params.device,  # noqa: F821
         seed=snakemake.params.seed,  # noqa: F821
-        title=snakemake.params.title,  # noqa: F821
-        caption=snakemake.params.caption,  # noqa: F821
+        title=title_of(snakemake),  # noqa: F821
+        caption=caption_of(snakemake),  # noqa: F821
         markdown_path=snakemake.output.markdown,  # noqa: F821
         csv_path=snakemake.output.csv,  # noqa: F821
         latex_path=snakemake.output.latex,  # noqa: F821

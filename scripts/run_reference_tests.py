@@ -1,5 +1,6 @@
 """Snakemake script of rule run_reference_tests: cached logits of every shift -> test report."""
 
+from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import reference_tests_step
 
@@ -15,7 +16,7 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         n_bins=snakemake.params.n_bins,  # noqa: F821
         min_bin_count=snakemake.params.min_bin_count,  # noqa: F821
         label_set=snakemake.params.label_set,  # noqa: F821
-        caption=snakemake.params.caption,  # noqa: F821
+        caption=caption_of(snakemake),  # noqa: F821
         markdown_path=snakemake.output.markdown,  # noqa: F821
         csv_path=snakemake.output.csv,  # noqa: F821
         latex_path=snakemake.output.latex,  # noqa: F821

@@ -1,5 +1,6 @@
 """Snakemake script of rule run_subset_tests: cached logits + features -> subset test tables."""
 
+from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import subset_tests_step
 
@@ -11,7 +12,7 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         features_path=snakemake.input.features,  # noqa: F821
         options=snakemake.params.options,  # noqa: F821
         seed=snakemake.params.seed,  # noqa: F821
-        caption=snakemake.params.caption,  # noqa: F821
+        caption=caption_of(snakemake),  # noqa: F821
         markdown_path=snakemake.output.markdown,  # noqa: F821
         csv_path=snakemake.output.csv,  # noqa: F821
         latex_path=snakemake.output.latex,  # noqa: F821

@@ -1,5 +1,6 @@
 """Snakemake script of rule run_transformation_tests: clean + corrupted logits -> test table."""
 
+from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import transformation_tests_step
 
@@ -9,6 +10,6 @@ with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
         clean_path=snakemake.input.clean,  # noqa: F821
         shifted_paths=dict(zip(snakemake.params.shifts, snakemake.input.shifted)),  # noqa: F821
         thresholds=snakemake.params.thresholds,  # noqa: F821
-        caption=snakemake.params.caption,  # noqa: F821
+        caption=caption_of(snakemake),  # noqa: F821
         table_paths={"markdown": output.markdown, "csv": output.csv, "latex": output.latex},
     )

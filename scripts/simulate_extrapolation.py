@@ -1,5 +1,6 @@
 """Snakemake script of rule simulate_extrapolation: the rROC paper's simulation -> RMSE table."""
 
+from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.analyses import simulation_step
 
@@ -13,7 +14,7 @@ with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemak
         cleanex_steps=snakemake.params.cleanex_steps,  # noqa: F821
         device=snakemake.params.device,  # noqa: F821
         seed=snakemake.params.seed,  # noqa: F821
-        caption=snakemake.params.caption,  # noqa: F821
+        caption=caption_of(snakemake),  # noqa: F821
         markdown_path=snakemake.output.markdown,  # noqa: F821
         csv_path=snakemake.output.csv,  # noqa: F821
         latex_path=snakemake.output.latex,  # noqa: F821

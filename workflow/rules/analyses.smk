@@ -77,15 +77,6 @@ rule run_subset_tests:
             }
         ),
         seed=config["seed"],
-        caption=lambda wildcards: (
-            f"Subset performance tests of {wildcards.model} on {wildcards.dataset} "
-            f"({wildcards.labels} labels, shift {ANALYSES['subset_tests']['shift']}): per "
-            "feature and metric, the subset with the largest shortfall against the whole set; "
-            f"one-sided permutation test ({ANALYSES['subset_tests']['n_resamples']} random "
-            f"subsets of the same size), {ANALYSES['subset_tests']['correction']}-adjusted p; "
-            f"fail = adjusted p <= {ANALYSES['subset_tests']['alpha']:g} and shortfall > "
-            f"{ANALYSES['subset_tests']['min_effect']:g}."
-        ),
     script:
         "../../scripts/run_subset_tests.py"
 
@@ -123,13 +114,6 @@ rule run_reference_tests:
         n_bins=ANALYSES["reference_tests"]["n_bins"],
         min_bin_count=ANALYSES["reference_tests"]["min_bin_count"],
         label_set=ANALYSES["reference_tests"]["label_set"],
-        caption=lambda wildcards: (
-            f"Reference-vs-evaluation tests of {wildcards.model} on {wildcards.dataset} "
-            f"({wildcards.labels} labels): the {ANALYSES['reference_tests']['reference']} "
-            "shift against every other; fail = worse than the absolute limit, warn = degraded "
-            "by more than the degradation limit. For atc the evaluation value is the "
-            "ATC-predicted accuracy, beside the actual accuracy."
-        ),
     script:
         "../../scripts/run_reference_tests.py"
 
@@ -158,11 +142,7 @@ rule summarise_reference_tests:
         "../../envs/metrics.yaml"
     params:
         models=lambda wildcards: dataset_models(wildcards.dataset),
-        caption=lambda wildcards: (
-            f"Reference-vs-evaluation tests on {wildcards.dataset} ({wildcards.labels} "
-            f"labels, reference {ANALYSES['reference_tests']['reference']}): tests per status, "
-            "the worst status, and the failing and warning tests (shift:metric) per model."
-        ),
+        reference=ANALYSES["reference_tests"]["reference"],
     script:
         "../../scripts/summarise_reference_tests.py"
 
@@ -208,6 +188,7 @@ rule evaluate_extrapolation:
     # CleaneX trains a small MLP with torch: one thread per job, jobs side by side.
     threads: 1
     params:
+        shift=ANALYSES["extrapolation"]["shift"],
         k1=lambda wildcards: analysis_settings(wildcards.dataset, "extrapolation")["k1"],
         repetitions=ANALYSES["extrapolation"]["repetitions"],
         methods=ANALYSES["extrapolation"]["methods"],
@@ -215,19 +196,6 @@ rule evaluate_extrapolation:
         ties=ANALYSES["extrapolation"]["ties"],
         device=ANALYSES["extrapolation"]["device"],
         seed=config["seed"],
-        title=lambda wildcards: (
-            f"{wildcards.model} on {wildcards.dataset} ({wildcards.labels} labels): "
-            "extrapolation from "
-            f"{analysis_settings(wildcards.dataset, 'extrapolation')['k1']} sampled classes"
-        ),
-        caption=lambda wildcards: (
-            f"Accuracy extrapolation for {wildcards.model} on {wildcards.dataset} "
-            f"({wildcards.labels} labels, shift {ANALYSES['extrapolation']['shift']}): "
-            f"{ANALYSES['extrapolation']['repetitions']} seeded samples of "
-            f"{analysis_settings(wildcards.dataset, 'extrapolation')['k1']} classes, each "
-            "extrapolated to all classes; "
-            "RMSE against the exact expected accuracy on all classes over k = 2..C."
-        ),
     script:
         "../../scripts/evaluate_extrapolation.py"
 
@@ -256,12 +224,8 @@ rule summarise_extrapolation:
         "../../envs/metrics.yaml"
     params:
         models=lambda wildcards: dataset_models(wildcards.dataset),
-        caption=lambda wildcards: (
-            f"Accuracy extrapolation on {wildcards.dataset} ({wildcards.labels} labels) from "
-            f"{analysis_settings(wildcards.dataset, 'extrapolation')['k1']} sampled classes "
-            "to all: RMSE mean +- sd over "
-            f"{ANALYSES['extrapolation']['repetitions']} repetitions, per method and model."
-        ),
+        k1=lambda wildcards: analysis_settings(wildcards.dataset, "extrapolation")["k1"],
+        repetitions=ANALYSES["extrapolation"]["repetitions"],
     script:
         "../../scripts/summarise_extrapolation.py"
 
@@ -309,11 +273,5 @@ rule simulate_extrapolation:
         cleanex_steps=ANALYSES["simulation"]["cleanex_steps"],
         device=ANALYSES["simulation"]["device"],
         seed=config["seed"],
-        caption=(
-            "Simulation of accuracy-extrapolation-rroc.txt: prototypes in d = 5 dimensions, "
-            f"10 points per class, sigma2 = {ANALYSES['simulation']['sigma2']:g}; extrapolation "
-            f"from k1 sampled classes to k2 = {ANALYSES['simulation']['k2']}; RMSE over "
-            f"{ANALYSES['simulation']['repetitions']} repetitions."
-        ),
     script:
         "../../scripts/simulate_extrapolation.py"

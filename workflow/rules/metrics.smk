@@ -31,10 +31,6 @@ rule compute_worst_class_metrics:
     conda:
         "../../envs/metrics.yaml"
     params:
-        title=lambda wildcards: (
-            f"{wildcards.model}, {wildcards.dataset}, {wildcards.labels} labels, "
-            f"{wildcards.shift}"
-        ),
         k=config["metrics"]["worst_class"]["k"],
         n=config["metrics"]["worst_class"]["n"],
         superclasses=superclasses_of,
@@ -67,6 +63,5 @@ rule compute_decisiveness_metrics:
         gamma=config["metrics"]["decisiveness"]["gamma"],
         gammas=config["metrics"]["decisiveness"]["gamma_sweep"],
         bins=config["metrics"]["decisiveness"]["bins"],
-        title=lambda wildcards: f"{wildcards.model} on {wildcards.dataset} ({wildcards.shift})",
     script:
         "../../scripts/compute_decisiveness_metrics.py"

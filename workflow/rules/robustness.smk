@@ -70,7 +70,6 @@ rule analyse_classwise_robustness:
     params:
         confusions=classwise_confusions,
         attack_shifts=lambda wildcards: shifts_of_kind(wildcards.dataset, "pgd"),
-        title=lambda wildcards: wildcards.dataset,
     script:
         "../../scripts/analyse_classwise_robustness.py"
 
@@ -104,10 +103,6 @@ rule run_transformation_tests:
     params:
         shifts=lambda wildcards: shifts_of_kind(wildcards.dataset, "corruption"),
         thresholds=ROBUSTNESS["transformation_tests"]["thresholds"],
-        caption=lambda wildcards: (
-            f"Transformation tests of {wildcards.model} on {wildcards.dataset}: accuracy, macro F1 "
-            "and prediction flip rate against clean, per corruption."
-        ),
     script:
         "../../scripts/run_transformation_tests.py"
 
@@ -155,7 +150,6 @@ rule analyse_targeted_attacks:
     params:
         runs=targeted_runs,
         models=lambda wildcards: targeted_models(wildcards.dataset),
-        title=lambda wildcards: f"{wildcards.dataset}: targeted PGD",
     script:
         "../../scripts/analyse_targeted_attacks.py"
 

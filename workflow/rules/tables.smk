@@ -43,10 +43,6 @@ rule aggregate_worst_class_tables:
         "../../envs/metrics.yaml"
     params:
         models=lambda wildcards: dataset_models(wildcards.dataset),
-        caption=lambda wildcards: (
-            f"Worst-class metrics on {wildcards.dataset} ({wildcards.labels} labels, "
-            f"shift {wildcards.shift}), in percent; worst class in parentheses."
-        ),
     script:
         "../../scripts/aggregate_worst_class_tables.py"
 
@@ -89,10 +85,6 @@ rule aggregate_decisiveness_tables:
         "../../envs/metrics.yaml"
     params:
         models=lambda wildcards: dataset_models(wildcards.dataset),
-        caption=lambda wildcards: (
-            f"Decisiveness, geometric accuracy and robustness on {wildcards.dataset} "
-            f"({wildcards.labels} labels, shift {wildcards.shift})."
-        ),
     script:
         "../../scripts/aggregate_decisiveness_tables.py"
 
@@ -136,7 +128,6 @@ rule plot_class_wise_figures:
         "../../envs/metrics.yaml"
     params:
         models=lambda wildcards: dataset_models(wildcards.dataset),
-        title=lambda wildcards: f"{wildcards.dataset}, {wildcards.labels} labels, {wildcards.shift}",
     script:
         "../../scripts/plot_class_wise_figures.py"
 

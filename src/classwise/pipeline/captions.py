@@ -1,0 +1,102 @@
+"""Captions of the workflow's tables and titles of its figures, from a job's wildcards and
+parameters.
+
+They are written here, not in the rules' ``params:``: Snakemake reruns a job whose parameters
+change, and rewording a caption must not retrain CleaneX or rerun a permutation test. Each
+function reads only the job's wildcards and its real parameters, so a caption still follows
+the settings that made the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Text = Callable[[Mapping[str, str], Mapping[str, Any]], str]
+
+
+def _subset_tests(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
+    options = p["options"]
+    return (
+        f"Subset performance tests of {w['model']} on {w['dataset']} "
+        f"({w['labels']} labels, shift {options['shift']}): per "
+        "feature and metric, the subset with the largest shortfall against the whole set; "
+        f"one-sided permutation test ({options['n_resamples']} random "
+        f"subsets of the same size), {options['correction']}-adjusted p; "
+        f"fail = adjusted p <= {options['alpha']:g} and shortfall > "
+        f"{options['min_effect']:g}."
+    )
+
+
+CAPTIONS: dict[str, Text] = {
+    "run_subset_tests": _subset_tests,
+    "run_reference_tests": lambda w, p: (
+        f"Reference-vs-evaluation tests of {w['model']} on {w['dataset']} "
+        f"({w['labels']} labels): the {p['reference']} "
+        "shift against every other; fail = worse than the absolute limit, warn = degraded "
+        "by more than the degradation limit. For atc the evaluation value is the "
+        "ATC-predicted accuracy, beside the actual accuracy."
+    ),
+    "summarise_reference_tests": lambda w, p: (
+        f"Reference-vs-evaluation tests on {w['dataset']} ({w['labels']} "
+        f"labels, reference {p['reference']}): tests per status, "
+        "the worst status, and the failing and warning tests (shift:metric) per model."
+    ),
+    "evaluate_extrapolation": lambda w, p: (
+        f"Accuracy extrapolation for {w['model']} on {w['dataset']} "
+        f"({w['labels']} labels, shift {p['shift']}): "
+        f"{p['repetitions']} seeded samples of {p['k1']} classes, each "
+        "extrapolated to all classes; "
+        "RMSE against the exact expected accuracy on all classes over k = 2..C."
+    ),
+    "summarise_extrapolation": lambda w, p: (
+        f"Accuracy extrapolation on {w['dataset']} ({w['labels']} labels) from "
+        f"{p['k1']} sampled classes to all: RMSE mean +- sd over "
+        f"{p['repetitions']} repetitions, per method and model."
+    ),
+    "simulate_extrapolation": lambda w, p: (
+        "Simulation of accuracy-extrapolation-rroc.txt: prototypes in d = 5 dimensions, "
+        f"10 points per class, sigma2 = {p['sigma2']:g}; extrapolation "
+        f"from k1 sampled classes to k2 = {p['k2']}; RMSE over "
+        f"{p['repetitions']} repetitions."
+    ),
+    "run_transformation_tests": lambda w, p: (
+        f"Transformation tests of {w['model']} on {w['dataset']}: accuracy, macro F1 "
+        "and prediction flip rate against clean, per corruption."
+    ),
+    "aggregate_worst_class_tables": lambda w, p: (
+        f"Worst-class metrics on {w['dataset']} ({w['labels']} labels, "
+        f"shift {w['shift']}), in percent; worst class in parentheses."
+    ),
+    "aggregate_decisiveness_tables": lambda w, p: (
+        f"Decisiveness, geometric accuracy and robustness on {w['dataset']} "
+        f"({w['labels']} labels, shift {w['shift']})."
+    ),
+}
+
+TITLES: dict[str, Text] = {
+    "evaluate_extrapolation": lambda w, p: (
+        f"{w['model']} on {w['dataset']} ({w['labels']} labels): extrapolation from {p['k1']} sampled classes"
+    ),
+    "compute_worst_class_metrics": lambda w, p: f"{w['model']}, {w['dataset']}, {w['labels']} labels, {w['shift']}",
+    "compute_decisiveness_metrics": lambda w, p: f"{w['model']} on {w['dataset']} ({w['shift']})",
+    "analyse_classwise_robustness": lambda w, p: w["dataset"],
+    "analyse_targeted_attacks": lambda w, p: f"{w['dataset']}: targeted PGD",
+    "plot_class_wise_figures": lambda w, p: f"{w['dataset']}, {w['labels']} labels, {w['shift']}",
+}
+
+
+def _job(snakemake: Any) -> tuple[str, dict[str, str], dict[str, Any]]:
+    return str(snakemake.rule), dict(snakemake.wildcards.items()), dict(snakemake.params.items())
+
+
+def caption_of(snakemake: Any) -> str:
+    """The caption of the table a Snakemake job writes."""
+    rule, wildcards, params = _job(snakemake)
+    return CAPTIONS[rule](wildcards, params)
+
+
+def title_of(snakemake: Any) -> str:
+    """The title of the figure a Snakemake job draws."""
+    rule, wildcards, params = _job(snakemake)
+    return TITLES[rule](wildcards, params)

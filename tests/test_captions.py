@@ -1,0 +1,45 @@
+"""Captions and titles come from the job's wildcards and real parameters, not from params of
+their own (classwise.pipeline.captions): rewording one reruns no job."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+from snakemake.iocontainers import Namedlist
+
+from classwise.pipeline.captions import CAPTIONS, TITLES, caption_of, title_of
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _job(rule: str, wildcards: dict[str, str], params: dict[str, object]) -> SimpleNamespace:
+    return SimpleNamespace(rule=rule, wildcards=Namedlist(fromdict=wildcards), params=Namedlist(fromdict=params))
+
+
+def test_no_rule_passes_a_caption_or_title_as_a_parameter() -> None:
+    for path in (REPO / "workflow" / "rules").glob("*.smk"):
+        for line in path.read_text().splitlines():
+            assert not re.match(r"^\s+(caption|title)=(lambda|\(|f?\")", line) or 'caption="../report/' in line, (path, line)
+
+
+def test_every_script_asking_for_a_caption_or_title_has_one() -> None:
+    for script in (REPO / "scripts").glob("*.py"):
+        text = script.read_text()
+        if "caption_of(snakemake)" in text:
+            assert script.stem in CAPTIONS, script.name
+        if "title_of(snakemake)" in text:
+            assert script.stem in TITLES, script.name
+
+
+def test_captions_follow_the_job_s_wildcards_and_settings() -> None:
+    wildcards = {"dataset": "pets", "labels": "original", "model": "net", "shift": "clean"}
+    options = {"shift": "clean", "n_resamples": 99, "correction": "holm", "alpha": 0.05, "min_effect": 0.02}
+    text = caption_of(_job("run_subset_tests", wildcards, {"options": options}))
+    assert text.startswith("Subset performance tests of net on pets (original labels, shift clean)")
+    assert "(99 random subsets of the same size), holm-adjusted p; fail = adjusted p <= 0.05 and shortfall > 0.02." in text
+    extrapolation = {"shift": "clean", "k1": 2, "repetitions": 3}
+    assert "3 seeded samples of 2 classes" in caption_of(_job("evaluate_extrapolation", wildcards, extrapolation))
+    assert title_of(_job("evaluate_extrapolation", wildcards, extrapolation)).endswith("extrapolation from 2 sampled classes")
+    assert title_of(_job("compute_worst_class_metrics", wildcards, {})) == "net, pets, original labels, clean"
