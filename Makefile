@@ -43,9 +43,10 @@ test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install
-	$(BIN)/python -m classwise.bench --out results/bench/metrics.json
-	$(BIN)/python -m classwise.bench_pgd --out results/bench/pgd.json $(PGD_BENCH_ARGS)
-	$(BIN)/python -m classwise.bench_pipeline --out results/bench/pipeline.json
+	$(BIN)/python -m classwise.bench.metrics --out results/bench/metrics.json
+	$(BIN)/python -m classwise.bench.pgd --out results/bench/pgd.json $(PGD_BENCH_ARGS)
+	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json
+	$(BIN)/python -m classwise.bench.pipeline --out results/bench/pipeline.json
 
 clean:
 	rm -rf results .snakemake

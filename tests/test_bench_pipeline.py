@@ -1,4 +1,4 @@
-"""``python -m classwise.bench_pipeline`` with tiny settings: the JSON's structure, positive
+"""``python -m classwise.bench.pipeline`` with tiny settings: the JSON's structure, positive
 numbers and equal logits on both sides of the throughput comparison (no timing assertions)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from classwise.bench_pipeline import count_jobs, import_times
+from classwise.bench.pipeline import count_jobs, import_times
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,7 +44,7 @@ def test_the_benchmark_writes_both_results_with_goals(tmp_path: Path) -> None:
     configfile.write_text(yaml.safe_dump(config))
     out = tmp_path / "bench" / "pipeline.json"
     command = [
-        sys.executable, "-m", "classwise.bench_pipeline", "--out", str(out), "--configs", str(configfile),
+        sys.executable, "-m", "classwise.bench.pipeline", "--out", str(out), "--configs", str(configfile),
         "--dry-run-repeats", "1", "--images-per-class", "1", "--batch-size", "4", "--image-size", "32",
         "--repeats", "1", "--device", "cpu", "--threads", "1",
     ]  # fmt: skip

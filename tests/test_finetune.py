@@ -249,7 +249,7 @@ def test_a_foreign_checkpoint_is_named(tmp_path: Path) -> None:
 def test_the_gtsrb_config_fine_tunes_its_models_before_inference(tmp_path: Path) -> None:
     """The shipped GTSRB config, plus a demo-trained model and a fine-tuned one from random
     weights: both rules write results/models/{model}.pt without competing for it."""
-    from classwise.fixtures import dry_run_fixtures
+    from classwise.bench.fixtures import dry_run_fixtures
 
     shipped = yaml.safe_load((REPO / "config" / "decisiveness_gtsrb.yaml").read_text())
     finetuned = [name for name, entry in shipped["models"].items() if entry["source"] == "finetune"]

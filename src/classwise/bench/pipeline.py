@@ -1,9 +1,9 @@
-"""Pipeline benchmarks (``python -m classwise.bench_pipeline``, part of ``make bench``).
+"""Pipeline benchmarks (``python -m classwise.bench.pipeline``, part of ``make bench``).
 
 Two measurements (issue 7), each with its goal and whether it was met:
 
 **Dry run.** Every paper config (``config/*.yaml`` but the demo's ``config.yaml``) gets
-stand-ins for its user-provided inputs (:func:`classwise.fixtures.dry_run_fixtures`) in a
+stand-ins for its user-provided inputs (:func:`classwise.bench.fixtures.dry_run_fixtures`) in a
 temporary working directory, and ``snakemake -n`` runs on it once as a subprocess to count its
 jobs. That first run goes under ``python -X importtime``: its wall time is reported with how much
 of it went to imports (the total of the top-level imports, and the largest of them). The config
@@ -60,7 +60,7 @@ import yaml
 
 from classwise.atomic import write_json
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEMO_CONFIG = "config.yaml"
 DRY_RUN_GOAL_S = 10.0
 """Median wall time of ``snakemake -n`` on the largest paper config must stay under this."""
@@ -136,7 +136,7 @@ def _timed_dry_run(
 
 def bench_dry_run(repo: Path, configs: Sequence[Path], repeats: int, tmp: Path) -> dict[str, Any]:
     """Job counts of every config and the timing of the largest (see the module docstring)."""
-    from classwise.fixtures import dry_run_fixtures
+    from classwise.bench.fixtures import dry_run_fixtures
 
     rows: list[dict[str, Any]] = []
     prepared: dict[str, tuple[Path, Path]] = {}
@@ -269,7 +269,7 @@ def bench_throughput(
     from torch.utils.data import DataLoader
 
     from classwise.data.sources import open_split
-    from classwise.fixtures import image_folder_fixture
+    from classwise.bench.fixtures import image_folder_fixture
     from classwise.inference import predict_logits, resolve_device
     from classwise.logits_io import load_scores
     from classwise.models.data_config import preprocess_image

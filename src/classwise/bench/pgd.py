@@ -1,4 +1,4 @@
-"""PGD throughput beside torchattacks (``python -m classwise.bench_pgd``, part of ``make bench``).
+"""PGD throughput beside torchattacks (``python -m classwise.bench.pgd``, part of ``make bench``).
 
 Images per second of a 10-step PGD (L-inf and L2, no random start) with
 :func:`classwise.shifts.pgd.pgd_attack` and with torchattacks' ``PGD`` / ``PGDL2`` on the same

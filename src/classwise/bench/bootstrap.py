@@ -11,7 +11,7 @@ Two kinds of logits, both 50,000 x 1,000 float32 with 50 samples per class:
 * ``imagenet_like``: about 75 % top-1 and 91 % top-5 accuracy and a mean rank of the true
   class of about 9, like an ImageNet ResNet-50: per-class difficulty, per-sample noise and
   four confusable classes per class;
-* ``heavy_tail``: :func:`classwise.bench.synthetic_logits` (about 31 % top-1, mean rank
+* ``heavy_tail``: :func:`classwise.bench.metrics.synthetic_logits` (about 31 % top-1, mean rank
   117): misclassified samples rank a hundred classes ahead, so almost every pair of classes
   shares losses and W2CA needs most pairs in every replicate -- the expensive case.
 
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from classwise.atomic import write_json
-from classwise.bench import synthetic_logits
+from classwise.bench.metrics import synthetic_logits
 
 TARGET_SECONDS = 10.0
 TARGET_MEMORY = 3.0
