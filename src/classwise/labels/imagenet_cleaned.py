@@ -35,6 +35,7 @@ import numpy as np
 
 from classwise.atomic import atomic_open
 from classwise.errors import InputError
+from classwise.labels.labelled_scores import REMOVED
 
 __all__ = [
     "CIFAR10_FILES",
@@ -56,7 +57,6 @@ __all__ = [
     "write_label_file",
 ]
 
-REMOVED = -1
 IMAGENET_VAL_SIZE = 50_000
 IMAGENET_CLASSES = 1_000
 CIFAR10_TEST_SIZE = 10_000

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from classwise.atomic import atomic_open, write_json
-from classwise.label_views import LabelView, apply_label_view
+from classwise.labels.labelled_scores import LabelledScores, apply_label_view
 from classwise.logits_io import load_scores
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics.probabilities import Probabilities
@@ -29,7 +29,7 @@ from classwise.metrics.suite import (
 from classwise.superclasses import validate_superclasses
 
 
-def load_view(logits_path: str | Path, label_view: str, view_labels_path: str | Path | None) -> LabelView:
+def load_view(logits_path: str | Path, label_view: str, view_labels_path: str | Path | None) -> LabelledScores:
     """The scores of ``logits_path`` under a label view: ``original`` uses the stored labels,
     any other view a ``sample_id,label`` file (:mod:`classwise.labels.views`) matched by id."""
     scores_file = load_scores(logits_path)

@@ -29,9 +29,6 @@ class LabelledScores:
     class_names: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
 
 
-LabelView = LabelledScores
-
-
 def apply_label_view(
     scores_file: ScoresFile,
     view: str,
