@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from classwise.errors import InputError
-from classwise.label_views import apply_label_view
+from classwise.labels.labelled_scores import apply_label_view
 from classwise.logits_io import ScoresFile
 
 
