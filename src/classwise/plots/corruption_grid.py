@@ -18,7 +18,8 @@ from classwise.errors import InputError
 from classwise.plots import save_png
 from classwise.shifts.corruptions import CORRUPTIONS, corrupt_image
 from classwise.shifts.seeding import sample_seed
-from classwise.shifts.spec import SEVERITIES, corruption_spec
+from classwise.shifts.severity import SEVERITIES
+from classwise.shifts.spec import corruption_spec
 
 CELL_INCHES = 1.0
 """Side of one grid cell in inches (at :data:`classwise.plots.DPI`)."""

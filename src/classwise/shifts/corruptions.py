@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from classwise.errors import InputError
-from classwise.shifts.spec import SEVERITIES
+from classwise.shifts.severity import check_severity
 
 if TYPE_CHECKING:
     import albumentations as A
@@ -61,7 +61,7 @@ class Corruption:
 
     def transform(self, severity: int, image_hw: tuple[int, int]) -> A.BasicTransform:
         """The (unseeded) transform for ``severity`` on images of size ``image_hw``."""
-        _check_severity(severity)
+        check_severity(severity)
         return self.build(int(severity), (int(image_hw[0]), int(image_hw[1])))
 
 
@@ -79,15 +79,6 @@ def register_corruption(
         return builder
 
     return decorate
-
-
-def _check_severity(severity: Any) -> None:
-    if (
-        isinstance(severity, bool)
-        or not isinstance(severity, (int, np.integer))
-        or int(severity) not in SEVERITIES
-    ):
-        raise InputError(f"expected an integer severity from 1 to 5, got {severity!r}", field="severity")
 
 
 def _pick(table: Sequence[Any], severity: int) -> Any:
@@ -208,7 +199,7 @@ def corrupt_image(image: np.ndarray, name: str, severity: int, seed: int) -> np.
     ``(image, name, severity, seed)``.
     """
     corruption = get_corruption(name)
-    _check_severity(severity)
+    check_severity(severity)
     array = np.asarray(image)
     if array.ndim != 3 or array.shape[2] not in (1, 3):
         raise InputError(

@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from classwise.errors import InputError
+from classwise.shifts.severity import DEFAULT_SEVERITIES, check_severity
 
 ShiftKind = Literal["clean", "corruption", "pgd"]
 SHIFT_KINDS: tuple[str, ...] = ("clean", "corruption", "pgd")
 PGD_NORMS: tuple[str, ...] = ("linf", "l2")
-SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
-DEFAULT_SEVERITIES: tuple[int, ...] = (3,)
 PGD_DEFAULTS: dict[str, Any] = {"steps": 10, "random_start": True}
 """``step_size`` defaults to ``2.5 * eps / steps`` (Madry et al.) when not given."""
 
@@ -88,7 +87,7 @@ def corruption_spec(corruption: str, severity: int) -> ShiftSpec:
         raise InputError(
             f"unknown corruption {corruption!r}; known: {sorted(CORRUPTIONS)}", field="shifts.corruptions"
         )
-    _check_severity(severity, "shifts.severities")
+    check_severity(severity, "shifts.severities")
     return ShiftSpec(
         name=f"{corruption}_s{int(severity)}",
         kind="corruption",
@@ -168,7 +167,7 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     corruptions = _list(section.get("corruptions", []) or [], "shifts.corruptions")
     severities = _list(section.get("severities", list(DEFAULT_SEVERITIES)), "shifts.severities")
     for i, severity in enumerate(severities):
-        _check_severity(severity, f"shifts.severities[{i}]")
+        check_severity(severity, f"shifts.severities[{i}]")
     from classwise.shifts.corruptions import CORRUPTIONS
 
     for i, corruption in enumerate(corruptions):
@@ -229,11 +228,6 @@ def _list(value: Any, field_name: str) -> list[Any]:
     if not isinstance(value, (list, tuple)):
         raise InputError(f"expected a list, got {value!r}", field=field_name)
     return list(value)
-
-
-def _check_severity(severity: Any, field_name: str) -> None:
-    if isinstance(severity, bool) or not isinstance(severity, int) or severity not in SEVERITIES:
-        raise InputError(f"expected an integer severity from 1 to 5, got {severity!r}", field=field_name)
 
 
 def _number(value: Any, field_name: str, *, minimum: float) -> float:
