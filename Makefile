@@ -38,6 +38,7 @@ report: install
 lint: install
 	$(BIN)/snakefmt --check Snakefile workflow/
 	$(BIN)/snakemake --lint --configfile $(CONFIG)
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from classwise.atomic import atomic_open, write_json
 from classwise.errors import InputError
+from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, gamma, positive_int
 
 
 def _metrics_command(args: argparse.Namespace) -> int:
@@ -64,44 +65,6 @@ def _metrics_command(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Per-class interval methods (classwise.metrics.intervals.INTERVAL_METHODS; listed here so
-#: that building the parser imports nothing heavy).
-INTERVAL_CHOICES = ("clopper-pearson", "wilson")
-
-
-def add_bootstrap_arguments(parser: argparse.ArgumentParser, *, optional: bool) -> None:
-    """``--bootstrap [B]``, ``--confidence`` and ``--seed``; values are checked by the library
-    (a bad one exits with status 2 and writes nothing)."""
-    if optional:
-        parser.add_argument(
-            "--bootstrap",
-            type=int,
-            nargs="?",
-            const=1000,
-            default=None,
-            metavar="B",
-            help="add stratified-bootstrap intervals with B replicates (default B = 1000; off without the flag)",
-        )
-    else:
-        parser.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
-    parser.add_argument("--confidence", type=float, default=0.95, help="confidence level of every interval (default 0.95)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
-
-
-def _gamma(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected gamma in [0, 1), got {text}")
-    return value
-
-
 def installed_version() -> str:
     """The installed distribution's version (``pyproject.toml``'s, through the package metadata)."""
     try:
@@ -124,10 +87,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     metrics.add_argument("logits", help=".npz with 'logits' (N x C) or 'probs', and 'labels' (N)")
     metrics.add_argument("--superclasses", help="JSON mapping superclass name -> list of class indices")
-    metrics.add_argument("--gamma", type=_gamma, default=0.005, help="probability floor of the generalized means (default 0.005)")
-    metrics.add_argument("--bins", type=_positive_int, default=10, help="equal-population bins for measured metrics (default 10)")
-    metrics.add_argument("--k", type=_positive_int, default=5, help="k of the top-k metrics (default 5)")
-    metrics.add_argument("--n", type=_positive_int, nargs="+", default=[10, 100], help="n of W{n}CR (default 10 100; n >= C skipped)")
+    metrics.add_argument("--gamma", type=gamma, default=0.005, help="probability floor of the generalized means (default 0.005)")
+    metrics.add_argument("--bins", type=positive_int, default=10, help="equal-population bins for measured metrics (default 10)")
+    metrics.add_argument("--k", type=positive_int, default=5, help="k of the top-k metrics (default 5)")
+    metrics.add_argument("--n", type=positive_int, nargs="+", default=[10, 100], help="n of W{n}CR (default 10 100; n >= C skipped)")
     metrics.add_argument("--out", help="output JSON (default: standard output)")
     metrics.add_argument(
         "--per-class",

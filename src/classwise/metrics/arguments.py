@@ -1,0 +1,44 @@
+"""Command-line argument types of the metric commands (``classwise metrics``, ``classwise
+compare``), shared by both without either importing the other."""
+
+from __future__ import annotations
+
+import argparse
+
+
+#: Per-class interval methods (classwise.metrics.intervals.INTERVAL_METHODS; listed here so
+#: that building the parser imports nothing heavy).
+INTERVAL_CHOICES = ("clopper-pearson", "wilson")
+
+
+def add_bootstrap_arguments(parser: argparse.ArgumentParser, *, optional: bool) -> None:
+    """``--bootstrap [B]``, ``--confidence`` and ``--seed``; values are checked by the library
+    (a bad one exits with status 2 and writes nothing)."""
+    if optional:
+        parser.add_argument(
+            "--bootstrap",
+            type=int,
+            nargs="?",
+            const=1000,
+            default=None,
+            metavar="B",
+            help="add stratified-bootstrap intervals with B replicates (default B = 1000; off without the flag)",
+        )
+    else:
+        parser.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
+    parser.add_argument("--confidence", type=float, default=0.95, help="confidence level of every interval (default 0.95)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def gamma(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected gamma in [0, 1), got {text}")
+    return value
