@@ -39,6 +39,7 @@ lint: install
 	$(BIN)/snakefmt --check Snakefile workflow/
 	$(BIN)/snakemake --lint --configfile $(CONFIG)
 	$(BIN)/lint-imports
+	$(BIN)/ruff check src tests scripts tools
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -4,11 +4,11 @@ from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.reports import decisiveness_tables_step
 
-with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
-    output = snakemake.output  # noqa: F821
+with job_log(snakemake):
+    output = snakemake.output
     decisiveness_tables_step(
-        metrics_paths=dict(zip(snakemake.params.models, snakemake.input)),  # noqa: F821
-        caption=caption_of(snakemake),  # noqa: F821
+        metrics_paths=dict(zip(snakemake.params.models, snakemake.input)),
+        caption=caption_of(snakemake),
         table_paths={"markdown": output.table_markdown, "csv": output.table_csv, "latex": output.table_latex},
         sweep_paths={"markdown": output.sweep_markdown, "csv": output.sweep_csv, "latex": output.sweep_latex},
     )

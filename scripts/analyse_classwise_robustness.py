@@ -4,13 +4,13 @@ from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import classwise_robustness_step
 
-with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
-    output = snakemake.output  # noqa: F821
-    attacks = snakemake.params.attack_shifts  # noqa: F821
+with job_log(snakemake):
+    output = snakemake.output
+    attacks = snakemake.params.attack_shifts
     classwise_robustness_step(
-        confusion_paths=snakemake.params.confusions,  # noqa: F821
+        confusion_paths=snakemake.params.confusions,
         attack_shifts=attacks,
-        title=title_of(snakemake),  # noqa: F821
+        title=title_of(snakemake),
         figure_path=output.figure,
         similarity_path=output.similarity,
         mean_confusion_dir=output.mean_confusion,

@@ -4,12 +4,12 @@ from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import targeted_success_step
 
-with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
-    output = snakemake.output  # noqa: F821
+with job_log(snakemake):
+    output = snakemake.output
     targeted_success_step(
-        runs=snakemake.params.runs,  # noqa: F821
-        clean_paths=dict(zip(snakemake.params.models, snakemake.input.clean)),  # noqa: F821
-        title=title_of(snakemake),  # noqa: F821
+        runs=snakemake.params.runs,
+        clean_paths=dict(zip(snakemake.params.models, snakemake.input.clean)),
+        title=title_of(snakemake),
         figure_path=output.figure,
         table_paths={"markdown": output.markdown, "csv": output.csv, "latex": output.latex},
     )

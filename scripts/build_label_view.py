@@ -3,12 +3,12 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import build_label_view_step
 
-with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
+with job_log(snakemake):
     build_label_view_step(
-        dataset_name=snakemake.wildcards.dataset,  # noqa: F821
-        view_name=snakemake.wildcards.labels,  # noqa: F821
-        view_cfg=snakemake.params.view,  # noqa: F821
-        label_errors_dir=snakemake.params.label_errors_dir,  # noqa: F821
-        reference_logits=snakemake.input.get("reference"),  # noqa: F821
-        view_path=snakemake.output.view,  # noqa: F821
+        dataset_name=snakemake.wildcards.dataset,
+        view_name=snakemake.wildcards.labels,
+        view_cfg=snakemake.params.view,
+        label_errors_dir=snakemake.params.label_errors_dir,
+        reference_logits=snakemake.input.get("reference"),
+        view_path=snakemake.output.view,
     )

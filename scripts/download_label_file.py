@@ -5,6 +5,6 @@ from pathlib import Path
 from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import download_label_files_step
 
-with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
-    output = Path(snakemake.output.file)  # noqa: F821
+with job_log(snakemake):
+    output = Path(snakemake.output.file)
     download_label_files_step(names=[output.name], dest_dir=output.parent)

@@ -5,9 +5,9 @@ from pathlib import Path
 from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import download_model_step
 
-with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
+with job_log(snakemake):
     download_model_step(
-        model_name=snakemake.wildcards.model,  # noqa: F821
-        model_cfg=snakemake.params.model,  # noqa: F821
-        dest_dir=Path(snakemake.output.manifest).parent,  # noqa: F821
+        model_name=snakemake.wildcards.model,
+        model_cfg=snakemake.params.model,
+        dest_dir=Path(snakemake.output.manifest).parent,
     )

@@ -3,18 +3,18 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.models import infer_step
 
-with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)
+with job_log(snakemake) as log:
     infer_step(
-        model_name=snakemake.wildcards.model,  # noqa: F821
-        model_cfg=snakemake.params.model,  # noqa: F821
-        checkpoint_path=snakemake.input.weights,  # noqa: F821
-        dataset_name=snakemake.wildcards.dataset,  # noqa: F821
-        dataset_cfg=snakemake.params.dataset,  # noqa: F821
-        shift=snakemake.params.shift,  # noqa: F821
-        seed=snakemake.params.seed,  # noqa: F821
-        batch_size=snakemake.params.batch_size,  # noqa: F821
-        device=snakemake.params.device,  # noqa: F821
-        logits_path=snakemake.output.logits,  # noqa: F821
+        model_name=snakemake.wildcards.model,
+        model_cfg=snakemake.params.model,
+        checkpoint_path=snakemake.input.weights,
+        dataset_name=snakemake.wildcards.dataset,
+        dataset_cfg=snakemake.params.dataset,
+        shift=snakemake.params.shift,
+        seed=snakemake.params.seed,
+        batch_size=snakemake.params.batch_size,
+        device=snakemake.params.device,
+        logits_path=snakemake.output.logits,
         progress=log,
-        threads=snakemake.threads,  # noqa: F821
+        threads=snakemake.threads,
     )

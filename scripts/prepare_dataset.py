@@ -3,9 +3,9 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import prepare_dataset_step
 
-with job_log(snakemake):  # noqa: F821 (snakemake is injected by Snakemake)
+with job_log(snakemake):
     prepare_dataset_step(
-        dataset_name=snakemake.wildcards.dataset,  # noqa: F821
-        dataset_cfg=snakemake.params.dataset,  # noqa: F821
-        marker_path=snakemake.output.marker,  # noqa: F821
+        dataset_name=snakemake.wildcards.dataset,
+        dataset_cfg=snakemake.params.dataset,
+        marker_path=snakemake.output.marker,
     )

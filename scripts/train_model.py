@@ -3,13 +3,13 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.models import train_step
 
-with job_log(snakemake) as log:  # noqa: F821 (snakemake is injected by Snakemake)
+with job_log(snakemake) as log:
     train_step(
-        model_name=snakemake.wildcards.model,  # noqa: F821
-        model_cfg=snakemake.params.model,  # noqa: F821
-        dataset_name=snakemake.params.dataset_name,  # noqa: F821
-        dataset_cfg=snakemake.params.dataset,  # noqa: F821
-        checkpoint_path=snakemake.output.checkpoint,  # noqa: F821
+        model_name=snakemake.wildcards.model,
+        model_cfg=snakemake.params.model,
+        dataset_name=snakemake.params.dataset_name,
+        dataset_cfg=snakemake.params.dataset,
+        checkpoint_path=snakemake.output.checkpoint,
         progress=log,
-        threads=snakemake.threads,  # noqa: F821
+        threads=snakemake.threads,
     )

@@ -16,13 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from snakemake_runner import run_snakemake as snakemake
+from snakemake_runner import scheduled_jobs
 
 from classwise.data.sources import open_split
 from classwise.labels.views import aligned_labels
 from classwise.logits_io import load_scores
-
-from snakemake_runner import run_snakemake as snakemake
-from snakemake_runner import scheduled_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "analyses.yaml"

@@ -367,7 +367,7 @@ class TestMeasured:
         assert abs(mc.metrics.decisiveness - unweighted) > 0.01  # so the weighting is visible
 
     def test_singular_bottom_bin_and_gamma_zero_windows(self):
-        n, c = 50, 2
+        n = 50
         correct = np.concatenate([np.zeros(20), np.linspace(0.2, 0.8, 20), np.ones(10)])
         p = np.stack([correct, 1 - correct], axis=1)
         y = np.zeros(n, dtype=np.int64)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from math import comb
 
 import numpy as np
 import pytest

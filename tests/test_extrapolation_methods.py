@@ -190,7 +190,7 @@ def test_evaluate_methods_logs_each_repetition(caplog: pytest.LogCaptureFixture)
         evaluation = evaluate_methods(scores, labels, 10, 40, 3, 0, methods=("naive", "kde"))
     lines = [r.getMessage() for r in caplog.records if r.name == "classwise.extrapolation.simulation"]
     assert [line.split(", RMSE")[0] for line in lines] == [f"k1 = 10, repetition {r}/3" for r in (1, 2, 3)]
-    for rep, line in enumerate(lines):
+    for rep, line in enumerate(lines):  # noqa: B007 - read by the query string as @rep
         for method in ("naive", "kde"):
             rmse = evaluation.rmse.query("repetition == @rep and method == @method")["rmse"].item()
             assert f"{method} {rmse:.4f} (" in line

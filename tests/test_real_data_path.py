@@ -12,8 +12,8 @@ import torch
 import yaml
 from snakemake_runner import run_snakemake
 
-from classwise.errors import InputError
 from classwise.bench.fixtures import IMAGENET_WNIDS, dry_run_fixtures, imagenet_val_fixture
+from classwise.errors import InputError
 from classwise.labels.views import aligned_labels, build_view, write_view
 from classwise.logits_io import load_scores, save_logits
 from classwise.steps.metrics import load_view

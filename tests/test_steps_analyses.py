@@ -4,7 +4,6 @@ the `analyses:` config section."""
 from __future__ import annotations
 
 import io
-
 import json
 from pathlib import Path
 

@@ -8,13 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
-from classwise.logits_io import load_scores
-from classwise.metrics.stats import compute_stats
-from classwise.metrics import worst_class as wc
-
 from snakemake_runner import run_snakemake as snakemake
 from snakemake_runner import scheduled_jobs
+
+from classwise.logits_io import load_scores
+from classwise.metrics import worst_class as wc
+from classwise.metrics.stats import compute_stats
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"

@@ -159,7 +159,7 @@ def decisiveness_table(documents: Mapping[str, Mapping[str, Any]]) -> pd.DataFra
     for model, document in documents.items():
         metrics = document["metrics"]
 
-        def value(name: str) -> float | None:
+        def value(name: str, metrics: dict[str, Any] = metrics) -> float | None:
             return metrics[name]["value"]
 
         cells = [three_decimals(document["accuracy"])]

@@ -117,7 +117,7 @@ def bench_model(
         times: dict[str, list[float]] = {"classwise": [], "torchattacks": []}
         outputs: dict[str, torch.Tensor] = {}
         for r in range(repeats):
-            order = (("classwise", ours), ("torchattacks", lambda: theirs(images, labels)))
+            order = (("classwise", ours), ("torchattacks", lambda attack=theirs: attack(images, labels)))
             for key, fn in order if r % 2 == 0 else order[::-1]:
                 seconds, outputs[key] = _timed(fn, device)
                 times[key].append(seconds)

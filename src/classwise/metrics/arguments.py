@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-
 #: Per-class interval methods (classwise.metrics.intervals.INTERVAL_METHODS; listed here so
 #: that building the parser imports nothing heavy).
 INTERVAL_CHOICES = ("clopper-pearson", "wilson")

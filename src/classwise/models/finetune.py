@@ -35,7 +35,6 @@ Conventions:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field

@@ -30,9 +30,9 @@ from torch import nn
 
 from classwise.data.downloads import sha256_file
 from classwise.errors import InputError
-from classwise.models.spec import ROBUSTBENCH_DATASETS, ROBUSTBENCH_THREAT_MODELS
 from classwise.models.data_config import DataConfig
 from classwise.models.fetch import FetchedFile, FetchOptions
+from classwise.models.spec import ROBUSTBENCH_DATASETS, ROBUSTBENCH_THREAT_MODELS
 from classwise.models.state_dicts import runtime_load_error
 
 if TYPE_CHECKING:

@@ -33,8 +33,8 @@ import pandas as pd
 from classwise import tables
 from classwise.atomic import atomic_open, write_json, write_text
 from classwise.errors import InputError
-from classwise.steps.threads import limit_threads
 from classwise.steps.metrics import load_view
+from classwise.steps.threads import limit_threads
 
 log = logging.getLogger(__name__)
 

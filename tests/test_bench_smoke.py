@@ -1,0 +1,19 @@
+"""The benchmark harness runs end to end at toy sizes (the timings themselves are make bench's)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from classwise.bench import metrics
+
+
+def test_the_metrics_benchmark_writes_timings_memory_and_goals(tmp_path: Path) -> None:
+    out = tmp_path / "metrics.json"
+    metrics.main(["--samples", "600", "--classes", "30", "--repeats", "1", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["shape"] == [600, 30]
+    assert all(seconds > 0 for seconds in result["seconds"].values())
+    assert result["memory"]["logits_bytes"] == 600 * 30 * 4
+    assert result["memory"]["cli_peak_traced_bytes"] > 0
+    assert "load_average_1min_at_start" in result["machine"]
