@@ -14,7 +14,7 @@ import platform
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
