@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from classwise.errors import InputError
+from classwise.validation import check_labels, check_score_matrix
 
 __all__ = ["ClassificationStats", "compute_stats"]
 
@@ -84,54 +85,6 @@ class ClassificationStats:
         return int(self.labels.shape[0])
 
 
-def _validate_scores(scores: object) -> np.ndarray:
-    if isinstance(scores, np.ndarray):
-        arr = scores
-    else:
-        try:
-            arr = np.asarray(scores)
-        except Exception as exc:  # ragged lists and the like
-            raise InputError(f"could not convert to an array: {exc}", field="scores") from exc
-    if arr.ndim != 2:
-        raise InputError(
-            f"expected a 2-D array of shape (n_samples, n_classes), got shape {arr.shape}",
-            field="scores",
-        )
-    if not np.issubdtype(arr.dtype, np.floating):
-        raise InputError(
-            f"expected a floating-point array of logits or log-probabilities, got dtype {arr.dtype}",
-            field="scores",
-        )
-    if arr.shape[0] == 0:
-        raise InputError("expected at least one sample (row), got 0", field="scores")
-    if arr.shape[1] == 0:
-        raise InputError("expected at least one class (column), got 0", field="scores")
-    return arr
-
-
-def _validate_labels(labels: object, n_samples: int, n_classes: int) -> np.ndarray:
-    arr = labels if isinstance(labels, np.ndarray) else np.asarray(labels)
-    if arr.ndim != 1:
-        raise InputError(f"expected a 1-D array, got shape {arr.shape}", field="labels")
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise InputError(f"expected integer class indices, got dtype {arr.dtype}", field="labels")
-    if arr.shape[0] != n_samples:
-        raise InputError(
-            f"expected one label per score row: scores have {n_samples} rows "
-            f"but labels have length {arr.shape[0]}",
-            field="labels",
-        )
-    lo, hi = int(arr.min()), int(arr.max())
-    if lo < 0 or hi >= n_classes:
-        bad = lo if lo < 0 else hi
-        where = int(np.flatnonzero(arr == bad)[0])
-        raise InputError(
-            f"label {bad} at position {where} is out of range: expected 0 <= label < {n_classes}",
-            field="labels",
-        )
-    return arr.astype(np.int64, copy=True)
-
-
 def _lane_counts(words: np.ndarray) -> np.ndarray:
     """Per-row number of True bytes in a ``(b, W)`` uint64 view of a 0/1 bool matrix."""
     b, n_words = words.shape
@@ -179,7 +132,7 @@ def compute_stats(
     of each label, ``pairwise_wins[a, b] = support[a] - ahead_counts[a, b]`` (``b != a``),
     because for ``b != a`` "b ranks ahead of a" and "a beats b" are complementary.
     """
-    arr = _validate_scores(scores)
+    arr = check_score_matrix(scores, field="scores")
     n_samples, c = arr.shape
     if n_classes is not None:
         if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)):
@@ -190,7 +143,9 @@ def compute_stats(
             )
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
         raise InputError(f"expected a positive integer, got {chunk_rows!r}", field="chunk_rows")
-    y_all = _validate_labels(labels, n_samples, c)
+    y_all = check_labels(labels, n_samples, c)
+    if y_all is labels:  # frozen below: never the caller's array
+        y_all = y_all.copy()
 
     support = np.bincount(y_all, minlength=c).astype(np.int64, copy=False)
     already_sorted = bool(np.all(y_all[1:] >= y_all[:-1]))
