@@ -31,7 +31,7 @@ import numpy as np
 from classwise.errors import InputError
 from classwise.validation import check_labels, check_score_matrix
 
-__all__ = ["ClassificationStats", "compute_stats"]
+__all__ = ["ClassificationStats", "class_counts", "class_rates", "compute_stats", "macro_rates", "ratio"]
 
 #: Default number of score rows processed at once.  A chunk costs about
 #: ``chunk_rows * C * (itemsize + 2)`` bytes of scratch memory (12 MiB at 2048 x 1000
@@ -83,6 +83,16 @@ class ClassificationStats:
     def n_samples(self) -> int:
         """Number of samples ``N``."""
         return int(self.labels.shape[0])
+
+    @property
+    def hits(self) -> np.ndarray:
+        """``(C,)`` correctly classified samples per class (the confusion diagonal)."""
+        return np.diagonal(self.confusion)
+
+    @property
+    def predicted(self) -> np.ndarray:
+        """``(C,)`` number of samples predicted as each class (the confusion column sums)."""
+        return self.confusion.sum(axis=0)
 
 
 def _lane_counts(words: np.ndarray) -> np.ndarray:
@@ -221,3 +231,94 @@ def compute_stats(
         pairwise_wins=pairwise_wins,
         confusion=confusion,
     )
+
+
+# ---------------------------------------------------------------------------- per-class rates
+# Precision, recall and F1 per class, and their macro averages, from the three count vectors
+# that the confusion matrix summarises. Everything that reports these rates (the worst-class
+# metrics, the per-class table, the subset and reference test suites, the transformation
+# tests) computes them here, so that all agree to the last bit.
+
+#: The rates of :func:`class_rates` / :func:`macro_rates`.
+RATES: tuple[str, ...] = ("precision", "recall", "f1")
+
+
+def class_counts(labels: np.ndarray, predictions: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(hits, support, predicted)`` per class of aligned label and prediction arrays.
+
+    ``labels`` and ``predictions`` are int64 class indices in ``[0, n_classes)`` of the same
+    shape: ``(m,)`` gives ``(C,)`` counts; ``(B, m)`` (one multiset of samples per row, e.g.
+    bootstrap resamples) gives ``(B, C)`` counts, by one ``bincount`` over row-offset keys.
+    ``hits_c = #{y = c, ŷ = c}``, ``support_c = #{y = c}``, ``predicted_c = #{ŷ = c}``: the
+    diagonal, row sums and column sums of the confusion matrix.
+    """
+    y = np.asarray(labels, dtype=np.int64)
+    p = np.asarray(predictions, dtype=np.int64)
+    c = int(n_classes)
+    if y.ndim == 1:
+        return (
+            np.bincount(y[y == p], minlength=c),
+            np.bincount(y, minlength=c),
+            np.bincount(p, minlength=c),
+        )
+    b = y.shape[0]
+    offsets = (np.arange(b, dtype=np.int64) * c)[:, None]
+    true_keys = (offsets + y).ravel()
+    support = np.bincount(true_keys, minlength=b * c).reshape(b, c)
+    predicted = np.bincount((offsets + p).ravel(), minlength=b * c).reshape(b, c)
+    hits = np.bincount(true_keys[(y == p).ravel()], minlength=b * c).reshape(b, c)
+    return hits, support, predicted
+
+
+def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` as float64 with NaN where ``den == 0`` (no warnings)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def class_rates(hits: np.ndarray, support: np.ndarray, predicted: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-class ``precision = hits / predicted``, ``recall = hits / support`` and
+    ``f1 = 2 hits / (support + predicted)`` (= ``2 TP / (2 TP + FP + FN)``), each ``(..., C)``
+    float64 with NaN where the ratio is 0/0 (a class never predicted, without samples, or both).
+    """
+    return {
+        "precision": ratio(hits, predicted),
+        "recall": ratio(hits, support),
+        "f1": ratio(2 * np.asarray(hits), np.asarray(support) + np.asarray(predicted)),
+    }
+
+
+def macro_rates(
+    hits: np.ndarray,
+    support: np.ndarray,
+    predicted: np.ndarray,
+    *,
+    label_set: str = "present",
+    rates: tuple[str, ...] = RATES,
+) -> dict[str, np.ndarray]:
+    """Macro averages of :func:`class_rates` over the last axis, as scikit-learn's
+    ``precision_score`` / ``recall_score`` / ``f1_score`` with ``average="macro"`` and
+    ``zero_division=0``: an undefined (0/0) rate counts 0.
+
+    ``label_set="present"`` averages over the classes with samples or predictions (sklearn's
+    ``labels=None``); ``"all"`` over all ``C`` classes (``labels=range(C)``). Returns
+    ``{rate: (...) float64}`` for the requested ``rates``.
+    """
+    support, predicted = np.asarray(support), np.asarray(predicted)
+    if label_set == "present":
+        in_set = (support + predicted) > 0
+    elif label_set == "all":
+        in_set = np.ones(support.shape, dtype=bool)
+    else:
+        raise InputError(f"label_set must be 'present' or 'all', got {label_set!r}", field="label_set")
+    n_in_set = in_set.sum(axis=-1)
+    per_class = class_rates(hits, support, predicted)
+    out = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for name in rates:
+            rate = per_class[name]
+            out[name] = np.where(in_set & ~np.isnan(rate), rate, 0.0).sum(axis=-1) / n_in_set
+    return out

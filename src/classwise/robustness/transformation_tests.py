@@ -33,6 +33,7 @@ import pandas as pd
 
 from classwise.errors import InputError
 from classwise.logits_io import ScoresFile
+from classwise.metrics.stats import class_counts, macro_rates
 from classwise.robustness._scores import as_scores, predictions, where
 
 STATUSES: tuple[str, ...] = ("pass", "warn", "fail")
@@ -155,17 +156,12 @@ def macro_f1(labels: np.ndarray, predicted: np.ndarray) -> float:
     """Macro F1 as :func:`sklearn.metrics.f1_score` (``average="macro"``, ``zero_division=0``).
 
     Over the classes present in ``labels`` or ``predicted``: the mean of
-    ``2 TP / (2 TP + FP + FN)``. Vectorised with :func:`numpy.bincount`.
+    ``2 TP / (2 TP + FP + FN)``, by :func:`classwise.metrics.stats.macro_rates` (the same
+    computation as the test suites' ``macro_f1``).
     """
     y, p = _check_pair(labels, predicted, ("labels", "predicted"))
-    n = int(max(y.max(), p.max())) + 1
-    support = np.bincount(y, minlength=n)
-    predicted_count = np.bincount(p, minlength=n)
-    tp = np.bincount(y[y == p], minlength=n)
-    present = (support > 0) | (predicted_count > 0)
-    # 2TP + FP + FN = support + predicted_count, which is > 0 for every present class
-    f1 = 2.0 * tp[present] / (support[present] + predicted_count[present])
-    return float(f1.mean())
+    counts = class_counts(y, p, int(max(y.max(), p.max())) + 1)
+    return float(macro_rates(*counts, rates=("f1",))["f1"])
 
 
 def prediction_flip_rate(reference: np.ndarray, predicted: np.ndarray) -> float:

@@ -66,6 +66,7 @@ import numpy as np
 from scipy.special import softmax
 
 from classwise.errors import InputError
+from classwise.metrics.stats import class_counts, macro_rates
 from classwise.validation import ScoreKind, check_kind, check_score_matrix
 from classwise.validation import check_labels as _check_labels
 from classwise.validation import check_probabilities as _check_probability_rows
@@ -265,29 +266,13 @@ class SubsetEvaluator:
         c = self.n_classes
         y = self.labels[idx]
         yhat = self.predictions[idx]
-        offsets = (np.arange(b, dtype=np.int64) * c)[:, None]
-        true_keys = (offsets + y).ravel()
-        support = np.bincount(true_keys, minlength=b * c).reshape(b, c)
-        predicted = np.bincount((offsets + yhat).ravel(), minlength=b * c).reshape(b, c)
+        tp, support, predicted = class_counts(y, yhat, c)
         hits = y == yhat
-        tp = np.bincount(true_keys[hits.ravel()], minlength=b * c).reshape(b, c)
         res: dict[str, np.ndarray] = {}
-        if self.label_set == "present":
-            in_l = (support + predicted) > 0
-        else:
-            in_l = np.ones((b, c), dtype=bool)
-        n_l = in_l.sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if "macro_precision" in names:
-                prec = np.where(predicted > 0, tp / predicted, 0.0)
-                res["macro_precision"] = np.where(in_l, prec, 0.0).sum(axis=1) / n_l
-            if "macro_recall" in names:
-                rec = np.where(support > 0, tp / support, 0.0)
-                res["macro_recall"] = np.where(in_l, rec, 0.0).sum(axis=1) / n_l
-            if "macro_f1" in names:
-                den = support + predicted
-                f1 = np.where(den > 0, 2.0 * tp / den, 0.0)
-                res["macro_f1"] = np.where(in_l, f1, 0.0).sum(axis=1) / n_l
+        rates = tuple(rate for rate in ("precision", "recall", "f1") if f"macro_{rate}" in names)
+        if rates:
+            for rate, values in macro_rates(tp, support, predicted, label_set=self.label_set, rates=rates).items():
+                res[f"macro_{rate}"] = values
         if "accuracy" in names:
             res["accuracy"] = hits.sum(axis=1) / m
         if "positive_prediction_rate" in names:
@@ -295,6 +280,7 @@ class SubsetEvaluator:
         if "average_confidence" in names:
             res["average_confidence"] = self.unconfidence[idx].mean(axis=1)
         if "auc_ovo" in names:
+            true_keys = ((np.arange(b, dtype=np.int64) * c)[:, None] + y).ravel()
             res["auc_ovo"] = self._auc_ovo_block(idx, y, support, true_keys)
         return {k: res[k] for k in names}
 
