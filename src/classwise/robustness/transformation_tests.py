@@ -35,6 +35,7 @@ from classwise.errors import InputError
 from classwise.logits_io import ScoresFile
 from classwise.metrics.stats import class_counts, macro_rates
 from classwise.robustness._scores import as_scores, predictions, where
+from classwise.sample_ids import sample_id_positions
 
 STATUSES: tuple[str, ...] = ("pass", "warn", "fail")
 """Test outcomes, from best to worst."""
@@ -187,28 +188,18 @@ def align_to_reference(reference_ids: np.ndarray, ids: np.ndarray, *, path: str 
     """Positions ``order`` such that ``ids[order] == reference_ids``.
 
     Both must hold the same unique sample ids (in any order); otherwise :class:`InputError`
-    names the missing or extra ids.
+    names the missing or extra ids (:func:`classwise.sample_ids.sample_id_positions`).
     """
-    ref, other = np.asarray(reference_ids).astype(str), np.asarray(ids).astype(str)
-    for arr, name in ((ref, "reference"), (other, "this file")):
-        unique, counts = np.unique(arr, return_counts=True)
-        if (counts > 1).any():
-            raise InputError(
-                f"duplicate sample ids in {name}: {_ids_message(unique[counts > 1])}",
-                path=path,
-                field="sample_ids",
-            )
-    missing = np.setdiff1d(ref, other)
-    extra = np.setdiff1d(other, ref)
-    if missing.size or extra.size:
-        parts = []
-        if missing.size:
-            parts.append(f"lacks {missing.size} clean sample id(s) ({_ids_message(missing)})")
-        if extra.size:
-            parts.append(f"has {extra.size} sample id(s) not in the clean file ({_ids_message(extra)})")
-        raise InputError("; ".join(parts), path=path, field="sample_ids")
-    sorter = np.argsort(other, kind="stable")
-    return sorter[np.searchsorted(other, ref, sorter=sorter)]
+    return sample_id_positions(
+        reference_ids,
+        ids,
+        path=path,
+        field="sample_ids",
+        exact=True,
+        wanted_name="the clean file",
+        missing="lacks {count} clean sample id(s)",
+        extra="has {count} sample id(s) not in the clean file",
+    )
 
 
 # ---------------------------------------------------------------------------- the table

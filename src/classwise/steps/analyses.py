@@ -34,6 +34,7 @@ import pandas as pd
 from classwise import tables
 from classwise.atomic import write_json
 from classwise.errors import InputError
+from classwise.sample_ids import sample_id_positions
 from classwise.steps.threads import limit_threads
 from classwise.steps.metrics import load_view
 
@@ -90,18 +91,16 @@ def read_features(path: str | Path) -> pd.DataFrame:
 
 def align_features(features: pd.DataFrame, sample_ids: np.ndarray, *, source: str | Path = "features") -> pd.DataFrame:
     """The rows of ``features`` for ``sample_ids``, in that order (matched by id)."""
-    indexed = features.set_index("sample_id")
-    if indexed.index.has_duplicates:
-        raise InputError("duplicate sample ids", path=source, field="sample_id")
-    wanted = pd.Index(np.asarray(sample_ids).astype(str))
-    missing = wanted[~wanted.isin(indexed.index)]
-    if len(missing):
-        raise InputError(
-            f"{len(missing)} of {len(wanted)} evaluated samples have no features, e.g. {list(missing[:5])}",
-            path=source,
-            field="sample_id",
-        )
-    return indexed.loc[wanted].reset_index()
+    positions = sample_id_positions(
+        sample_ids,
+        features["sample_id"].to_numpy(),
+        path=source,
+        available_name="the features",
+        missing="{count} of {total} evaluated samples have no features",
+    )
+    out = features.drop(columns="sample_id").iloc[positions].reset_index(drop=True)
+    out.insert(0, "sample_id", np.asarray(sample_ids).astype(str))
+    return out
 
 
 # ---------------------------------------------------------------------------- features
