@@ -33,7 +33,7 @@ import numpy as np
 
 from classwise.atomic import atomic_path, write_json
 from classwise.errors import InputError
-from classwise.validation import ScoreKind, check_labels, check_probabilities, check_score_matrix, rows_message
+from classwise.validation import ScoreKind, check_finite_rows, check_labels, check_probabilities, check_score_matrix
 
 __all__ = ["ScoreKind", "ScoresFile", "load_scores", "save_logits", "sidecar_path", "validate_scores", "write_npz_deterministic"]
 
@@ -134,9 +134,7 @@ def validate_scores(
     """Raise :class:`InputError` unless ``scores`` (N, C) and ``labels`` (N,) are usable: the
     checks of :mod:`classwise.validation`, with at least two classes and finite scores."""
     check_score_matrix(scores, field=kind, path=path, min_classes=2)
-    finite = np.isfinite(scores).all(axis=1)
-    if not finite.all():
-        raise InputError(f"NaN or infinite values in rows {rows_message(np.flatnonzero(~finite))}", path=path, field=kind)
+    check_finite_rows(scores, field=kind, path=path)
     check_labels(labels, scores.shape[0], scores.shape[1] if n_classes is None else n_classes, path=path)
     if kind == "probs":
         check_probabilities(scores, field=kind, path=path)

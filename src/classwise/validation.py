@@ -27,6 +27,7 @@ __all__ = [
     "SCORE_KINDS",
     "ScoreKind",
     "check_kind",
+    "check_finite_rows",
     "check_labels",
     "check_probabilities",
     "check_score_matrix",
@@ -117,6 +118,14 @@ def check_labels(
     return arr.astype(np.int64, copy=False)
 
 
+def check_finite_rows(scores: np.ndarray, *, field: str, path: PathLike = None, row_offset: int = 0) -> None:
+    """Raise :class:`InputError` listing the rows of ``scores`` that hold NaN or +-inf."""
+    finite = np.isfinite(scores).all(axis=1)
+    if not finite.all():
+        bad = row_offset + np.flatnonzero(~finite)
+        raise InputError(f"NaN or infinite values in rows {rows_message(bad)}", path=path, field=field)
+
+
 def check_probabilities(
     probs: np.ndarray, *, field: str = "probs", path: PathLike = None, row_offset: int = 0
 ) -> None:
@@ -125,10 +134,7 @@ def check_probabilities(
 
     ``row_offset`` is added to the row numbers in messages (for a block of a larger matrix).
     """
-    finite = np.isfinite(probs).all(axis=1)
-    if not finite.all():
-        bad = row_offset + np.flatnonzero(~finite)
-        raise InputError(f"NaN or infinite probabilities in rows {rows_message(bad)}", path=path, field=field)
+    check_finite_rows(probs, field=field, path=path, row_offset=row_offset)
     out_of_range = ((probs < 0) | (probs > 1 + PROB_ROW_TOLERANCE)).any(axis=1)
     if out_of_range.any():
         bad = row_offset + np.flatnonzero(out_of_range)
