@@ -31,8 +31,11 @@ Label set ``L`` (``label_set``):
 * ``"all"`` - all ``C`` labels; identical to ``labels=range(C), zero_division=0``: a class
   with neither samples nor predictions contributes 0.
 
-Undefined cases (0/0) follow scikit-learn's ``zero_division=0``: precision of a class never
-predicted, recall of a class without samples are 0.  F1's denominator ``T_c + P_c`` is
+The three macro averages are :func:`classwise.metrics.stats.macro_rates` of the per-row
+class counts (:func:`~classwise.metrics.stats.class_counts`), the computation the worst-class
+metrics and the transformation tests share.  Undefined cases (0/0) follow scikit-learn's
+``zero_division=0``: precision of a class never predicted, recall of a class without samples
+are 0.  F1's denominator ``T_c + P_c`` is
 positive for every present label.
 
 **One-vs-one AUC** is ``roc_auc_score(y, p, multi_class="ovo", labels=range(C))``: over the
