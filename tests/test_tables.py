@@ -168,3 +168,19 @@ def test_paper_rows_for_a_class_count() -> None:
     assert tables.paper_rows([2, 10], 2, superclasses=False, n_classes=3)[-3:] == ["A@2", "WCA@2", "W2CR@2"]
     assert tables.skipped_rows_note(["A", "A@5"], {"A@5": "k too big", "W2CR": "unused"}) == "Not shown: A@5 (k too big)."
     assert tables.skipped_rows_note(["A"], {"A@5": "k too big"}) == ""
+
+
+def test_write_tables_writes_display_as_markdown_and_latex_and_data_as_csv(tmp_path) -> None:
+    data = pd.DataFrame({"value": [0.123456, 0.5]}, index=pd.Index(["a", "b"], name="shift"))
+    paths = {name: tmp_path / f"t.{name}" for name in tables.TABLE_FORMATS}
+    tables.write_tables(tables.rounded_display(data, 2), "Caption", paths, data=data)
+    assert "| a | 0.12 |" in paths["markdown"].read_text()
+    assert r"a & 0.12 \\" in paths["latex"].read_text()
+    # A named index is a column of the CSV, at full precision.
+    assert paths["csv"].read_text() == "shift,value\na,0.123456\nb,0.5\n"
+    # Bare row numbers are not.
+    tables.write_csv(paths["csv"], data.reset_index())
+    assert paths["csv"].read_text() == "shift,value\na,0.123456\nb,0.5\n"
+    # A multi-level index with a named level is kept.
+    tables.write_csv(paths["csv"], pd.concat({"m": data}, names=["model"]))
+    assert paths["csv"].read_text().splitlines()[:2] == ["model,shift,value", "m,a,0.123456"]

@@ -27,16 +27,17 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from classwise.atomic import atomic_path, write_json
 from classwise.errors import InputError
+from classwise.validation import ScoreKind, check_finite_rows, check_labels, check_probabilities, check_score_matrix
 
-ScoreKind = Literal["logits", "probs"]
+__all__ = ["ScoreKind", "ScoresFile", "load_scores", "save_logits", "sidecar_path", "validate_scores", "write_npz_deterministic"]
+
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-_MAX_ROWS_IN_MESSAGE = 10
 
 
 @dataclass(frozen=True)
@@ -122,12 +123,6 @@ def save_logits(
         raise
 
 
-def _rows_message(rows: np.ndarray) -> str:
-    shown = ", ".join(str(int(r)) for r in rows[:_MAX_ROWS_IN_MESSAGE])
-    more = f" and {rows.size - _MAX_ROWS_IN_MESSAGE} more" if rows.size > _MAX_ROWS_IN_MESSAGE else ""
-    return f"{shown}{more}"
-
-
 def validate_scores(
     scores: np.ndarray,
     labels: np.ndarray,
@@ -136,43 +131,13 @@ def validate_scores(
     path: str | Path | None = None,
     n_classes: int | None = None,
 ) -> None:
-    """Raise :class:`InputError` unless ``scores`` (N, C) and ``labels`` (N,) are usable."""
-    if scores.ndim != 2:
-        raise InputError(f"expected a 2-D array (samples x classes), got shape {scores.shape}", path=path, field=kind)
-    if not np.issubdtype(scores.dtype, np.floating):
-        raise InputError(f"expected a floating-point array, got dtype {scores.dtype}", path=path, field=kind)
-    if scores.shape[0] == 0 or scores.shape[1] < 2:
-        raise InputError(f"expected at least 1 sample and 2 classes, got shape {scores.shape}", path=path, field=kind)
-    if labels.ndim != 1 or labels.shape[0] != scores.shape[0]:
-        raise InputError(
-            f"expected shape ({scores.shape[0]},) to match '{kind}' {scores.shape}, got {labels.shape}",
-            path=path,
-            field="labels",
-        )
-    if not np.issubdtype(labels.dtype, np.integer):
-        raise InputError(f"expected integer class indices, got dtype {labels.dtype}", path=path, field="labels")
-    finite = np.isfinite(scores).all(axis=1)
-    if not finite.all():
-        bad = np.flatnonzero(~finite)
-        raise InputError(f"NaN or infinite values in rows {_rows_message(bad)}", path=path, field=kind)
-    c = scores.shape[1] if n_classes is None else n_classes
-    out_of_range = (labels < 0) | (labels >= c)
-    if out_of_range.any():
-        bad = np.flatnonzero(out_of_range)
-        raise InputError(
-            f"labels must lie in [0, {c}); rows {_rows_message(bad)} hold {sorted(set(labels[bad][:_MAX_ROWS_IN_MESSAGE].tolist()))}",
-            path=path,
-            field="labels",
-        )
+    """Raise :class:`InputError` unless ``scores`` (N, C) and ``labels`` (N,) are usable: the
+    checks of :mod:`classwise.validation`, with at least two classes and finite scores."""
+    check_score_matrix(scores, field=kind, path=path, min_classes=2)
+    check_finite_rows(scores, field=kind, path=path)
+    check_labels(labels, scores.shape[0], scores.shape[1] if n_classes is None else n_classes, path=path)
     if kind == "probs":
-        if (scores < 0).any():
-            bad = np.flatnonzero((scores < 0).any(axis=1))
-            raise InputError(f"probabilities must be non-negative; rows {_rows_message(bad)}", path=path, field=kind)
-        row_sums = scores.sum(axis=1, dtype=np.float64)
-        off = np.abs(row_sums - 1.0) > 1e-3
-        if off.any():
-            bad = np.flatnonzero(off)
-            raise InputError(f"probability rows must sum to 1 (within 1e-3); rows {_rows_message(bad)}", path=path, field=kind)
+        check_probabilities(scores, field=kind, path=path)
 
 
 def load_scores(path: str | Path) -> ScoresFile:

@@ -1,8 +1,14 @@
-"""Paper-style tables: rows are metrics, columns are models, cells are percentages.
+"""Paper-style tables, and the one writer of every table the workflow produces.
 
 The layout follows Table 1 of worst-class-metrics.txt: a cell is the metric in percent with
 two decimals, zero-padded to two integer digits as in the paper ("08.00"), followed by the
 worst class (or superclass, or pair) in parentheses where the metric has one.
+
+Every table is written by :func:`write_tables` as three files with the same rows: Markdown
+and LaTeX of a *display* frame (string cells, rounded for reading), CSV of a *data* frame
+(full precision, sometimes more columns; the display frame itself by default). CSV files
+(:func:`write_csv`) use ``\n`` line ends and hold the index as leading column(s) exactly
+when it is named (a ``metric``, ``shift``, ``model`` ... column), not a bare row number.
 """
 
 from __future__ import annotations
@@ -10,10 +16,12 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from classwise.atomic import write_text
 from classwise.errors import InputError
 
 
@@ -126,8 +134,47 @@ def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | No
     return out.getvalue()
 
 
-def to_csv(frame: pd.DataFrame) -> str:
-    return frame.to_csv(lineterminator="\n")
+def has_named_index(frame: pd.DataFrame) -> bool:
+    """Whether the index carries information (some level is named) rather than row numbers."""
+    return any(name is not None for name in frame.index.names)
+
+
+def to_csv(frame: pd.DataFrame, **kwargs: Any) -> str:
+    """CSV text with ``\n`` line ends; the index is written when it is named (see module)."""
+    kwargs.setdefault("index", has_named_index(frame))
+    return frame.to_csv(lineterminator="\n", **kwargs)
+
+
+def write_csv(path: str | Path, frame: pd.DataFrame, **kwargs: Any) -> None:
+    """:func:`to_csv` written atomically (``kwargs`` go to :meth:`pandas.DataFrame.to_csv`)."""
+    write_text(path, to_csv(frame, **kwargs))
+
+
+#: The three files of a table: the keys of ``paths`` in :func:`write_tables`.
+TABLE_FORMATS: tuple[str, ...] = ("markdown", "csv", "latex")
+
+
+def write_tables(
+    display: pd.DataFrame,
+    caption: str,
+    paths: Mapping[str, str | Path],
+    *,
+    data: pd.DataFrame | None = None,
+) -> None:
+    """``display`` as Markdown and LaTeX (with ``caption``), ``data`` (default ``display``) as
+    CSV, each written atomically to ``paths["markdown"]``, ``paths["latex"]``, ``paths["csv"]``."""
+    missing = [name for name in TABLE_FORMATS if name not in paths]
+    if missing:
+        raise ValueError(f"table paths lack {missing}")
+    write_text(paths["markdown"], to_markdown(display, caption=caption))
+    write_text(paths["csv"], to_csv(display if data is None else data))
+    write_text(paths["latex"], to_latex(display, caption=caption))
+
+
+def rounded_display(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    """``frame`` with numbers rounded to ``digits`` decimals, as strings (the display cells of
+    a table whose CSV holds the full-precision frame)."""
+    return frame.round(digits).astype(str)
 
 
 # ---------------------------------------------------------------------------- decisiveness-robustness.txt

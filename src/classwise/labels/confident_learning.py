@@ -38,6 +38,7 @@ from typing import Literal
 import numpy as np
 
 from classwise.errors import InputError
+from classwise.validation import check_labels, check_probabilities, check_score_matrix
 
 __all__ = ["FilterBy", "cleaned_cl_labels", "confident_joint", "find_label_issues", "prune_counts"]
 
@@ -53,17 +54,13 @@ MISSING_CLASS_THRESHOLD = 2.0
 
 
 def _check_inputs(labels: np.ndarray, pred_probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    probs = check_score_matrix(np.asarray(pred_probs, dtype=np.float64), field="pred_probs", min_classes=2, min_samples=0)
     labels = np.asarray(labels)
-    probs = np.asarray(pred_probs, dtype=np.float64)
-    if probs.ndim != 2 or probs.shape[1] < 2:
-        raise InputError(f"expected pred_probs of shape (N, K >= 2), got {probs.shape}", field="pred_probs")
-    if labels.shape != (probs.shape[0],) or (labels.size and not np.issubdtype(labels.dtype, np.integer)):
-        raise InputError(f"expected {probs.shape[0]} integer labels, got {labels.dtype} {labels.shape}", field="labels")
-    if labels.size and (labels.min() < 0 or labels.max() >= probs.shape[1]):
-        raise InputError(f"labels must lie in [0, {probs.shape[1]})", field="labels")
-    if not np.isfinite(probs).all() or (probs < 0).any() or not np.allclose(probs.sum(axis=1), 1.0, atol=1e-3):
-        raise InputError("pred_probs must be finite, non-negative, with rows summing to 1", field="pred_probs")
-    return labels.astype(np.int64), probs
+    if labels.size == 0:  # an empty list has dtype float64
+        labels = labels.astype(np.int64)
+    labels = check_labels(labels, probs.shape[0], probs.shape[1])
+    check_probabilities(probs, field="pred_probs")
+    return labels, probs
 
 
 def _round_preserving_row_totals(matrix: np.ndarray) -> np.ndarray:

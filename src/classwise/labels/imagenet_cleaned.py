@@ -36,6 +36,7 @@ import numpy as np
 from classwise.atomic import atomic_open
 from classwise.errors import InputError
 from classwise.labels.labelled_scores import REMOVED
+from classwise.sample_ids import sample_id_positions
 
 __all__ = [
     "CIFAR10_FILES",
@@ -235,14 +236,14 @@ def view_for_samples(view: np.ndarray, view_ids: np.ndarray, sample_ids: np.ndar
         if sample_ids.size:
             raise InputError("the view has no rows", field="sample_ids")
         return view[:0]
-    order = np.argsort(view_ids, kind="stable")
-    sorted_ids = view_ids[order]
-    pos = np.clip(np.searchsorted(sorted_ids, sample_ids), 0, sorted_ids.size - 1)
-    found = sorted_ids[pos] == sample_ids
-    if not found.all():
-        missing = sample_ids[~found][:3].tolist()
-        raise InputError(f"{int((~found).sum())} sample ids have no row in the view, e.g. {missing}", field="sample_ids")
-    return view[order[pos]]
+    positions = sample_id_positions(
+        sample_ids,
+        view_ids,
+        field="sample_ids",
+        available_name="the view",
+        missing="{count} of {total} sample ids have no row in the view",
+    )
+    return view[positions]
 
 
 # --------------------------------------------------------------------------- the rule

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from classwise.errors import InputError
-from classwise.logits_io import ScoreKind, ScoresFile
+from classwise.logits_io import ScoresFile
+from classwise.validation import ScoreKind
 
 ORIGINAL = "original"
 REMOVED = -1

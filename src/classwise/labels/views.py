@@ -25,6 +25,7 @@ import pandas as pd
 
 from classwise.atomic import atomic_open
 from classwise.errors import InputError
+from classwise.sample_ids import sample_id_positions
 
 VIEW_KINDS = ("imagenet_cleaned", "cifar10_cleaned", "confident_learning")
 
@@ -173,16 +174,11 @@ def aligned_labels(path: str | Path, sample_ids: np.ndarray) -> np.ndarray:
         raise InputError(f"expected the columns sample_id,label, got {list(frame.columns)}", path=path, field="columns")
     if not pd.api.types.is_integer_dtype(frame["label"]):
         raise InputError("labels must be integers (-1 = removed)", path=path, field="label")
-    if frame["sample_id"].duplicated().any():
-        duplicated = frame.loc[frame["sample_id"].duplicated(), "sample_id"].head(5).tolist()
-        raise InputError(f"duplicate sample ids {duplicated}", path=path, field="sample_id")
-    index = pd.Index(frame["sample_id"]).get_indexer(np.asarray(sample_ids).astype(str))
-    missing = np.flatnonzero(index < 0)
-    if missing.size:
-        examples = np.asarray(sample_ids)[missing[:5]].tolist()
-        raise InputError(
-            f"{missing.size} of {len(index)} samples have no label in this view, e.g. {examples}",
-            path=path,
-            field="sample_id",
-        )
+    index = sample_id_positions(
+        sample_ids,
+        frame["sample_id"].to_numpy(),
+        path=path,
+        available_name="the label view",
+        missing="{count} of {total} samples have no label in this view",
+    )
     return frame["label"].to_numpy(dtype=np.int64)[index]

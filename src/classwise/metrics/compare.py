@@ -28,6 +28,7 @@ from classwise.metrics import bootstrap as boot
 from classwise.metrics.intervals import check_confidence, percentile_interval
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.suite import DEFAULT_NS, argmax_scores, evaluate
+from classwise.sample_ids import sample_id_positions
 
 __all__ = ["MetricComparison", "Comparison", "align", "compare", "paired_p_value"]
 
@@ -100,24 +101,19 @@ def align(first: ScoresFile, second: ScoresFile) -> ScoresFile:
         raise InputError(
             f"has {second.n_classes} classes but {first.path} has {first.n_classes}", path=where, field=second.kind
         )
-    for f in (first, second):
-        uniq, counts = np.unique(f.sample_ids, return_counts=True)
-        if uniq.shape[0] != f.sample_ids.shape[0]:
-            raise InputError(f"sample id {str(uniq[counts > 1][0])!r} occurs more than once", path=f.path, field="sample_ids")
-    ids_a, ids_b = first.sample_ids, second.sample_ids
-    if not np.array_equal(ids_a, ids_b):
-        missing = np.setdiff1d(ids_a, ids_b)
-        extra = np.setdiff1d(ids_b, ids_a)
-        if missing.size or extra.size:
-            parts = []
-            if missing.size:
-                parts.append(f"{missing.size} sample ids of {first.path} are missing (e.g. {str(missing[0])!r})")
-            if extra.size:
-                parts.append(f"{extra.size} are not in {first.path} (e.g. {str(extra[0])!r})")
-            raise InputError(
-                "the two files must hold the same samples: " + "; ".join(parts), path=where, field="sample_ids"
-            )
-    order = np.argsort(ids_b, kind="stable")[np.searchsorted(np.sort(ids_b), ids_a)]
+    order = sample_id_positions(
+        first.sample_ids,
+        second.sample_ids,
+        path=where,
+        field="sample_ids",
+        available_name=str(where),
+        exact=True,
+        wanted_name=str(first.path),
+        wanted_path=first.path,
+        missing=f"the two files must hold the same samples: {{count}} sample ids of {first.path} are missing",
+        extra=f"{{count}} are not in {first.path}",
+    )
+    ids_a = first.sample_ids
     labels = second.labels[order]
     if not np.array_equal(labels, first.labels):
         bad = int(np.flatnonzero(labels != first.labels)[0])

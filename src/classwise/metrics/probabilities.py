@@ -15,16 +15,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
 
 import numpy as np
 
 from classwise.errors import InputError
+from classwise.validation import ScoreKind, check_kind, check_labels, check_probabilities, check_score_matrix, rows_message
 
-ScoreKind = Literal["logits", "probs"]
+__all__ = ["Probabilities", "ScoreKind", "auto_chunk_rows", "map_row_blocks"]
 
-#: Tolerance on probability rows: each must sum to 1 within this (as ``logits_io`` checks).
-PROB_ROW_TOLERANCE = 1e-3
 #: Row blocks are sized to about this many elements (about 2 MiB of float64), which keeps
 #: the temporaries in cache; ``iter_chunks`` callers may pass their own ``chunk_rows``.
 _TARGET_CHUNK_ELEMENTS = 1 << 18
@@ -56,10 +54,9 @@ class Probabilities:
     from given probabilities.
 
     Build with :meth:`from_scores`.  Logits may hold ``-inf`` (a class ruled out) but no NaN
-    or ``+inf``, and each row needs a finite entry; probabilities must be finite,
-    lie in ``[0, 1 + 1e-3]`` and have rows summing to 1 within ``1e-3`` (the tolerance of
-    :func:`classwise.logits_io.validate_scores`).  Given probabilities are used as they are
-    (not renormalised).
+    or ``+inf``, and each row needs a finite entry; probabilities must pass
+    :func:`classwise.validation.check_probabilities`.  Given probabilities are used as they
+    are (not renormalised).
     """
 
     __slots__ = ("_scores", "_kind", "_lse")
@@ -72,24 +69,17 @@ class Probabilities:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_scores(cls, scores: np.ndarray, kind: Literal["logits", "probs"]) -> Probabilities:
+    def from_scores(cls, scores: np.ndarray, kind: ScoreKind) -> Probabilities:
         """Validate ``scores`` (N, C) of the given ``kind`` and wrap them (no copy)."""
-        if kind not in ("logits", "probs"):
-            raise InputError(f"kind must be 'logits' or 'probs', got {kind!r}", field="kind")
-        arr = np.asarray(scores)
-        if arr.ndim != 2:
-            raise InputError(f"expected a 2-D array (samples x classes), got shape {arr.shape}", field=kind)
-        if not np.issubdtype(arr.dtype, np.floating):
-            raise InputError(f"expected a floating-point array, got dtype {arr.dtype}", field=kind)
-        if arr.shape[0] == 0 or arr.shape[1] == 0:
-            raise InputError(f"expected at least 1 sample and 1 class, got shape {arr.shape}", field=kind)
+        kind = check_kind(kind)
+        arr = check_score_matrix(scores, field=kind)
         if arr.dtype.itemsize > 8:  # long double: compute in float64 like everything else
             arr = arr.astype(np.float64)
         if kind == "logits":
             lse = _row_logsumexp(arr)
             if not np.isfinite(lse).all():
                 bad = np.flatnonzero(~np.isfinite(lse))
-                raise InputError(f"NaN or infinite logits in rows {_rows(bad)}", field=kind)
+                raise InputError(f"NaN or infinite logits in rows {rows_message(bad)}", field=kind)
             return cls(arr, kind, lse)
         _validate_probs(arr)
         return cls(arr, kind, None)
@@ -115,16 +105,7 @@ class Probabilities:
     # ------------------------------------------------------------------ per-sample values
     def check_labels(self, labels: np.ndarray) -> np.ndarray:
         """Return ``labels`` as an int64 ``(N,)`` array, or raise :class:`InputError`."""
-        lab = np.asarray(labels)
-        if lab.shape != (self.n_samples,):
-            raise InputError(f"expected shape ({self.n_samples},), got {lab.shape}", field="labels")
-        if not np.issubdtype(lab.dtype, np.integer):
-            raise InputError(f"expected integer class indices, got dtype {lab.dtype}", field="labels")
-        lab = lab.astype(np.int64, copy=False)
-        bad = (lab < 0) | (lab >= self.n_classes)
-        if bad.any():
-            raise InputError(f"labels must lie in [0, {self.n_classes}); rows {_rows(np.flatnonzero(bad))}", field="labels")
-        return lab
+        return check_labels(labels, self.n_samples, self.n_classes)
 
     def correct_class_log_prob(self, labels: np.ndarray) -> np.ndarray:
         """``(N,)`` float64 ``log p(y_i)``: exact log-softmax ``x_iy - lse_i`` for logits,
@@ -197,28 +178,8 @@ def _row_logsumexp(x: np.ndarray) -> np.ndarray:
 
 
 def _validate_probs(p: np.ndarray) -> None:
-    n, c = p.shape
-    step = auto_chunk_rows(c)
-    for start in range(0, n, step):
-        block = p[start : start + step]
-        finite = np.isfinite(block).all(axis=1)
-        if not finite.all():
-            raise InputError(f"NaN or infinite probabilities in rows {_rows(start + np.flatnonzero(~finite))}", field="probs")
-        out_of_range = ((block < 0) | (block > 1 + PROB_ROW_TOLERANCE)).any(axis=1)
-        if out_of_range.any():
-            raise InputError(
-                f"probabilities must lie in [0, 1]; rows {_rows(start + np.flatnonzero(out_of_range))}", field="probs"
-            )
-        sums = block.sum(axis=1, dtype=np.float64)
-        off = np.abs(sums - 1.0) > PROB_ROW_TOLERANCE
-        if off.any():
-            raise InputError(
-                f"probability rows must sum to 1 (within {PROB_ROW_TOLERANCE}); rows {_rows(start + np.flatnonzero(off))}",
-                field="probs",
-            )
-
-
-def _rows(indices: np.ndarray, limit: int = 10) -> str:
-    shown = ", ".join(str(int(i)) for i in indices[:limit])
-    more = len(indices) - limit
-    return f"{shown} (and {more} more)" if more > 0 else shown
+    """:func:`classwise.validation.check_probabilities` one block of rows at a time (no
+    ``N x C`` temporaries)."""
+    step = auto_chunk_rows(p.shape[1])
+    for start in range(0, p.shape[0], step):
+        check_probabilities(p[start : start + step], field="probs", row_offset=start)

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from classwise.errors import InputError
+from classwise.validation import check_labels, check_score_matrix
 
-__all__ = ["ClassificationStats", "compute_stats"]
+__all__ = ["ClassificationStats", "class_counts", "class_rates", "compute_stats", "macro_rates", "ratio"]
 
 #: Default number of score rows processed at once.  A chunk costs about
 #: ``chunk_rows * C * (itemsize + 2)`` bytes of scratch memory (12 MiB at 2048 x 1000
@@ -83,53 +84,15 @@ class ClassificationStats:
         """Number of samples ``N``."""
         return int(self.labels.shape[0])
 
+    @property
+    def hits(self) -> np.ndarray:
+        """``(C,)`` correctly classified samples per class (the confusion diagonal)."""
+        return np.diagonal(self.confusion)
 
-def _validate_scores(scores: object) -> np.ndarray:
-    if isinstance(scores, np.ndarray):
-        arr = scores
-    else:
-        try:
-            arr = np.asarray(scores)
-        except Exception as exc:  # ragged lists and the like
-            raise InputError(f"could not convert to an array: {exc}", field="scores") from exc
-    if arr.ndim != 2:
-        raise InputError(
-            f"expected a 2-D array of shape (n_samples, n_classes), got shape {arr.shape}",
-            field="scores",
-        )
-    if not np.issubdtype(arr.dtype, np.floating):
-        raise InputError(
-            f"expected a floating-point array of logits or log-probabilities, got dtype {arr.dtype}",
-            field="scores",
-        )
-    if arr.shape[0] == 0:
-        raise InputError("expected at least one sample (row), got 0", field="scores")
-    if arr.shape[1] == 0:
-        raise InputError("expected at least one class (column), got 0", field="scores")
-    return arr
-
-
-def _validate_labels(labels: object, n_samples: int, n_classes: int) -> np.ndarray:
-    arr = labels if isinstance(labels, np.ndarray) else np.asarray(labels)
-    if arr.ndim != 1:
-        raise InputError(f"expected a 1-D array, got shape {arr.shape}", field="labels")
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise InputError(f"expected integer class indices, got dtype {arr.dtype}", field="labels")
-    if arr.shape[0] != n_samples:
-        raise InputError(
-            f"expected one label per score row: scores have {n_samples} rows "
-            f"but labels have length {arr.shape[0]}",
-            field="labels",
-        )
-    lo, hi = int(arr.min()), int(arr.max())
-    if lo < 0 or hi >= n_classes:
-        bad = lo if lo < 0 else hi
-        where = int(np.flatnonzero(arr == bad)[0])
-        raise InputError(
-            f"label {bad} at position {where} is out of range: expected 0 <= label < {n_classes}",
-            field="labels",
-        )
-    return arr.astype(np.int64, copy=True)
+    @property
+    def predicted(self) -> np.ndarray:
+        """``(C,)`` number of samples predicted as each class (the confusion column sums)."""
+        return self.confusion.sum(axis=0)
 
 
 def _lane_counts(words: np.ndarray) -> np.ndarray:
@@ -179,7 +142,7 @@ def compute_stats(
     of each label, ``pairwise_wins[a, b] = support[a] - ahead_counts[a, b]`` (``b != a``),
     because for ``b != a`` "b ranks ahead of a" and "a beats b" are complementary.
     """
-    arr = _validate_scores(scores)
+    arr = check_score_matrix(scores, field="scores")
     n_samples, c = arr.shape
     if n_classes is not None:
         if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)):
@@ -190,7 +153,9 @@ def compute_stats(
             )
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
         raise InputError(f"expected a positive integer, got {chunk_rows!r}", field="chunk_rows")
-    y_all = _validate_labels(labels, n_samples, c)
+    y_all = check_labels(labels, n_samples, c)
+    if y_all is labels:  # frozen below: never the caller's array
+        y_all = y_all.copy()
 
     support = np.bincount(y_all, minlength=c).astype(np.int64, copy=False)
     already_sorted = bool(np.all(y_all[1:] >= y_all[:-1]))
@@ -266,3 +231,94 @@ def compute_stats(
         pairwise_wins=pairwise_wins,
         confusion=confusion,
     )
+
+
+# ---------------------------------------------------------------------------- per-class rates
+# Precision, recall and F1 per class, and their macro averages, from the three count vectors
+# that the confusion matrix summarises. Everything that reports these rates (the worst-class
+# metrics, the per-class table, the subset and reference test suites, the transformation
+# tests) computes them here, so that all agree to the last bit.
+
+#: The rates of :func:`class_rates` / :func:`macro_rates`.
+RATES: tuple[str, ...] = ("precision", "recall", "f1")
+
+
+def class_counts(labels: np.ndarray, predictions: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(hits, support, predicted)`` per class of aligned label and prediction arrays.
+
+    ``labels`` and ``predictions`` are int64 class indices in ``[0, n_classes)`` of the same
+    shape: ``(m,)`` gives ``(C,)`` counts; ``(B, m)`` (one multiset of samples per row, e.g.
+    bootstrap resamples) gives ``(B, C)`` counts, by one ``bincount`` over row-offset keys.
+    ``hits_c = #{y = c, ŷ = c}``, ``support_c = #{y = c}``, ``predicted_c = #{ŷ = c}``: the
+    diagonal, row sums and column sums of the confusion matrix.
+    """
+    y = np.asarray(labels, dtype=np.int64)
+    p = np.asarray(predictions, dtype=np.int64)
+    c = int(n_classes)
+    if y.ndim == 1:
+        return (
+            np.bincount(y[y == p], minlength=c),
+            np.bincount(y, minlength=c),
+            np.bincount(p, minlength=c),
+        )
+    b = y.shape[0]
+    offsets = (np.arange(b, dtype=np.int64) * c)[:, None]
+    true_keys = (offsets + y).ravel()
+    support = np.bincount(true_keys, minlength=b * c).reshape(b, c)
+    predicted = np.bincount((offsets + p).ravel(), minlength=b * c).reshape(b, c)
+    hits = np.bincount(true_keys[(y == p).ravel()], minlength=b * c).reshape(b, c)
+    return hits, support, predicted
+
+
+def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` as float64 with NaN where ``den == 0`` (no warnings)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def class_rates(hits: np.ndarray, support: np.ndarray, predicted: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-class ``precision = hits / predicted``, ``recall = hits / support`` and
+    ``f1 = 2 hits / (support + predicted)`` (= ``2 TP / (2 TP + FP + FN)``), each ``(..., C)``
+    float64 with NaN where the ratio is 0/0 (a class never predicted, without samples, or both).
+    """
+    return {
+        "precision": ratio(hits, predicted),
+        "recall": ratio(hits, support),
+        "f1": ratio(2 * np.asarray(hits), np.asarray(support) + np.asarray(predicted)),
+    }
+
+
+def macro_rates(
+    hits: np.ndarray,
+    support: np.ndarray,
+    predicted: np.ndarray,
+    *,
+    label_set: str = "present",
+    rates: tuple[str, ...] = RATES,
+) -> dict[str, np.ndarray]:
+    """Macro averages of :func:`class_rates` over the last axis, as scikit-learn's
+    ``precision_score`` / ``recall_score`` / ``f1_score`` with ``average="macro"`` and
+    ``zero_division=0``: an undefined (0/0) rate counts 0.
+
+    ``label_set="present"`` averages over the classes with samples or predictions (sklearn's
+    ``labels=None``); ``"all"`` over all ``C`` classes (``labels=range(C)``). Returns
+    ``{rate: (...) float64}`` for the requested ``rates``.
+    """
+    support, predicted = np.asarray(support), np.asarray(predicted)
+    if label_set == "present":
+        in_set = (support + predicted) > 0
+    elif label_set == "all":
+        in_set = np.ones(support.shape, dtype=bool)
+    else:
+        raise InputError(f"label_set must be 'present' or 'all', got {label_set!r}", field="label_set")
+    n_in_set = in_set.sum(axis=-1)
+    per_class = class_rates(hits, support, predicted)
+    out = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for name in rates:
+            rate = per_class[name]
+            out[name] = np.where(in_set & ~np.isnan(rate), rate, 0.0).sum(axis=-1) / n_in_set
+    return out

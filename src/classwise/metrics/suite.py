@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError
-from classwise.logits_io import ScoreKind
 from classwise.metrics import bootstrap as boot
 from classwise.metrics import cfps as cfps_metrics
 from classwise.metrics import decisiveness as nelson
@@ -24,6 +23,7 @@ from classwise.metrics.intervals import check_confidence, proportion_interval
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricResult
 from classwise.metrics.stats import ClassificationStats, compute_stats
+from classwise.validation import ScoreKind
 
 DEFAULT_NS: tuple[int, ...] = (10, 100)
 

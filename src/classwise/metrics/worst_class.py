@@ -28,7 +28,8 @@ import numpy as np
 
 from classwise.errors import InputError
 from classwise.metrics.result import MetricResult
-from classwise.metrics.stats import DEFAULT_CHUNK_ROWS, ClassificationStats
+from classwise.metrics.stats import DEFAULT_CHUNK_ROWS, ClassificationStats, class_rates
+from classwise.metrics.stats import ratio as _ratio
 
 __all__ = [
     "accuracy",
@@ -54,15 +55,6 @@ def _check_k(k: Any) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"expected a positive integer, got {k!r}", field="k")
     return int(k)
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``num / den`` as float64 with NaN where ``den == 0`` (no warnings)."""
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    out = np.full(np.broadcast(num, den).shape, np.nan)
-    np.divide(num, den, out=out, where=den != 0)
-    return out
 
 
 def _topk_hits(stats: ClassificationStats, k: int) -> np.ndarray:
@@ -222,7 +214,7 @@ def class_recall(stats: ClassificationStats) -> np.ndarray:
     ``recall_c = #{y = c, argmax = c} / #{y = c}``; argmax ties go to the lowest index.
     NaN for classes without samples.
     """
-    return _ratio(np.diagonal(stats.confusion), stats.support)
+    return class_rates(stats.hits, stats.support, stats.predicted)["recall"]
 
 
 def class_precision(stats: ClassificationStats) -> np.ndarray:
@@ -232,7 +224,7 @@ def class_precision(stats: ClassificationStats) -> np.ndarray:
     index.  NaN for classes that are never predicted (0/0).  A class that is predicted but
     has no samples has precision 0.
     """
-    return _ratio(np.diagonal(stats.confusion), stats.confusion.sum(axis=0))
+    return class_rates(stats.hits, stats.support, stats.predicted)["precision"]
 
 
 def class_topk_recall(stats: ClassificationStats, k: int) -> np.ndarray:

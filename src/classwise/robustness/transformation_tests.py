@@ -33,7 +33,9 @@ import pandas as pd
 
 from classwise.errors import InputError
 from classwise.logits_io import ScoresFile
+from classwise.metrics.stats import class_counts, macro_rates
 from classwise.robustness._scores import as_scores, predictions, where
+from classwise.sample_ids import sample_id_positions
 
 STATUSES: tuple[str, ...] = ("pass", "warn", "fail")
 """Test outcomes, from best to worst."""
@@ -155,17 +157,12 @@ def macro_f1(labels: np.ndarray, predicted: np.ndarray) -> float:
     """Macro F1 as :func:`sklearn.metrics.f1_score` (``average="macro"``, ``zero_division=0``).
 
     Over the classes present in ``labels`` or ``predicted``: the mean of
-    ``2 TP / (2 TP + FP + FN)``. Vectorised with :func:`numpy.bincount`.
+    ``2 TP / (2 TP + FP + FN)``, by :func:`classwise.metrics.stats.macro_rates` (the same
+    computation as the test suites' ``macro_f1``).
     """
     y, p = _check_pair(labels, predicted, ("labels", "predicted"))
-    n = int(max(y.max(), p.max())) + 1
-    support = np.bincount(y, minlength=n)
-    predicted_count = np.bincount(p, minlength=n)
-    tp = np.bincount(y[y == p], minlength=n)
-    present = (support > 0) | (predicted_count > 0)
-    # 2TP + FP + FN = support + predicted_count, which is > 0 for every present class
-    f1 = 2.0 * tp[present] / (support[present] + predicted_count[present])
-    return float(f1.mean())
+    counts = class_counts(y, p, int(max(y.max(), p.max())) + 1)
+    return float(macro_rates(*counts, rates=("f1",))["f1"])
 
 
 def prediction_flip_rate(reference: np.ndarray, predicted: np.ndarray) -> float:
@@ -191,28 +188,18 @@ def align_to_reference(reference_ids: np.ndarray, ids: np.ndarray, *, path: str 
     """Positions ``order`` such that ``ids[order] == reference_ids``.
 
     Both must hold the same unique sample ids (in any order); otherwise :class:`InputError`
-    names the missing or extra ids.
+    names the missing or extra ids (:func:`classwise.sample_ids.sample_id_positions`).
     """
-    ref, other = np.asarray(reference_ids).astype(str), np.asarray(ids).astype(str)
-    for arr, name in ((ref, "reference"), (other, "this file")):
-        unique, counts = np.unique(arr, return_counts=True)
-        if (counts > 1).any():
-            raise InputError(
-                f"duplicate sample ids in {name}: {_ids_message(unique[counts > 1])}",
-                path=path,
-                field="sample_ids",
-            )
-    missing = np.setdiff1d(ref, other)
-    extra = np.setdiff1d(other, ref)
-    if missing.size or extra.size:
-        parts = []
-        if missing.size:
-            parts.append(f"lacks {missing.size} clean sample id(s) ({_ids_message(missing)})")
-        if extra.size:
-            parts.append(f"has {extra.size} sample id(s) not in the clean file ({_ids_message(extra)})")
-        raise InputError("; ".join(parts), path=path, field="sample_ids")
-    sorter = np.argsort(other, kind="stable")
-    return sorter[np.searchsorted(other, ref, sorter=sorter)]
+    return sample_id_positions(
+        reference_ids,
+        ids,
+        path=path,
+        field="sample_ids",
+        exact=True,
+        wanted_name="the clean file",
+        missing="lacks {count} clean sample id(s)",
+        extra="has {count} sample id(s) not in the clean file",
+    )
 
 
 # ---------------------------------------------------------------------------- the table

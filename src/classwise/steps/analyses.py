@@ -10,7 +10,8 @@
   ``C``, compare with the exact curve), and the RMSE table across models;
 * :func:`simulation_step` - the rROC paper's simulation.
 
-Table conventions: every table is written as Markdown, CSV and LaTeX with the same rows.
+Table conventions (:func:`classwise.tables.write_tables`, shared with every other table of
+the workflow): every table is written as Markdown, CSV and LaTeX with the same rows.
 The Markdown and LaTeX cells are rounded for reading (four decimals, p-values to three
 significant digits); the CSV holds the same rows at full precision, sometimes with more
 columns (the per-model reference report keeps every column of
@@ -31,8 +32,9 @@ import numpy as np
 import pandas as pd
 
 from classwise import tables
-from classwise.atomic import atomic_open, write_json, write_text
+from classwise.atomic import write_json
 from classwise.errors import InputError
+from classwise.sample_ids import sample_id_positions
 from classwise.steps.metrics import load_view
 from classwise.steps.threads import limit_threads
 
@@ -56,15 +58,11 @@ def _write_table(
     data: pd.DataFrame | None = None,
 ) -> None:
     """``display`` as Markdown and LaTeX; ``data`` (default ``display``) as CSV."""
-    write_text(markdown, tables.to_markdown(display, caption=caption))
-    write_text(latex, tables.to_latex(display, caption=caption))
-    frame = display if data is None else data
-    write_text(csv, frame.to_csv(lineterminator="\n", index=frame.index.name is not None))
+    tables.write_tables(display, caption, {"markdown": markdown, "csv": csv, "latex": latex}, data=data)
 
 
 def _write_csv(path: str | Path, frame: pd.DataFrame) -> None:
-    with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
-        frame.to_csv(handle, index=False, lineterminator="\n")
+    tables.write_csv(path, frame, index=False)
 
 
 def _number(value: Any, digits: int = 4) -> str:
@@ -93,18 +91,16 @@ def read_features(path: str | Path) -> pd.DataFrame:
 
 def align_features(features: pd.DataFrame, sample_ids: np.ndarray, *, source: str | Path = "features") -> pd.DataFrame:
     """The rows of ``features`` for ``sample_ids``, in that order (matched by id)."""
-    indexed = features.set_index("sample_id")
-    if indexed.index.has_duplicates:
-        raise InputError("duplicate sample ids", path=source, field="sample_id")
-    wanted = pd.Index(np.asarray(sample_ids).astype(str))
-    missing = wanted[~wanted.isin(indexed.index)]
-    if len(missing):
-        raise InputError(
-            f"{len(missing)} of {len(wanted)} evaluated samples have no features, e.g. {list(missing[:5])}",
-            path=source,
-            field="sample_id",
-        )
-    return indexed.loc[wanted].reset_index()
+    positions = sample_id_positions(
+        sample_ids,
+        features["sample_id"].to_numpy(),
+        path=source,
+        available_name="the features",
+        missing="{count} of {total} evaluated samples have no features",
+    )
+    out = features.drop(columns="sample_id").iloc[positions].reset_index(drop=True)
+    out.insert(0, "sample_id", np.asarray(sample_ids).astype(str))
+    return out
 
 
 # ---------------------------------------------------------------------------- features
@@ -356,9 +352,7 @@ def reference_tests_step(
         }
     )
     display.index = pd.Index(report["evaluation"], name="shift")
-    write_text(markdown_path, tables.to_markdown(display, caption=caption))
-    write_text(latex_path, tables.to_latex(display, caption=caption))
-    _write_csv(csv_path, report)
+    _write_table(display, caption, markdown_path, csv_path, latex_path, data=report)
 
 
 def read_report(path: str | Path) -> pd.DataFrame:

@@ -24,12 +24,6 @@ def _read_json(path: str | Path) -> dict[str, Any]:
         raise InputError(f"not valid JSON ({exc})", path=path) from None
 
 
-def _write_table(frame: pd.DataFrame, caption: str, markdown: str | Path, csv: str | Path, latex: str | Path) -> None:
-    write_text(markdown, tables.to_markdown(frame, caption=caption))
-    write_text(csv, tables.to_csv(frame))
-    write_text(latex, tables.to_latex(frame, caption=caption))
-
-
 def worst_class_table_step(
     *,
     metrics_paths: Mapping[str, str | Path],
@@ -52,7 +46,8 @@ def worst_class_table_step(
     note = tables.skipped_rows_note(
         tables.paper_rows(parameters["n"], k, **layout), skipped_worst_class_metrics(n_classes, k=k, ns=parameters["n"])
     )
-    _write_table(frame, f"{caption} {note}" if note else caption, markdown_path, csv_path, latex_path)
+    paths = {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}
+    tables.write_tables(frame, f"{caption} {note}" if note else caption, paths)
 
 
 def decisiveness_tables_step(
@@ -68,20 +63,10 @@ def decisiveness_tables_step(
     """
     documents = {model: _read_json(path) for model, path in metrics_paths.items()}
     gamma = next(iter(documents.values()))["parameters"]["gamma"]
-    _write_table(
-        tables.decisiveness_table(documents),
-        f"{caption} Reported / measured metrics (gamma = {gamma:g}).",
-        table_paths["markdown"],
-        table_paths["csv"],
-        table_paths["latex"],
+    tables.write_tables(
+        tables.decisiveness_table(documents), f"{caption} Reported / measured metrics (gamma = {gamma:g}).", table_paths
     )
-    _write_table(
-        tables.gamma_sweep_table(documents),
-        f"{caption} Effect of gamma on the reported metrics.",
-        sweep_paths["markdown"],
-        sweep_paths["csv"],
-        sweep_paths["latex"],
-    )
+    tables.write_tables(tables.gamma_sweep_table(documents), f"{caption} Effect of gamma on the reported metrics.", sweep_paths)
 
 
 def per_class_figures_step(

@@ -14,11 +14,9 @@ from classwise import tables
 from classwise.atomic import write_text
 
 
-def _write_tables(frame: pd.DataFrame, caption: str, paths: Mapping[str, str | Path], *, digits: int = 4) -> None:
-    shown = frame.round(digits)
-    write_text(paths["markdown"], tables.to_markdown(shown.astype(str), caption=caption))
-    write_text(paths["csv"], frame.to_csv(lineterminator="\n"))
-    write_text(paths["latex"], tables.to_latex(shown.astype(str), caption=caption))
+def _write_tables(frame: pd.DataFrame, caption: str, paths: Mapping[str, str | Path]) -> None:
+    """Markdown/LaTeX rounded to four decimals, the CSV at full precision."""
+    tables.write_tables(tables.rounded_display(frame), caption, paths, data=frame)
 
 
 def _confusion(path: str | Path) -> tuple[np.ndarray, list[str]]:

@@ -31,8 +31,11 @@ Label set ``L`` (``label_set``):
 * ``"all"`` - all ``C`` labels; identical to ``labels=range(C), zero_division=0``: a class
   with neither samples nor predictions contributes 0.
 
-Undefined cases (0/0) follow scikit-learn's ``zero_division=0``: precision of a class never
-predicted, recall of a class without samples are 0.  F1's denominator ``T_c + P_c`` is
+The three macro averages are :func:`classwise.metrics.stats.macro_rates` of the per-row
+class counts (:func:`~classwise.metrics.stats.class_counts`), the computation the worst-class
+metrics and the transformation tests share.  Undefined cases (0/0) follow scikit-learn's
+``zero_division=0``: precision of a class never predicted, recall of a class without samples
+are 0.  F1's denominator ``T_c + P_c`` is
 positive for every present label.
 
 **One-vs-one AUC** is ``roc_auc_score(y, p, multi_class="ovo", labels=range(C))``: over the
@@ -66,6 +69,10 @@ import numpy as np
 from scipy.special import softmax
 
 from classwise.errors import InputError
+from classwise.metrics.stats import class_counts, macro_rates
+from classwise.validation import ScoreKind, check_kind, check_score_matrix
+from classwise.validation import check_labels as _check_labels
+from classwise.validation import check_probabilities as _check_probability_rows
 
 __all__ = [
     "HIGHER_IS_BETTER",
@@ -103,29 +110,21 @@ HIGHER_IS_BETTER: dict[str, bool] = {
     "average_confidence": False,
 }
 
-#: Tolerance on probability rows (as :mod:`classwise.logits_io`).
-PROB_ROW_TOLERANCE = 1e-3
 # Row blocks of resampled index matrices are sized to about this many elements.
 _TARGET_BLOCK_ELEMENTS = 1 << 20
 # Probability columns transposed at once when the AUC codes are built.
 _COLUMN_BLOCK = 64
 
 
-def to_probabilities(scores: np.ndarray, kind: Literal["logits", "probs"] = "logits") -> np.ndarray:
+def to_probabilities(scores: np.ndarray, kind: ScoreKind = "logits") -> np.ndarray:
     """Float64 ``(N, C)`` probabilities from logits (softmax in float64) or validated probs.
 
     Logits may hold ``-inf`` (a class ruled out) but no NaN or ``+inf`` and each row needs a
-    finite entry.  Given probabilities must lie in ``[0, 1]`` with rows summing to 1 within
-    ``1e-3``; they are returned as float64, not renormalised.
+    finite entry.  Given probabilities must pass :func:`classwise.validation.check_probabilities`;
+    they are returned as float64, not renormalised.
     """
-    if kind not in ("logits", "probs"):
-        raise InputError(f"kind must be 'logits' or 'probs', got {kind!r}", field="kind")
-    arr = np.asarray(scores)
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise InputError(f"expected a non-empty 2-D array (samples x classes), got shape {arr.shape}", field=kind)
-    if not np.issubdtype(arr.dtype, np.floating):
-        raise InputError(f"expected a floating-point array, got dtype {arr.dtype}", field=kind)
-    x = arr.astype(np.float64)
+    kind = check_kind(kind)
+    x = check_score_matrix(scores, field=kind).astype(np.float64)
     if kind == "logits":
         if np.isnan(x).any() or np.isposinf(x).any():
             raise InputError("logits hold NaN or +inf", field=kind)
@@ -137,32 +136,14 @@ def to_probabilities(scores: np.ndarray, kind: Literal["logits", "probs"] = "log
 
 def check_probabilities(probs: np.ndarray, field: str = "probs") -> np.ndarray:
     """Validate ``(N, C)`` probabilities and return them as float64 (no renormalisation)."""
-    p = np.asarray(probs)
-    if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] == 0:
-        raise InputError(f"expected a non-empty 2-D array (samples x classes), got shape {p.shape}", field=field)
-    if not np.issubdtype(p.dtype, np.floating):
-        raise InputError(f"expected a floating-point array, got dtype {p.dtype}", field=field)
-    p = p.astype(np.float64, copy=False)
-    if not np.isfinite(p).all() or (p < 0).any() or (p > 1 + PROB_ROW_TOLERANCE).any():
-        raise InputError("probabilities must be finite and lie in [0, 1]", field=field)
-    bad = np.flatnonzero(np.abs(p.sum(axis=1) - 1.0) > PROB_ROW_TOLERANCE)
-    if bad.size:
-        raise InputError(f"probability rows must sum to 1; rows {bad[:10].tolist()} do not", field=field)
+    p = check_score_matrix(probs, field=field).astype(np.float64, copy=False)
+    _check_probability_rows(p, field=field)
     return p
 
 
 def check_labels(labels: np.ndarray, n_samples: int, n_classes: int, field: str = "labels") -> np.ndarray:
     """Return ``labels`` as an int64 ``(N,)`` array with values in ``[0, C)``, or raise."""
-    lab = np.asarray(labels)
-    if lab.shape != (n_samples,):
-        raise InputError(f"expected shape ({n_samples},), got {lab.shape}", field=field)
-    if not np.issubdtype(lab.dtype, np.integer):
-        raise InputError(f"expected integer class indices, got dtype {lab.dtype}", field=field)
-    lab = lab.astype(np.int64, copy=False)
-    bad = np.flatnonzero((lab < 0) | (lab >= n_classes))
-    if bad.size:
-        raise InputError(f"labels must lie in [0, {n_classes}); rows {bad[:10].tolist()} do not", field=field)
-    return lab
+    return _check_labels(labels, n_samples, n_classes, field=field)
 
 
 def _check_metrics(metrics: Sequence[str]) -> tuple[str, ...]:
@@ -236,7 +217,7 @@ class SubsetEvaluator:
         cls,
         scores: np.ndarray,
         labels: np.ndarray,
-        kind: Literal["logits", "probs"] = "logits",
+        kind: ScoreKind = "logits",
         *,
         label_set: LabelSet = "present",
     ) -> SubsetEvaluator:
@@ -288,29 +269,13 @@ class SubsetEvaluator:
         c = self.n_classes
         y = self.labels[idx]
         yhat = self.predictions[idx]
-        offsets = (np.arange(b, dtype=np.int64) * c)[:, None]
-        true_keys = (offsets + y).ravel()
-        support = np.bincount(true_keys, minlength=b * c).reshape(b, c)
-        predicted = np.bincount((offsets + yhat).ravel(), minlength=b * c).reshape(b, c)
+        tp, support, predicted = class_counts(y, yhat, c)
         hits = y == yhat
-        tp = np.bincount(true_keys[hits.ravel()], minlength=b * c).reshape(b, c)
         res: dict[str, np.ndarray] = {}
-        if self.label_set == "present":
-            in_l = (support + predicted) > 0
-        else:
-            in_l = np.ones((b, c), dtype=bool)
-        n_l = in_l.sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if "macro_precision" in names:
-                prec = np.where(predicted > 0, tp / predicted, 0.0)
-                res["macro_precision"] = np.where(in_l, prec, 0.0).sum(axis=1) / n_l
-            if "macro_recall" in names:
-                rec = np.where(support > 0, tp / support, 0.0)
-                res["macro_recall"] = np.where(in_l, rec, 0.0).sum(axis=1) / n_l
-            if "macro_f1" in names:
-                den = support + predicted
-                f1 = np.where(den > 0, 2.0 * tp / den, 0.0)
-                res["macro_f1"] = np.where(in_l, f1, 0.0).sum(axis=1) / n_l
+        rates = tuple(rate for rate in ("precision", "recall", "f1") if f"macro_{rate}" in names)
+        if rates:
+            for rate, values in macro_rates(tp, support, predicted, label_set=self.label_set, rates=rates).items():
+                res[f"macro_{rate}"] = values
         if "accuracy" in names:
             res["accuracy"] = hits.sum(axis=1) / m
         if "positive_prediction_rate" in names:
@@ -318,6 +283,7 @@ class SubsetEvaluator:
         if "average_confidence" in names:
             res["average_confidence"] = self.unconfidence[idx].mean(axis=1)
         if "auc_ovo" in names:
+            true_keys = ((np.arange(b, dtype=np.int64) * c)[:, None] + y).ravel()
             res["auc_ovo"] = self._auc_ovo_block(idx, y, support, true_keys)
         return {k: res[k] for k in names}
 

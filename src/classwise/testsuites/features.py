@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError
+from classwise.sample_ids import sample_id_positions
 
 __all__ = ["LUMA_WEIGHTS", "image_features", "laplacian_variance", "load_metadata", "luminance"]
 
@@ -186,18 +187,7 @@ def load_metadata(csv_path: str | Path, sample_ids: Sequence[str] | np.ndarray) 
     if key.isna().any():
         rows = np.flatnonzero(key.isna().to_numpy())[:_MAX_LISTED] + 2  # 1-based, after the header
         raise InputError(f"empty sample_id on lines {rows.tolist()}", path=path, field="sample_id")
-    dup = key[key.duplicated()].unique()
-    if len(dup):
-        raise InputError(f"duplicate ids {list(dup[:_MAX_LISTED])} ({len(dup)} in all)", path=path, field="sample_id")
-    wanted = pd.Index(np.asarray(sample_ids).astype(str))
-    indexed = table.set_index("sample_id")
-    missing = wanted[~wanted.isin(indexed.index)]
-    if len(missing):
-        raise InputError(
-            f"{len(missing)} of {len(wanted)} sample ids are missing, e.g. {list(missing[:_MAX_LISTED])}",
-            path=path,
-            field="sample_id",
-        )
-    out = indexed.loc[wanted].reset_index()
-    out = out.rename(columns={out.columns[0]: "sample_id"})
+    positions = sample_id_positions(sample_ids, key.to_numpy(), path=path, available_name="the metadata CSV")
+    out = table.drop(columns="sample_id").iloc[positions].reset_index(drop=True)
+    out.insert(0, "sample_id", np.asarray(sample_ids).astype(str))
     return out

@@ -62,7 +62,7 @@ import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -75,6 +75,7 @@ from classwise.testsuites.classification import (
     check_labels,
     to_probabilities,
 )
+from classwise.validation import ScoreKind
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -91,8 +92,6 @@ __all__ = [
     "resolve_thresholds",
     "summarise_reports",
 ]
-
-ScoreKind = Literal["logits", "probs"]
 
 REFERENCE_METRICS: tuple[str, ...] = (
     "average_confidence",

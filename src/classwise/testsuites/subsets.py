@@ -58,6 +58,7 @@ from classwise.testsuites.classification import (
     _check_metrics,
     to_probabilities,
 )
+from classwise.validation import ScoreKind
 
 __all__ = [
     "Subset",
@@ -272,7 +273,7 @@ def subset_performance_tests(
     labels: np.ndarray,
     features: pd.DataFrame,
     *,
-    kind: Literal["logits", "probs"] = "logits",
+    kind: ScoreKind = "logits",
     metrics: Sequence[str] = SUBSET_METRICS,
     n_quantiles: int = 4,
     categorical: Sequence[str] = (),

@@ -1,0 +1,53 @@
+"""One input, one verdict: every entry point validates scores and labels through classwise.validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from classwise.errors import InputError
+from classwise.labels.confident_learning import find_label_issues
+from classwise.logits_io import validate_scores
+from classwise.metrics.probabilities import Probabilities
+from classwise.metrics.stats import compute_stats
+from classwise.testsuites.classification import classification_metrics
+from classwise.validation import PROB_ROW_TOLERANCE, check_labels, check_probabilities
+
+PROBS = np.array([[0.25, 0.75], [0.5, 0.5], [1.0, 0.0]])
+LABELS = np.array([1, 0, 0])
+
+
+def _entry_points(probs: np.ndarray, labels: np.ndarray):
+    yield lambda: validate_scores(probs, labels, kind="probs")
+    yield lambda: Probabilities.from_scores(probs, "probs").check_labels(labels)
+    yield lambda: classification_metrics(probs, labels)
+    yield lambda: find_label_issues(labels, probs, backend="numpy")
+
+
+@pytest.mark.parametrize(
+    ("probs", "labels", "field", "text"),
+    [
+        (PROBS, np.array([1, 2, 0]), "labels", "labels must lie in [0, 2): label 2 at position 1 is out of range"),
+        (PROBS, np.array([1, 0]), "labels", "expected shape (3,)"),
+        (PROBS, LABELS.astype(float), "labels", "expected integer class indices, got dtype float64"),
+        (PROBS + np.array([[0, 2 * PROB_ROW_TOLERANCE]] * 3), LABELS, None, "sum to 1 (within 0.001); rows 0, 1, 2"),
+        (np.where(PROBS == 1.0, np.nan, PROBS), LABELS, None, "NaN or infinite"),
+    ],
+)
+def test_every_entry_point_gives_the_same_message(probs, labels, field, text) -> None:
+    messages = set()
+    for call in _entry_points(probs, labels):
+        with pytest.raises(InputError) as info:
+            call()
+        assert text in str(info.value)
+        if field is not None:
+            assert info.value.field == field
+        messages.add(str(info.value).split(": ", 1)[-1])
+    assert len(messages) == 1, messages
+
+
+def test_probability_rows_within_the_tolerance_pass() -> None:
+    nearly = PROBS + np.array([[0.0, 0.9 * PROB_ROW_TOLERANCE]] * 3)
+    check_probabilities(nearly)
+    assert compute_stats(np.log(nearly + 1e-12), LABELS).n_samples == 3
+    assert check_labels(np.array([1, 0, 0], dtype=np.int32), 3, 2).dtype == np.int64
