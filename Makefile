@@ -30,6 +30,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 
 run: install
+	$(BIN)/python -m classwise.pipeline.config_file $(CONFIG)  # a YAML error with its line number
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
 
 report: install

@@ -13,7 +13,8 @@ from typing import Any
 
 from classwise.errors import InputError
 
-SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+#: The workflow's schema, where the package runs from a checkout of the repository.
+REPO_SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -38,7 +39,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return config
 
 
-def check_config_file(path: str | Path, schema: str | Path = SCHEMA) -> dict[str, Any]:
+def check_config_file(path: str | Path, schema: str | Path = REPO_SCHEMA) -> dict[str, Any]:
     """The YAML and the schema's checks (unknown keys, types, required keys); the cross checks
     that need the data run when the workflow builds its DAG (``snakemake -n``)."""
     from classwise.pipeline.config_checks import check_schema
