@@ -28,7 +28,7 @@ from classwise.labels.views import write_view  # noqa: E402
 from classwise.logits_io import save_logits, write_npz_deterministic  # noqa: E402
 from classwise.models.checkpoint import save_checkpoint  # noqa: E402
 from classwise.plots import save_png  # noqa: E402
-from classwise.steps.reports import _write_table  # noqa: E402
+from classwise.tables import write_tables  # noqa: E402
 
 UMASKS = {0o022: 0o644, 0o077: 0o600, 0o002: 0o664}
 
@@ -89,7 +89,7 @@ def _checkpoint(out: Path) -> list[Path]:
 
 def _tables(out: Path) -> list[Path]:
     paths = [out / "t.md", out / "t.csv", out / "t.tex"]
-    _write_table(pd.DataFrame({"A": [0.5]}, index=["m"]), "caption", *paths)
+    write_tables(pd.DataFrame({"A": [0.5]}, index=["m"]), "caption", dict(zip(("markdown", "csv", "latex"), paths)))
     return paths
 
 
