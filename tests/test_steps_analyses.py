@@ -357,6 +357,8 @@ def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_
     import runpy
     from types import SimpleNamespace
 
+    from snakemake.iocontainers import Namedlist
+
     logits = _save(tmp_path / "clean.npz", 0, 1.5)
     out = _outputs(tmp_path, "e")
     job = SimpleNamespace(
@@ -365,11 +367,12 @@ def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_
             markdown=str(out["markdown_path"]), csv=str(out["csv_path"]), latex=str(out["latex_path"]),
             curves=str(tmp_path / "curves.csv"), figure=str(tmp_path / "e.png"),
         ),
-        params=SimpleNamespace(
-            k1=3, repetitions=1, methods=["naive", "cleanex"], cleanex_steps=4, ties="random", device="cpu",
-            seed=0, title="t", caption="c",
-        ),
-        wildcards=SimpleNamespace(labels="original"),
+        rule="evaluate_extrapolation",
+        params=Namedlist(fromdict=dict(
+            shift="clean", k1=3, repetitions=1, methods=["naive", "cleanex"], cleanex_steps=4, ties="random", device="cpu",
+            seed=0,
+        )),  # fmt: skip
+        wildcards=Namedlist(fromdict=dict(dataset="d", labels="original", model="m")),
         log=[str(tmp_path / "logs" / "evaluate_extrapolation.log")],
         threads=1,
     )
@@ -382,10 +385,11 @@ def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_
             markdown=str(out["markdown_path"]), csv=str(out["csv_path"]), latex=str(out["latex_path"]),
             json=str(tmp_path / "s.json"), figure=str(tmp_path / "s.png"),
         ),
-        params=SimpleNamespace(
+        rule="simulate_extrapolation",
+        params=Namedlist(fromdict=dict(
             k1=[4], k2=8, sigma2=0.1, repetitions=1, methods=["cleanex"], cleanex_steps=4, device="cpu", seed=0,
-            caption="c",
-        ),
+        )),  # fmt: skip
+        wildcards=Namedlist(),
         log=[str(tmp_path / "logs" / "simulate_extrapolation.log")],
         threads=1,
     )
