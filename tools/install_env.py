@@ -119,13 +119,15 @@ def pip_config_listing(python: Path) -> str:
     return result.stdout if result.returncode == 0 else ""
 
 
-def uv_install(uv: str, python: Path, requirements: Sequence[str], environ: Mapping[str, str] | None = None) -> int:
+def uv_install(
+    uv: str, python: Path, requirements: Sequence[str], environ: Mapping[str, str] | None = None, *, quiet: bool = False
+) -> int:
     """``uv pip install`` into the environment of ``python``; uv's exit status."""
     environ = dict(os.environ if environ is None else environ)
     settings, options = uv_settings_from_pip_config(pip_config_listing(python))
     for variable, value in settings.items():
         environ.setdefault(variable, value)
-    command = [uv, "pip", "install", "--python", str(python), *options, *requirements]
+    command = [uv, "pip", "install", *(["--quiet"] if quiet else []), "--python", str(python), *options, *requirements]
     return subprocess.run(command, env=environ).returncode
 
 
