@@ -161,7 +161,7 @@ def test_uv_gets_the_environment_and_pips_indexes(workspace: dict) -> None:
     assert result.returncode == 0, result.stderr
     call = record.read_text().splitlines()
     python = install_env.venv_python(workspace["venv"])
-    assert call[0] == f"pip install --python {python} {workspace['wheel']}"
+    assert call[0] == f"pip install --compile-bytecode --python {python} {workspace['wheel']}"  # .pyc as pip
     assert {"UV_FIND_LINKS=/w/one,/w/two", "UV_CONSTRAINT=/c/pins.txt", "UV_INDEX_STRATEGY=unsafe-best-match"} <= set(call[1:])
     assert "with uv" in result.stdout
     assert _probe(workspace["venv"]).returncode != 0, "pip ran although uv succeeded"
@@ -196,6 +196,8 @@ def test_real_uv_installs_the_wheel(workspace: dict) -> None:
     workspace["env"]["UV_CACHE_DIR"] = str(workspace["tmp"] / "uv-cache")
     result = _install(workspace, "--installer", "uv")
     assert result.returncode == 0, result.stderr
+    # compiled at install time, as pip does: with PYTHONDONTWRITEBYTECODE no import writes it
+    assert list(workspace["venv"].glob("lib/python*/site-packages/__pycache__/classwise_tiny_probe.*.pyc"))
     assert _probe(workspace["venv"]).stdout.strip() == "42"
 
 

@@ -127,7 +127,12 @@ def uv_install(
     settings, options = uv_settings_from_pip_config(pip_config_listing(python))
     for variable, value in settings.items():
         environ.setdefault(variable, value)
-    command = [uv, "pip", "install", *(["--quiet"] if quiet else []), "--python", str(python), *options, *requirements]
+    # --compile-bytecode: pip writes the .pyc files at install time, uv by default leaves them to
+    # the first import, which never writes them where PYTHONDONTWRITEBYTECODE is set (as on this
+    # project's machines): every process then compiles torch & co. from source (import 22 s
+    # instead of 8 s).
+    command = [uv, "pip", "install", "--compile-bytecode", *(["--quiet"] if quiet else [])]
+    command += ["--python", str(python), *options, *requirements]
     return subprocess.run(command, env=environ).returncode
 
 
