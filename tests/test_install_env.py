@@ -109,7 +109,7 @@ def workspace(tmp_path: Path, template_venv: Path) -> dict:
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir()
     path = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry and not (Path(entry) / "uv").exists()]
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV"))}
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV")) and k != "PYTHONDONTWRITEBYTECODE"}
     environ.update(PATH=os.pathsep.join([str(bin_dir), *path]), PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1")
     return {"venv": venv, "wheel": _tiny_wheel(tmp_path), "bin": bin_dir, "env": environ, "tmp": tmp_path}
 
@@ -151,7 +151,10 @@ def test_falls_back_to_pip_when_uv_fails(workspace: dict) -> None:
     assert _probe(workspace["venv"]).stdout.strip() == "42"
 
 
-def test_uv_gets_the_environment_and_pips_indexes(workspace: dict) -> None:
+@pytest.mark.parametrize("dont_write_bytecode", [False, True])
+def test_uv_gets_the_environment_and_pips_indexes(workspace: dict, dont_write_bytecode: bool) -> None:
+    if dont_write_bytecode:
+        workspace["env"]["PYTHONDONTWRITEBYTECODE"] = "1"
     config = workspace["tmp"] / "pip.conf"
     config.write_text("[global]\nfind-links = /w/one /w/two\nconstraint = /c/pins.txt\n")
     workspace["env"]["PIP_CONFIG_FILE"] = str(config)
@@ -161,7 +164,8 @@ def test_uv_gets_the_environment_and_pips_indexes(workspace: dict) -> None:
     assert result.returncode == 0, result.stderr
     call = record.read_text().splitlines()
     python = install_env.venv_python(workspace["venv"])
-    assert call[0] == f"pip install --compile-bytecode --python {python} {workspace['wheel']}"  # .pyc as pip
+    compile_option = "--compile-bytecode " if dont_write_bytecode else ""  # else the first import writes them
+    assert call[0] == f"pip install {compile_option}--python {python} {workspace['wheel']}"
     assert {"UV_FIND_LINKS=/w/one,/w/two", "UV_CONSTRAINT=/c/pins.txt", "UV_INDEX_STRATEGY=unsafe-best-match"} <= set(call[1:])
     assert "with uv" in result.stdout
     assert _probe(workspace["venv"]).returncode != 0, "pip ran although uv succeeded"
@@ -194,9 +198,10 @@ def test_real_uv_installs_the_wheel(workspace: dict) -> None:
         pytest.skip("no uv on PATH and none bootstrapped into .venv/.uv")
     workspace["env"]["UV"] = uv
     workspace["env"]["UV_CACHE_DIR"] = str(workspace["tmp"] / "uv-cache")
+    workspace["env"]["PYTHONDONTWRITEBYTECODE"] = "1"
     result = _install(workspace, "--installer", "uv")
     assert result.returncode == 0, result.stderr
-    # compiled at install time, as pip does: with PYTHONDONTWRITEBYTECODE no import writes it
+    # compiled at install time, as pip does: with PYTHONDONTWRITEBYTECODE no import would write it
     assert list(workspace["venv"].glob("lib/python*/site-packages/__pycache__/classwise_tiny_probe.*.pyc"))
     assert _probe(workspace["venv"]).stdout.strip() == "42"
 
