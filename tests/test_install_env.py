@@ -229,7 +229,8 @@ def test_bench_install_times_uv_and_pip_on_the_tiny_wheel(workspace: dict, templ
     monkeypatch.setattr(install_env, "ensure_venv", copy_of_the_template)  # seconds saved per venv
     for name, value in workspace["env"].items():
         monkeypatch.setenv(name, value)
-    for name in [name for name in os.environ if name.startswith(("PIP_", "UV")) and name not in workspace["env"]]:
+    dropped = ("PIP_", "UV", "PYTHONDONTWRITEBYTECODE")
+    for name in [name for name in os.environ if name.startswith(dropped) and name not in workspace["env"]]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("UV", uv)
     out = workspace["tmp"] / "install.json"
@@ -239,5 +240,6 @@ def test_bench_install_times_uv_and_pip_on_the_tiny_wheel(workspace: dict, templ
     timings = [report["uv"][key] for key in ("venv_s", "uv_bootstrap_s", "install_cold_cache_s", "install_warm_cache_s")]
     assert all(seconds >= 0 for seconds in timings)
     assert report["uv"]["total_cold_cache_s"] == pytest.approx(sum(timings[:3]), abs=0.15)
+    assert report["uv"]["compile_bytecode"] is False  # the workspace has no PYTHONDONTWRITEBYTECODE
     assert report["pip"]["measured"] and report["pip"]["total_s"] > 0
     assert report["speedup_cold_cache"] == pytest.approx(report["pip"]["total_s"] / report["uv"]["total_cold_cache_s"], abs=0.06)  # 1 decimal

@@ -64,6 +64,7 @@ def bench_uv(scratch: Path, requirements: list[str]) -> dict:
         raise SystemExit("bench_install: uv could not be had (not on PATH, bootstrap failed)")
     result["uv"] = uv if shutil.which("uv") == uv else "bootstrapped with pip into <venv>/.uv"
     result["uv_version"] = subprocess.run([uv, "--version"], capture_output=True, text=True).stdout.strip()
+    result["compile_bytecode"] = install_env.needs_bytecode(environ)
 
     def uv_install(venv: Path) -> None:
         status = install_env.uv_install(uv, install_env.venv_python(venv), requirements, environ, quiet=True)
