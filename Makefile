@@ -2,7 +2,7 @@
 #   make run     the default workflow (config/config.yaml, the embedded demo) into results/
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
-#   make bench   speed and memory benchmarks (metrics, PGD, pipeline) -> results/bench/
+#   make bench   speed and memory benchmarks (install, metrics, PGD, pipeline) -> results/bench/
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -11,20 +11,22 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # The torch/torchvision pair that imports together on the project's machines (from local disk).
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
+# auto: uv when it can be had (on PATH, or bootstrapped with pip), pip when not or when uv fails;
+# uv or pip forces one (tools/install_env.py).
+INSTALLER ?= auto
 CORES ?= all
 CONFIG ?= config/config.yaml
 PYTEST_ARGS ?=
 # The ResNet-18 PGD row takes minutes on a CPU: PGD_BENCH_ARGS="--models demo_cnn_8x8" skips it.
 PGD_BENCH_ARGS ?=
+# Timing a fresh pip install too adds about 3 minutes: INSTALL_BENCH_ARGS=--pip.
+INSTALL_BENCH_ARGS ?=
 REPORT ?= results/report.html
 
 .PHONY: install run report test lint bench clean
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -qq $(TORCH_PINS) -e ".[dev]"
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) tools/install_env.py --venv $(VENV) --installer $(INSTALLER) -- $(TORCH_PINS) -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -46,6 +48,7 @@ test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install
+	$(PYTHON) tools/bench_install.py --out results/bench/install.json $(INSTALL_BENCH_ARGS) -- $(TORCH_PINS) -e ".[dev]"
 	$(BIN)/python -m classwise.bench.metrics --out results/bench/metrics.json
 	$(BIN)/python -m classwise.bench.pgd --out results/bench/pgd.json $(PGD_BENCH_ARGS)
 	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json
