@@ -28,6 +28,9 @@ SOURCES: dict[str, tuple[str, ...]] = {
 }
 #: Sources whose files a local rule downloads before any job needs them.
 DOWNLOADED_SOURCES = ("torchvision", "cifar10c")
+#: Dataset sources with a train split (the others are evaluation sets).
+TRAIN_SPLIT_SOURCES = ("sklearn_digits", "torchvision")
+_TORCHVISION_CLASSES = {"cifar10": 10, "cifar100": 100, "gtsrb": 43}
 
 
 def _require(dataset: Mapping[str, Any], name: str) -> str:
@@ -38,6 +41,34 @@ def _require(dataset: Mapping[str, Any], name: str) -> str:
         if key not in dataset:
             raise InputError(f"is required for source '{source}'", field=f"datasets.{name}.{key}")
     return str(source)
+
+
+def dataset_classes(name: str, dataset: Mapping[str, Any]) -> int | None:
+    """The class count C of a configured dataset, or None where only loading it would tell."""
+    source = dataset.get("source")
+    if source == "sklearn_digits" or source == "cifar10c":
+        return 10
+    if source == "torchvision":
+        return _TORCHVISION_CLASSES.get(str(dataset.get("name")))
+    if source == "imagenet_val" and dataset.get("label_space") == "imagenet1k":
+        return 1000
+    if source == "image_folder":
+        if dataset.get("classes"):
+            return len(dataset["classes"])
+        root = Path(str(dataset.get("root", "")))
+        if root.is_dir():
+            return sum(1 for entry in root.iterdir() if entry.is_dir() and not entry.name.startswith("."))
+    return None
+
+
+def dataset_image_shape(dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The (channels, height, width) of a dataset held in memory at its own size, else None."""
+    source = dataset.get("source")
+    if source == "sklearn_digits":
+        return (1, 8, 8)
+    if source == "cifar10c" or (source == "torchvision" and dataset.get("name") in ("cifar10", "cifar100")):
+        return (3, 32, 32)
+    return None
 
 
 def job_parameters(dataset: Mapping[str, Any]) -> dict[str, Any]:
