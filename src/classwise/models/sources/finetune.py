@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 class FinetuneSource(PipelineSource):
     name = "finetune"
-    made_by = "finetune_model"
+    made_by: str | None = "finetune_model"
 
     def data_config(self, spec: ModelSpec) -> DataConfig:
         from classwise.models.finetune import parse_finetune_spec, resolve_data_config

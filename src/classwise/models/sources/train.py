@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class TrainSource(PipelineSource):
     name = "train"
-    made_by = "train_model"
+    made_by: str | None = "train_model"
 
     def check_fit(
         self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
