@@ -6,7 +6,7 @@ import re
 from snakemake.utils import validate
 
 from classwise.pipeline.config_checks import check_references, check_schema
-from classwise.data.sources import DOWNLOADED_SOURCES, job_parameters
+from classwise.data.sources import dataset_source, job_parameters
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
 from classwise.pipeline.plan import check_runs, resolve_views
@@ -165,7 +165,7 @@ def finetune_base(wildcards):
 
 def dataset_marker(dataset):
     """The marker of a downloaded dataset (nothing for data the user provides)."""
-    if config["datasets"][dataset]["source"] in DOWNLOADED_SOURCES:
+    if dataset_source(config["datasets"][dataset], dataset).downloaded:
         return [f"{RESOURCES}/datasets/{dataset}.prepared.json"]
     return []
 
