@@ -74,7 +74,7 @@ def download_weights(
     a download (torchvision with ``weights: null``, ``checkpoint``) only get a manifest (for a
     checkpoint: its path and sha256). With ``verify`` the model is built from the files once, so
     weights that do not fit fail here (and the files fetched are removed) rather than on a compute
-    node. ``train`` models are made by the pipeline and raise :class:`InputError`.
+    node. ``train`` and ``finetune`` models are made by the pipeline and raise :class:`InputError`.
     """
     dest = Path(dest_dir)
     source = model_source(spec)
@@ -165,7 +165,7 @@ def load_model(
     ``weights`` is the directory :func:`download_weights` wrote (or its ``manifest.json``); the
     manifest must have been written for the same config entry, and with ``verify_sha256`` each
     file's digest is checked against it. Also accepted: a plain weights file for ``timm``,
-    ``checkpoint`` and ``train`` (the checkpoint the pipeline trained); ``None`` for
+    ``checkpoint``, ``train`` and ``finetune`` (the checkpoint the pipeline trained); ``None`` for
     ``checkpoint`` (its ``path``) and torchvision with ``weights: null``. ``device`` may be
     ``"auto"`` (CUDA when available).
     """
