@@ -7,7 +7,7 @@ with job_log(snakemake) as log:
     infer_step(
         model_name=snakemake.wildcards.model,
         model_cfg=snakemake.params.model,
-        checkpoint_path=snakemake.input.weights,
+        checkpoint_path=snakemake.input.get("weights"),
         dataset_name=snakemake.wildcards.dataset,
         dataset_cfg=snakemake.params.dataset,
         shift=snakemake.params.shift,

@@ -1,5 +1,5 @@
 """Model entries parse without torch, and the names a library must know are checked once per
-library version (classwise.models.spec)."""
+library version (classwise.models.spec, classwise.models.sources)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import pytest
 
 from classwise.errors import InputError
 from classwise.models import spec as spec_module
-from classwise.models.spec import DEMO_ARCHITECTURES, parse_model_spec
+from classwise.models.sources import parse_model_spec
+from classwise.models.sources import timm as timm_source
+from classwise.models.spec import DEMO_ARCHITECTURES
 
 
 def test_the_demo_architecture_names_are_the_architectures_module_s() -> None:
@@ -23,9 +25,10 @@ def test_the_demo_architecture_names_are_the_architectures_module_s() -> None:
 
 def test_parsing_every_source_imports_no_model_library() -> None:
     code = (
-        "import sys; from classwise.models.spec import parse_model_spec\n"
+        "import sys; from classwise.models.sources import parse_model_spec\n"
         "for entry in ({'source': 'timm', 'name': 'resnet18'}, {'source': 'torchvision', 'name': 'resnet18', 'weights': None},\n"
-        "              {'source': 'checkpoint', 'path': 'x.pt', 'architecture': 'cnn'}, {'source': 'train', 'architecture': 'mlp'}):\n"
+        "              {'source': 'checkpoint', 'path': 'x.pt', 'architecture': 'cnn'}, {'source': 'train', 'architecture': 'mlp'},\n"
+        "              {'source': 'finetune', 'architecture': 'resnet18', 'weights': None, 'train_on': 'd'}):\n"
         "    parse_model_spec(entry, check_names=False)\n"
         "print(sorted(m for m in ('torch', 'timm', 'torchvision', 'albumentations') if m in sys.modules))"
     )
@@ -42,7 +45,7 @@ def test_a_name_check_is_remembered_per_library_version(tmp_path: Path, monkeypa
         if spec.name == "resnet5":
             raise InputError("timm has no model 'resnet5'; close matches: ['resnet50']", field="name")
 
-    monkeypatch.setattr(spec_module, "_check_names_now", check_now)
+    monkeypatch.setattr(timm_source.SOURCE, "check_names", check_now)
     monkeypatch.setattr(spec_module, "_versions", lambda libraries: "timm==1.0")
     for _ in range(2):
         parse_model_spec({"source": "timm", "name": "resnet18"}, key="a")

@@ -139,7 +139,7 @@ def test_infer_streams_an_image_folder_through_a_torchvision_model(tmp_path: Pat
         out = tmp_path / f"logits_{batch_size}.npz"
         torch.manual_seed(0)  # weights: null builds randomly initialised weights
         infer_step(
-            model_name="resnet18", model_cfg=model_cfg, checkpoint_path=[], dataset_name="imagenet",
+            model_name="resnet18", model_cfg=model_cfg, checkpoint_path=None, dataset_name="imagenet",
             dataset_cfg=dataset_cfg, shift=shift, seed=0, batch_size=batch_size, device="cpu",
             logits_path=out, threads=1,
         )  # fmt: skip

@@ -6,8 +6,9 @@ import re
 from snakemake.utils import validate
 
 from classwise.pipeline.config_checks import check_references, check_schema
-from classwise.data.sources import DOWNLOADED_SOURCES, job_parameters
+from classwise.data.sources import dataset_source, job_parameters
 from classwise.labels.views import LABEL_FILES, required_files
+from classwise.models.sources import model_source
 from classwise.pipeline.plan import check_runs, resolve_views
 from classwise.shifts.spec import expand_shifts
 from classwise.superclasses import resolve_superclasses
@@ -108,28 +109,24 @@ def shift_spec(wildcards):
 
 
 def model_weights(wildcards):
-    """What infer loads: the checkpoint the pipeline trained or fine-tuned, the download_model
-    manifest, or a local file."""
+    """What infer loads, as named inputs: `weights` (the checkpoint the pipeline trained or
+    fine-tuned, the download_model manifest, or a local file) unless the model reads none.
+    """
     model = config["models"][wildcards.model]
-    if model["source"] in ("train", "finetune"):
-        return f"{OUT}/models/{wildcards.model}.pt"
-    if model["source"] == "checkpoint":
-        return model["path"]
-    if model["source"] == "torchvision" and model.get("weights") is None:
-        return []
-    return f"{RESOURCES}/models/{wildcards.model}/manifest.json"
+    weights = model_source(model).weights_input(
+        wildcards.model, model, models_dir=f"{OUT}/models", resources=RESOURCES
+    )
+    return {} if weights is None else {"weights": weights}
 
 
-def checkpoint_path(wildcards):
-    return model_weights(wildcards)
-
-
-def models_of(source):
-    """The names of the models with this source, as a wildcard constraint (a pattern that
-    never matches when there are none), so that train_model and finetune_model never compete
-    for results/models/{model}.pt."""
+def models_made_by(rule):
+    """The names of the models whose source says `rule` makes them, as a wildcard constraint
+    (a pattern that never matches when there are none), so that train_model and
+    finetune_model never compete for results/models/{model}.pt."""
     names = [
-        name for name, model in config["models"].items() if model["source"] == source
+        name
+        for name, model in config["models"].items()
+        if model_source(model).made_by == rule
     ]
     return _alternatives(names) if names else "(?!)"
 
@@ -168,7 +165,7 @@ def finetune_base(wildcards):
 
 def dataset_marker(dataset):
     """The marker of a downloaded dataset (nothing for data the user provides)."""
-    if config["datasets"][dataset]["source"] in DOWNLOADED_SOURCES:
+    if dataset_source(config["datasets"][dataset], dataset).downloaded:
         return [f"{RESOURCES}/datasets/{dataset}.prepared.json"]
     return []
 

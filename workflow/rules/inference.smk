@@ -4,7 +4,7 @@
 
 rule infer:
     input:
-        weights=model_weights,
+        unpack(model_weights),
         data=prepared_dataset,
     output:
         logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",

@@ -19,7 +19,7 @@ rule train_model:
     benchmark:
         f"{OUT}/benchmarks/train_model/{{model}}.tsv"
     wildcard_constraints:
-        model=models_of("train"),
+        model=models_made_by("train_model"),
     conda:
         "../../envs/torch.yaml"
     # The demo's tiny models run fastest one thread per job, jobs in parallel; raise it for
@@ -39,7 +39,7 @@ rule download_finetune_base:
     log:
         f"{OUT}/logs/download_finetune_base/{{model}}.log",
     wildcard_constraints:
-        model=models_of("finetune"),
+        model=models_made_by("finetune_model"),
     conda:
         "../../envs/torch.yaml"
     params:
@@ -58,7 +58,7 @@ rule finetune_model:
     benchmark:
         f"{OUT}/benchmarks/finetune_model/{{model}}.tsv"
     wildcard_constraints:
-        model=models_of("finetune"),
+        model=models_made_by("finetune_model"),
     conda:
         "../../envs/torch.yaml"
     # Torch's threads and the image decoders; profiles/slurm sets 8 beside one GPU.

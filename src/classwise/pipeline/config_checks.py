@@ -47,21 +47,15 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
     raise InputError(message, path=source, field=".".join(where) or "(top level)")
 
 
-#: Model sources loaded from a model zoo or a file (the pipeline's own models, ``train`` and
-#: ``finetune``, are checked by their rules).
-ZOO_SOURCES = ("timm", "torchvision", "robustbench", "checkpoint")
-
-
 def check_models(config: Mapping[str, Any], *, source: str = "config") -> None:
-    """Each ``models:`` entry of a model zoo source must parse and name a model that timm /
-    torchvision (/ RobustBench, when installed) know, offline, so a typo stops the run before any
-    download or inference job. Imports timm or torchvision only when the config uses them."""
-    zoo = {name: entry for name, entry in config.get("models", {}).items() if entry.get("source") in ZOO_SOURCES}
-    if not zoo:
-        return
-    from classwise.models.spec import parse_model_spec
+    """Each ``models:`` entry must parse, and a model fetched from a zoo or a file must name a
+    model that timm / torchvision (/ RobustBench, when installed) know, offline, so a typo stops
+    the run before any download or inference job (the pipeline's own models, ``train`` and
+    ``finetune``, are checked by their rules). Imports timm or torchvision only when the config
+    uses them, and then once per library version."""
+    from classwise.models.sources import parse_model_spec
 
-    for name, entry in zoo.items():
+    for name, entry in config.get("models", {}).items():
         parse_model_spec(entry, key=name, config_path=source, check_names=True)
 
 

@@ -18,60 +18,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from classwise.data.sources import TRAIN_SPLIT_SOURCES, dataset_classes, dataset_image_shape
 from classwise.errors import InputError
+from classwise.models.sources import model_source
 
-#: Dataset sources with a train split (the others are evaluation sets).
-TRAIN_SPLIT_SOURCES = ("sklearn_digits", "torchvision")
-_TORCHVISION_CLASSES = {"cifar10": 10, "cifar100": 100, "gtsrb": 43}
-_ROBUSTBENCH_CLASSES = {"cifar10": 10, "cifar100": 100, "imagenet": 1000}
+__all__ = [
+    "ANALYSIS_SHIFT_KEYS",
+    "TRAIN_SPLIT_SOURCES",
+    "Plan",
+    "check_runs",
+    "dataset_classes",
+    "dataset_image_shape",
+    "evaluated_models",
+    "model_outputs",
+    "resolve_analyses",
+    "resolve_views",
+]
+
 #: The analyses resolved per dataset, and the config key naming the shift each one reads.
 ANALYSIS_SHIFT_KEYS = {"subset_tests": "shift", "reference_tests": "reference", "extrapolation": "shift"}
 
 
-def dataset_classes(name: str, dataset: Mapping[str, Any]) -> int | None:
-    """The class count C of a configured dataset, or None where only loading it would tell."""
-    source = dataset.get("source")
-    if source == "sklearn_digits" or source == "cifar10c":
-        return 10
-    if source == "torchvision":
-        return _TORCHVISION_CLASSES.get(str(dataset.get("name")))
-    if source == "imagenet_val" and dataset.get("label_space") == "imagenet1k":
-        return 1000
-    if source == "image_folder":
-        if dataset.get("classes"):
-            return len(dataset["classes"])
-        root = Path(str(dataset.get("root", "")))
-        if root.is_dir():
-            return sum(1 for entry in root.iterdir() if entry.is_dir() and not entry.name.startswith("."))
-    return None
-
-
-def dataset_image_shape(dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
-    """The (channels, height, width) of a dataset held in memory at its own size, else None."""
-    source = dataset.get("source")
-    if source == "sklearn_digits":
-        return (1, 8, 8)
-    if source == "cifar10c" or (source == "torchvision" and dataset.get("name") in ("cifar10", "cifar100")):
-        return (3, 32, 32)
-    return None
-
-
 def model_outputs(model: Mapping[str, Any], datasets: Mapping[str, Mapping[str, Any]]) -> int | None:
     """How many classes a configured model scores, or None where only building it would tell."""
-    source = model.get("source")
-    if source in ("train", "finetune"):
-        train_on = model.get("train_on", next(iter(datasets)))
-        return dataset_classes(train_on, datasets[train_on]) if train_on in datasets else None
-    if source == "robustbench":
-        return _ROBUSTBENCH_CLASSES.get(str(model.get("dataset")))
-    if source == "checkpoint" and model.get("num_classes") is not None:
-        return int(model["num_classes"])
-    if source == "torchvision":
-        return 1000  # every torchvision classification model is an ImageNet-1k model
-    return None
+    classes = {name: dataset_classes(name, dataset) for name, dataset in datasets.items()}
+    return model_source(model).classes_scored(model, datasets, classes)
 
 
 def evaluated_models(config: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -102,9 +75,7 @@ def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: 
         classes={name: dataset_classes(name, dataset) for name, dataset in datasets.items()},
     )
     for name, model in models.items():
-        _check_training_set(name, model, datasets, source)
-        if model.get("source") == "checkpoint":
-            _check_checkpoint_file(name, model, source)
+        model_source(model).check_run(name, model, datasets, source)
     for dataset, names in plan.models.items():
         unknown = [model for model in names if model not in models]
         if unknown or not names:
@@ -114,41 +85,10 @@ def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: 
                 field=f"datasets.{dataset}.models",
             )
         for model in names:
-            _check_fit(model, models[model], dataset, datasets, plan.classes[dataset], source)
+            _check_fit(model, models[model], dataset, datasets, plan.classes, source)
         _check_targets(dataset, datasets[dataset], shifts, plan.classes[dataset], source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
     return plan
-
-
-def _check_training_set(name: str, model: Mapping[str, Any], datasets: Mapping[str, Any], source: str) -> None:
-    if model.get("source") not in ("train", "finetune"):
-        return
-    train_on = model.get("train_on", next(iter(datasets)))
-    dataset_source = datasets[train_on]["source"]
-    if dataset_source not in TRAIN_SPLIT_SOURCES:
-        raise InputError(
-            f"dataset {train_on!r} (source {dataset_source}) is an evaluation set without a train split; "
-            f"train on a dataset of source {' or '.join(TRAIN_SPLIT_SOURCES)}, or evaluate a model you "
-            "trained elsewhere with source: checkpoint",
-            path=source,
-            field=f"models.{name}.train_on",
-        )
-
-
-def _check_checkpoint_file(name: str, model: Mapping[str, Any], source: str) -> None:
-    from classwise.models.pickled import pickled_model_class
-
-    path = Path(str(model["path"]))
-    if not path.is_file():
-        raise InputError(f"checkpoint file {str(path)!r} does not exist", path=source, field=f"models.{name}.path")
-    model_class = pickled_model_class(path)
-    if model_class is not None:
-        raise InputError(
-            f"{path} holds a whole model saved with torch.save(model) ({model_class}), not a state dict; "
-            "save it with torch.save(model.state_dict(), path) and set architecture (and library)",
-            path=source,
-            field=f"models.{name}.path",
-        )
 
 
 def _check_fit(
@@ -156,10 +96,13 @@ def _check_fit(
     model: Mapping[str, Any],
     dataset: str,
     datasets: Mapping[str, Mapping[str, Any]],
-    classes: int | None,
+    classes_of: Mapping[str, int | None],
     source: str,
 ) -> None:
-    outputs = model_outputs(model, datasets)
+    """The model scores as many classes as ``dataset`` has (``classes_of``: each dataset's
+    count), and whatever else its source requires."""
+    classes = classes_of[dataset]
+    outputs = model_source(model).classes_scored(model, datasets, classes_of)
     hint = f"name the models evaluated on it with datasets.{dataset}.models"
     if outputs is not None and classes is not None and outputs != classes:
         raise InputError(
@@ -167,16 +110,7 @@ def _check_fit(
             path=source,
             field=f"datasets.{dataset}.models",
         )
-    if model.get("source") == "train":
-        train_on = model.get("train_on", next(iter(datasets)))
-        trained, evaluated = dataset_image_shape(datasets[train_on]), dataset_image_shape(datasets[dataset])
-        if train_on != dataset and (trained is None or trained != evaluated):
-            raise InputError(
-                f"model {model_name!r} was trained on {train_on!r} images of shape {trained}, dataset "
-                f"{dataset!r} has images of shape {evaluated or 'of various sizes'}; {hint}",
-                path=source,
-                field=f"datasets.{dataset}.models",
-            )
+    model_source(model).check_fit(model_name, model, dataset, datasets, hint, source)
 
 
 def _check_targets(

@@ -119,31 +119,18 @@ def finetune_step(
 
 
 def load_inference_model(
-    model_name: str, model_cfg: Mapping[str, Any], weights_path: Any, device: str
+    model_name: str, model_cfg: Mapping[str, Any], weights_path: str | Path | None, device: str
 ) -> tuple[Any, dict[str, Any], Any]:
     """The model (``[0, 1]`` images in, logits out), its metadata, and its resolved data config
     (``None`` for demo models, which take the dataset's images as they are).
 
     ``weights_path``: the demo checkpoint the pipeline trained, or the directory (manifest) that
-    the ``download_model`` rule filled; a ``checkpoint`` source may give its own path.
+    the ``download_model`` rule filled; a ``checkpoint`` source may give its own path; None
+    where the source reads no file (torchvision's random weights).
     """
-    if model_cfg.get("source") == "finetune":
-        from classwise.models.finetune import load_finetuned
+    from classwise.models.sources import model_source
 
-        model, finetune_meta, data_config = load_finetuned(weights_path, device=device, key=model_name)
-        return model, {"name": model_name, "checkpoint": str(weights_path), **_json_safe(finetune_meta)}, data_config
-    if model_cfg.get("source", "train") == "train":
-        from classwise.models.checkpoint import load_checkpoint
-
-        model, checkpoint_meta = load_checkpoint(weights_path)
-        return model, {"name": model_name, "checkpoint": str(weights_path), **_json_safe(checkpoint_meta)}, None
-    from classwise.models.zoo import load_model, parse_model_spec
-
-    if not isinstance(weights_path, (str, Path)) or not str(weights_path):
-        weights_path = None  # no weights file: random torchvision weights, or a checkpoint's own path
-    spec = parse_model_spec(model_cfg, key=model_name, check_names=False)
-    model, data_config = load_model(spec, weights_path, device=device)
-    return model, {"name": model_name, "weights": str(weights_path), **_json_safe(spec.to_dict())}, data_config
+    return model_source(model_cfg).inference_model(model_name, model_cfg, weights_path, device)
 
 
 def _batches(evaluation: Any, data_config: Any, batch_size: int, workers: int) -> tuple[Any, int]:
@@ -170,7 +157,7 @@ def infer_step(
     *,
     model_name: str,
     model_cfg: Mapping[str, Any] | None = None,
-    checkpoint_path: str | Path,
+    checkpoint_path: str | Path | None,
     dataset_name: str,
     dataset_cfg: Mapping[str, Any],
     shift: Mapping[str, Any],
@@ -205,7 +192,7 @@ def infer_step(
     )
     spec = ShiftSpec(name=shift["name"], kind=shift["kind"], params=dict(shift["params"]))
     resolved_device = resolve_device(device)
-    weights = str(checkpoint_path) if isinstance(checkpoint_path, (str, Path)) and str(checkpoint_path) else None
+    weights = None if checkpoint_path is None else str(checkpoint_path)
     _check_input_shape(evaluation, model_name, model_meta, data_config, weights, dataset_name)
     batches, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
     logits, labels, sample_ids, input_shape = [], [], [], None
@@ -295,5 +282,5 @@ def _check_outputs(
 
 
 def _json_safe(value: Any) -> Any:
-    """Keep only what JSON can hold (checkpoint metadata may carry tuples or numpy scalars)."""
+    """Keep only what JSON can hold (a dataset's config may carry tuples)."""
     return json.loads(json.dumps(value, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))

@@ -1,0 +1,122 @@
+"""Dataset sources: a ``datasets:`` config entry -> the images of one split, one module per
+``source:`` and one dictionary of them (:data:`DATASET_SOURCES`).
+
+Small sets (the digits demo, CIFAR, CIFAR-10-C) load into memory as an :class:`ImageSet`;
+image-file sets (ImageNet, GTSRB, any ImageFolder) open as a lazy :class:`ImageFileDataset`
+that inference decodes batch by batch with the model's own preprocessing. Loading never
+downloads: downloads happen in the workflow's local rules (see :func:`prepare_dataset`).
+
+Every source answers :class:`~classwise.data.sources.base.DatasetSource`; nothing outside this
+package branches on a dataset's source. Adding a source is one module here, one line in
+:data:`DATASET_SOURCES` and its tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from classwise.data.imageset import ImageSet
+from classwise.data.sources import cifar10c, image_folder, imagenet_val, sklearn_digits, torchvision
+from classwise.data.sources.base import BaseDatasetSource, DatasetSource, Split
+from classwise.errors import InputError
+
+__all__ = [
+    "DATASET_SOURCES",
+    "DOWNLOADED_SOURCES",
+    "SOURCES",
+    "TRAIN_SPLIT_SOURCES",
+    "DatasetSource",
+    "Split",
+    "check_dataset_paths",
+    "dataset_classes",
+    "dataset_image_shape",
+    "dataset_source",
+    "job_parameters",
+    "load_split",
+    "open_split",
+    "prepare_dataset",
+]
+
+DATASET_SOURCES: dict[str, DatasetSource] = {
+    "sklearn_digits": sklearn_digits.SOURCE,
+    "imagenet_val": imagenet_val.SOURCE,
+    "image_folder": image_folder.SOURCE,
+    "torchvision": torchvision.SOURCE,
+    "cifar10c": cifar10c.SOURCE,
+}
+_UNKNOWN = BaseDatasetSource()
+"""What an entry of no known source answers (the schema check reports the source itself)."""
+#: Sources and the config keys each needs (beyond ``source``).
+SOURCES: dict[str, tuple[str, ...]] = {name: source.required for name, source in DATASET_SOURCES.items()}
+#: Sources whose files a local rule downloads before any job needs them.
+DOWNLOADED_SOURCES = tuple(name for name, source in DATASET_SOURCES.items() if source.downloaded)
+#: Dataset sources with a train split (the others are evaluation sets).
+TRAIN_SPLIT_SOURCES = tuple(name for name, source in DATASET_SOURCES.items() if source.has_train_split)
+
+
+def dataset_source(dataset: Mapping[str, Any], name: str = "dataset") -> DatasetSource:
+    """The source of a configured dataset (named ``name``), its required keys checked."""
+    source = dataset.get("source")
+    if source not in DATASET_SOURCES:
+        raise InputError(
+            f"unknown source {source!r}; expected one of {list(DATASET_SOURCES)}", field=f"datasets.{name}.source"
+        )
+    found = DATASET_SOURCES[source]
+    for key in found.required:
+        if key not in dataset:
+            raise InputError(f"is required for source '{source}'", field=f"datasets.{name}.{key}")
+    return found
+
+
+def dataset_classes(name: str, dataset: Mapping[str, Any]) -> int | None:
+    """The class count C of a configured dataset, or None where only loading it would tell."""
+    source = DATASET_SOURCES.get(str(dataset.get("source")))
+    return None if source is None else source.classes(dataset)
+
+
+def dataset_image_shape(dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The (channels, height, width) of a dataset held in memory at its own size, else None."""
+    source = DATASET_SOURCES.get(str(dataset.get("source")))
+    return None if source is None else source.image_shape(dataset)
+
+
+def job_parameters(dataset: Mapping[str, Any]) -> dict[str, Any]:
+    """A dataset's config as a job's parameters: keys sorted (reordering a config is no change
+    that reruns jobs), plus what the source adds (for the digits, the version of the split's
+    convention, so that Snakemake reruns every job that saw a split made under another one)."""
+    source = DATASET_SOURCES.get(str(dataset.get("source")), _UNKNOWN)
+    return source.job_parameters(dataset)
+
+
+def check_dataset_paths(dataset: Mapping[str, Any], name: str) -> None:
+    """A directory the user provides (ImageNet, an ImageFolder) must exist before any job runs."""
+    dataset_source(dataset, name).check_paths(dataset, name)
+
+
+def open_split(dataset: Mapping[str, Any], split: Split, *, name: str = "dataset") -> Any:
+    """One split of a configured dataset: an :class:`ImageSet` or a lazy ``ImageFileDataset``.
+
+    Evaluation sets without a train split (ImageNet validation, CIFAR-10-C, an ImageFolder)
+    serve only ``"test"``.
+    """
+    source = dataset_source(dataset, name)
+    if split == "train" and not source.has_train_split:
+        raise InputError(
+            f"source '{source.name}' is an evaluation set without a train split", field=f"datasets.{name}.source"
+        )
+    return source.open_split(dataset, split, name)
+
+
+def load_split(dataset: Mapping[str, Any], split: Split, *, name: str = "dataset") -> ImageSet:
+    """One split in memory (small sets; GTSRB is resized to ``image_size``, default 32)."""
+    source = dataset_source(dataset, name)
+    if split == "train" and not source.has_train_split:
+        return open_split(dataset, split, name=name)  # the error naming the field
+    return source.load_split(dataset, split, name)
+
+
+def prepare_dataset(dataset: Mapping[str, Any], *, name: str = "dataset") -> Path:
+    """Download and verify a dataset's archives (a local rule's job); return its manifest path."""
+    return dataset_source(dataset, name).prepare(dataset, name)

@@ -1,0 +1,104 @@
+"""What every dataset source answers (:class:`DatasetSource`), with the defaults most share.
+
+The workflow asks some questions at DAG-build time (class count, image shape, job parameters,
+whether a directory the user provides exists, whether a local rule downloads the files); their
+answers decode no image and import no torch. The jobs ask the rest: open or load a split, and
+download (a local rule's job).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from classwise.data.imageset import ImageSet
+from classwise.errors import InputError
+
+Split = Literal["train", "test"]
+
+
+class DatasetSource(Protocol):
+    """One ``source:`` of a ``datasets:`` entry."""
+
+    #: The ``source:`` value.
+    name: str
+    #: The config keys the source needs besides ``source``.
+    required: tuple[str, ...]
+    #: Whether a local rule downloads its files (``prepare_dataset``) before any job needs them.
+    downloaded: bool
+    #: Whether it has a train split (else it is an evaluation set: ``test`` only).
+    has_train_split: bool
+
+    def classes(self, dataset: Mapping[str, Any]) -> int | None:
+        """The class count, from the config and at most a directory listing (None: only loading
+        the images would tell)."""
+        ...
+
+    def image_shape(self, dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
+        """(channels, height, width) of a set held in memory at its own size, else None."""
+        ...
+
+    def job_parameters(self, dataset: Mapping[str, Any]) -> dict[str, Any]:
+        """The entry as a job's parameters: whatever change must rerun the jobs that read it."""
+        ...
+
+    def check_paths(self, dataset: Mapping[str, Any], name: str) -> None:
+        """:class:`InputError` when a directory the user provides is missing."""
+        ...
+
+    def open_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> Any:
+        """An :class:`ImageSet` or a lazy ``ImageFileDataset`` of ``split`` (checked to exist)."""
+        ...
+
+    def load_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
+        """``split`` in memory."""
+        ...
+
+    def prepare(self, dataset: Mapping[str, Any], name: str) -> Path:
+        """Download and verify the files; the path of their manifest."""
+        ...
+
+
+class BaseDatasetSource:
+    """Defaults: an evaluation set the user provides, nothing to download."""
+
+    name = ""
+    required: tuple[str, ...] = ()
+    downloaded = False
+    has_train_split = False
+
+    def classes(self, dataset: Mapping[str, Any]) -> int | None:
+        return None
+
+    def image_shape(self, dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
+        return None
+
+    def job_parameters(self, dataset: Mapping[str, Any]) -> dict[str, Any]:
+        # keys sorted: reordering a config is no change that reruns jobs
+        return json.loads(json.dumps(dict(dataset), sort_keys=True))
+
+    def check_paths(self, dataset: Mapping[str, Any], name: str) -> None:
+        return None
+
+    def load_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
+        opened = self.open_split(dataset, split, name)  # type: ignore[attr-defined]
+        return opened if isinstance(opened, ImageSet) else opened.to_imageset()
+
+    def prepare(self, dataset: Mapping[str, Any], name: str) -> Path:
+        raise InputError(f"source '{self.name}' has nothing to download", field=f"datasets.{name}.source")
+
+
+class UserDirectorySource(BaseDatasetSource):
+    """An image directory the user provides (``root``)."""
+
+    required: tuple[str, ...] = ("root",)
+
+    def check_paths(self, dataset: Mapping[str, Any], name: str) -> None:
+        if not Path(dataset["root"]).is_dir():
+            raise InputError(
+                f"dataset directory {dataset['root']!r} does not exist (relative paths are relative to the "
+                "working directory)",
+                field=f"datasets.{name}.root",
+            )

@@ -1,0 +1,210 @@
+"""What every model source answers (:class:`ModelSource`), and the defaults of the sources
+fetched from a model zoo (:class:`ZooSource`).
+
+The questions fall in two groups. The workflow asks the first at DAG-build time, so their
+answers import neither torch nor a model library: parse and validate an entry
+(:meth:`~ModelSource.parse`), which file inference reads (:meth:`~ModelSource.weights_input`),
+how many classes the model scores (:meth:`~ModelSource.classes_scored`), whether it can run
+where the config sends it (:meth:`~ModelSource.check_run`, :meth:`~ModelSource.check_fit`). The
+jobs ask the rest, which import torch and the model library when called: check the names
+against the library (:meth:`~ModelSource.check_names`), download, resolve the data config,
+build from weight files, load for inference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from classwise.errors import InputError
+from classwise.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from classwise.models.data_config import DataConfig
+    from classwise.models.fetch import FetchedFile, FetchOptions
+
+Datasets = Mapping[str, Mapping[str, Any]]
+
+
+class ModelSource(Protocol):
+    """One ``source:`` of a ``models:`` entry."""
+
+    #: The ``source:`` value.
+    name: str
+    #: The rule that makes this source's weights file in the pipeline (None: fetched or given).
+    made_by: str | None
+    #: Whether a plain weights file (not a download manifest) may be loaded.
+    plain_file: bool
+
+    def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
+        """The entry's keys (all but ``source``) validated, as a :class:`ModelSpec`; errors name
+        ``config_path`` and ``<where>.<key>``. Imports no model library."""
+        ...
+
+    def name_check_libraries(self, spec: ModelSpec) -> tuple[str, ...] | None:
+        """The libraries whose versions decide :meth:`check_names` (its answer is remembered per
+        version); None when the check needs no library."""
+        ...
+
+    def check_names(self, spec: ModelSpec) -> None:
+        """:class:`InputError` (field relative to the entry) unless the library knows the names."""
+        ...
+
+    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
+        """The file rule infer reads for model ``model`` (None: nothing to read)."""
+        ...
+
+    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+        """How many classes the model scores (None: only building it would tell); ``classes`` is
+        each dataset's class count."""
+        ...
+
+    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
+        """:class:`InputError` when the entry cannot run at all (a missing checkpoint, a training
+        set without a train split)."""
+        ...
+
+    def check_fit(
+        self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
+    ) -> None:
+        """:class:`InputError` when the model cannot run on ``dataset`` for a reason besides its
+        class count (which :meth:`classes_scored` tells)."""
+        ...
+
+    def needs_download(self, spec: ModelSpec) -> bool:
+        """Whether the model has weights to download."""
+        ...
+
+    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+        """Fetch the weights into ``dest``: the files and the resolved identity for the manifest."""
+        ...
+
+    def owns_downloads(self, spec: ModelSpec) -> bool:
+        """Whether the files :meth:`download` returns were fetched (removed when they do not fit)."""
+        ...
+
+    def data_config(self, spec: ModelSpec) -> DataConfig:
+        """The preprocessing, without loading weights."""
+        ...
+
+    def local_weights(self, spec: ModelSpec) -> tuple[list[Path], Path] | None:
+        """The weight files and their directory when none are given (None: they must be)."""
+        ...
+
+    def build(self, spec: ModelSpec, files: list[Path], base: Path) -> tuple[nn.Module, DataConfig]:
+        """The unwrapped model (eval mode) and its data config from the weight ``files``."""
+        ...
+
+    def inference_model(
+        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+    ) -> tuple[Any, dict[str, Any], Any]:
+        """The model (``[0, 1]`` images in, logits out), its metadata for the logits sidecar, and
+        its data config (None: it takes the dataset's images as they are)."""
+        ...
+
+
+class ZooSource:
+    """Defaults of a source whose weights a local rule downloads into
+    ``resources/models/<model>/`` and whose model :func:`classwise.models.zoo.load_model` builds."""
+
+    name = ""
+    made_by: str | None = None
+    plain_file = False
+
+    def name_check_libraries(self, spec: ModelSpec) -> tuple[str, ...] | None:
+        return (self.name,)
+
+    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
+        return f"{resources}/models/{model}/manifest.json"
+
+    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+        return None
+
+    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
+        return None
+
+    def check_fit(
+        self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
+    ) -> None:
+        return None
+
+    def needs_download(self, spec: ModelSpec) -> bool:
+        return True
+
+    def owns_downloads(self, spec: ModelSpec) -> bool:
+        return True
+
+    def local_weights(self, spec: ModelSpec) -> tuple[list[Path], Path] | None:
+        return None
+
+    def inference_model(
+        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+    ) -> tuple[Any, dict[str, Any], Any]:
+        from classwise.models.sources import parse_model_spec
+        from classwise.models.zoo import load_model
+
+        spec = parse_model_spec(entry, key=model, check_names=False)
+        loaded, data_config = load_model(spec, weights, device=device)
+        return loaded, {"name": model, "weights": str(weights), **json_safe(spec.to_dict())}, data_config
+
+
+class PipelineSource(ZooSource):
+    """Defaults of a source the pipeline trains into ``results/models/<model>.pt`` (its entry
+    kept verbatim; its rule validates it)."""
+
+    plain_file = True
+
+    def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
+        architecture = given.get("architecture")
+        return ModelSpec(
+            source=self.name,
+            architecture=architecture,
+            options=dict(given),
+            label=f"{self.name}:{architecture}",
+            verbatim=True,
+        )
+
+    def name_check_libraries(self, spec: ModelSpec) -> tuple[str, ...] | None:
+        return None
+
+    def check_names(self, spec: ModelSpec) -> None:
+        return None
+
+    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
+        return f"{models_dir}/{model}.pt"
+
+    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+        train_on = entry.get("train_on", next(iter(datasets)))
+        return classes.get(train_on)
+
+    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
+        from classwise.data.sources import TRAIN_SPLIT_SOURCES
+
+        train_on = entry.get("train_on", next(iter(datasets)))
+        dataset_source = datasets[train_on]["source"]
+        if dataset_source not in TRAIN_SPLIT_SOURCES:
+            raise InputError(
+                f"dataset {train_on!r} (source {dataset_source}) is an evaluation set without a train split; "
+                f"train on a dataset of source {' or '.join(TRAIN_SPLIT_SOURCES)}, or evaluate a model you "
+                "trained elsewhere with source: checkpoint",
+                path=config_path,
+                field=f"models.{model}.train_on",
+            )
+
+    def needs_download(self, spec: ModelSpec) -> bool:
+        return False
+
+    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+        raise InputError(
+            f"models with source {self.name!r} are trained by the pipeline, not downloaded", field="source"
+        )
+
+
+def json_safe(value: Any) -> Any:
+    """Keep only what JSON can hold (checkpoint metadata may carry tuples or numpy scalars)."""
+    import json
+
+    return json.loads(json.dumps(value, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))

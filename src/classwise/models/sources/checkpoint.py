@@ -1,0 +1,201 @@
+"""``source: checkpoint``: a local weights file of a demo, timm or torchvision ``architecture``
+(``library``), with ``num_classes`` and ``data_config`` overrides, optionally pinned by ``sha256``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from classwise.errors import InputError
+from classwise.models.sources.base import Datasets, ZooSource
+from classwise.models.spec import DATA_CONFIG_KEYS, DEMO_ARCHITECTURES, LIBRARIES, ModelSpec, check_keys, common_fields
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from classwise.models.data_config import DataConfig
+    from classwise.models.fetch import FetchedFile, FetchOptions
+
+
+class CheckpointSource(ZooSource):
+    name = "checkpoint"
+    plain_file = True
+
+    def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
+        check_keys(
+            self.name,
+            given,
+            frozenset({"path", "architecture"}),
+            frozenset({"library", "num_classes", "data_config", "sha256"}),
+            where,
+            config_path,
+        )
+        values = common_fields(given, where, config_path)
+        library = given.get("library")
+        if library is None:
+            library = "classwise" if values["architecture"] in DEMO_ARCHITECTURES else None
+        if library not in LIBRARIES:
+            raise InputError(
+                f"expected one of {list(LIBRARIES)} (required unless the architecture is one of "
+                f"{sorted(DEMO_ARCHITECTURES)}), got {library!r}",
+                path=config_path,
+                field=f"{where}.library",
+            )
+        values["library"] = library
+        num_classes = given.get("num_classes")
+        if num_classes is not None and (
+            isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1
+        ):
+            raise InputError(
+                f"expected a positive integer, got {num_classes!r}", path=config_path, field=f"{where}.num_classes"
+            )
+        values["num_classes"] = num_classes
+        overrides = given.get("data_config")
+        if overrides is not None:
+            if not isinstance(overrides, Mapping):
+                raise InputError("expected a mapping", path=config_path, field=f"{where}.data_config")
+            unknown = sorted(set(overrides) - set(DATA_CONFIG_KEYS))
+            if unknown:
+                raise InputError(
+                    f"unknown key; known: {list(DATA_CONFIG_KEYS)}",
+                    path=config_path,
+                    field=f"{where}.data_config.{unknown[0]}",
+                )
+            values["data_config"] = dict(overrides)
+        return ModelSpec(source=self.name, label=f"checkpoint:{values['architecture']}", **values)
+
+    def name_check_libraries(self, spec: ModelSpec) -> tuple[str, ...] | None:
+        return None if spec.library == "classwise" else (str(spec.library),)
+
+    def check_names(self, spec: ModelSpec) -> None:
+        if spec.library == "timm":
+            from classwise.models import timm_models
+
+            timm_models.check_architecture(str(spec.architecture))
+        elif spec.library == "torchvision":
+            from classwise.models import torchvision_models
+
+            torchvision_models.check_architecture(str(spec.architecture), field="architecture")
+        elif spec.architecture not in DEMO_ARCHITECTURES:
+            raise InputError(f"unknown architecture; known: {sorted(DEMO_ARCHITECTURES)}", field="architecture")
+
+    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
+        return str(entry["path"])
+
+    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+        return None if entry.get("num_classes") is None else int(entry["num_classes"])
+
+    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
+        from classwise.models.pickled import pickled_model_class
+
+        path = Path(str(entry["path"]))
+        if not path.is_file():
+            raise InputError(
+                f"checkpoint file {str(path)!r} does not exist", path=config_path, field=f"models.{model}.path"
+            )
+        model_class = pickled_model_class(path)
+        if model_class is not None:
+            raise InputError(
+                f"{path} holds a whole model saved with torch.save(model) ({model_class}), not a state dict; "
+                "save it with torch.save(model.state_dict(), path) and set architecture (and library)",
+                path=config_path,
+                field=f"models.{model}.path",
+            )
+
+    def needs_download(self, spec: ModelSpec) -> bool:
+        return False
+
+    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+        """Nothing to fetch: record the file that will be loaded (its sha256 checked when pinned)."""
+        from classwise.data.downloads import sha256_file
+        from classwise.models.fetch import FetchedFile
+
+        ckpt = Path(str(spec.path))
+        if not ckpt.is_file():
+            raise InputError("checkpoint file does not exist", path=ckpt, field="path")
+        digest = sha256_file(ckpt)
+        if spec.sha256 is not None and digest != spec.sha256:
+            raise InputError(
+                f"checksum mismatch: expected sha256 {spec.sha256}, got sha256 {digest}", path=ckpt, field="sha256"
+            )
+        check = "config" if spec.sha256 else "recorded"
+        return [FetchedFile(ckpt.resolve(), str(ckpt), digest, ckpt.stat().st_size, check)], spec.label
+
+    def owns_downloads(self, spec: ModelSpec) -> bool:
+        return False  # the user's file: never removed
+
+    def data_config(self, spec: ModelSpec) -> DataConfig:
+        if spec.library in ("timm", "torchvision"):
+            return architecture(spec)[1]
+        raise InputError("the data config of a demo model is stored in its checkpoint; use load_model", field="source")
+
+    def local_weights(self, spec: ModelSpec) -> tuple[list[Path], Path] | None:
+        return [Path(str(spec.path))], Path(str(spec.path)).parent
+
+    def build(self, spec: ModelSpec, files: list[Path], base: Path) -> tuple[nn.Module, DataConfig]:
+        (path,) = files
+        if spec.library == "classwise":
+            return classwise_checkpoint(spec, path)
+        from classwise.models.state_dicts import load_into
+
+        model, config = architecture(spec)
+        load_into(
+            model,
+            path,
+            what=f"{spec.library} architecture {spec.architecture!r} (num_classes={spec.num_classes or 'default'})",
+        )
+        model.eval()
+        return model, config
+
+
+def architecture(spec: ModelSpec) -> tuple[nn.Module, DataConfig]:
+    """A fresh timm/torchvision architecture for a checkpoint, and its data config (the
+    architecture's default, with the entry's ``data_config`` overrides)."""
+    name = str(spec.architecture)
+    if spec.library == "timm":
+        from classwise.models import timm_models
+
+        model = timm_models.build_architecture(name, spec.num_classes)
+        config = timm_models.architecture_data_config(model, name)
+    else:
+        from classwise.models import torchvision_models
+
+        model = torchvision_models.build_architecture(name, spec.num_classes)
+        config = torchvision_models.data_config(name, None)
+    if spec.data_config:
+        config = config.replace(**dict(spec.data_config), origin=f"{config.origin} + config overrides")
+    return model, config
+
+
+def classwise_checkpoint(spec: ModelSpec, path: Path) -> tuple[nn.Module, DataConfig]:
+    """A demo model saved by :func:`classwise.models.checkpoint.save_checkpoint`, and a data
+    config that passes its images through (the model normalises itself)."""
+    from classwise.models.checkpoint import load_checkpoint
+    from classwise.models.data_config import DataConfig
+
+    model, meta = load_checkpoint(path)
+    expected = spec.architecture or spec.options.get("architecture")
+    if expected is not None and meta["architecture"] != expected:
+        raise InputError(
+            f"checkpoint holds architecture {meta['architecture']!r}, the config says {expected!r}",
+            path=path,
+            field="architecture",
+        )
+    channels = int(meta["input_shape"][0])
+    config = DataConfig(
+        input_size=tuple(meta["input_shape"]),  # type: ignore[arg-type]
+        interpolation="bilinear",
+        crop_pct=1.0,
+        crop_mode="none",
+        mean=(0.0,) * channels,
+        std=(1.0,) * channels,
+        resize_size=None,
+        origin=f"classwise checkpoint {path.name} (the model normalises itself)",
+    )
+    if spec.data_config:
+        config = config.replace(**dict(spec.data_config))
+    return model, config
+
+
+SOURCE = CheckpointSource()

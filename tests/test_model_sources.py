@@ -1,0 +1,106 @@
+"""The model source registry (classwise.models.sources): one module per source, one dictionary,
+and the workflow's questions answered without torch."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from classwise.errors import InputError
+from classwise.models.sources import MODEL_SOURCES, model_source, parse_model_spec
+from classwise.models.sources.base import ModelSource
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRIES = {
+    "timm": {"source": "timm", "name": "resnet18"},
+    "torchvision": {"source": "torchvision", "name": "resnet18", "weights": "IMAGENET1K_V1"},
+    "robustbench": {"source": "robustbench", "name": "Standard", "dataset": "cifar100"},
+    "checkpoint": {"source": "checkpoint", "path": "ckpt.pt", "architecture": "cnn", "num_classes": 7},
+    "train": {"source": "train", "architecture": "cnn", "train_on": "digits"},
+    "finetune": {"source": "finetune", "architecture": "resnet18", "weights": None, "train_on": "digits"},
+}
+DATASETS = {"digits": {"source": "sklearn_digits"}}
+
+
+def test_every_source_answers_the_whole_protocol() -> None:
+    wanted = {name for name, _ in inspect.getmembers(ModelSource) if not name.startswith("_")}
+    wanted |= set(ModelSource.__annotations__)
+    for name, source in MODEL_SOURCES.items():
+        assert source.name == name
+        missing = sorted(m for m in wanted if not hasattr(source, m))
+        assert not missing, (name, missing)
+    assert set(ENTRIES) == set(MODEL_SOURCES)  # a new source gets a row here
+
+
+def test_rules_that_make_models_exist() -> None:
+    rules = (ROOT / "workflow" / "rules" / "models.smk").read_text(encoding="utf-8")
+    made = {source.made_by for source in MODEL_SOURCES.values()} - {None}
+    assert made == {"train_model", "finetune_model"}
+    for rule in made:
+        assert f"rule {rule}:" in rules
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("timm", "res/models/m/manifest.json"),
+        ("torchvision", "res/models/m/manifest.json"),
+        ("robustbench", "res/models/m/manifest.json"),
+        ("checkpoint", "ckpt.pt"),
+        ("train", "out/models/m.pt"),
+        ("finetune", "out/models/m.pt"),
+    ],
+)
+def test_the_file_inference_reads(source: str, expected: str) -> None:
+    entry = ENTRIES[source]
+    assert model_source(entry).weights_input("m", entry, models_dir="out/models", resources="res") == expected
+
+
+def test_random_torchvision_weights_read_no_file() -> None:
+    entry = {"source": "torchvision", "name": "resnet18", "weights": None}
+    assert model_source(entry).weights_input("m", entry, models_dir="out", resources="res") is None
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [("timm", None), ("torchvision", 1000), ("robustbench", 100), ("checkpoint", 7), ("train", 10), ("finetune", 10)],
+)
+def test_classes_scored(source: str, expected: int | None) -> None:
+    entry = ENTRIES[source]
+    assert model_source(entry).classes_scored(entry, DATASETS, {"digits": 10}) == expected
+
+
+def test_an_unknown_source_names_the_field_and_every_source() -> None:
+    with pytest.raises(InputError, match=r"field 'models.m.source': expected one of \['timm', .*'finetune'\]"):
+        parse_model_spec({"source": "keras"}, key="m", check_names=False)
+
+
+def test_the_pipeline_s_models_are_not_downloaded(tmp_path: Path) -> None:
+    from classwise.models.zoo import download_weights
+
+    for name in ("train", "finetune"):
+        spec = parse_model_spec(ENTRIES[name], check_names=False)
+        with pytest.raises(InputError, match=f"source '{name}' are trained by the pipeline"):
+            download_weights(spec, tmp_path / name)
+        assert not (tmp_path / name).exists()
+
+
+def test_the_workflow_s_questions_import_no_model_library() -> None:
+    code = (
+        "import sys\n"
+        "from classwise.models.sources import model_source, parse_model_spec\n"
+        f"entries = {ENTRIES!r}; datasets = {DATASETS!r}\n"
+        "for name, entry in entries.items():\n"
+        "    source = model_source(entry)\n"
+        "    parse_model_spec(entry, key=name, check_names=False)\n"
+        "    source.weights_input(name, entry, models_dir='out', resources='res')\n"
+        "    source.classes_scored(entry, datasets, {'digits': 10})\n"
+        "    source.check_fit(name, entry, 'digits', datasets, 'hint', 'config')\n"
+        "print(sorted(m for m in ('torch', 'timm', 'torchvision', 'albumentations') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
