@@ -17,6 +17,9 @@ INSTALLER ?= auto
 CORES ?= all
 CONFIG ?= config/config.yaml
 PYTEST_ARGS ?=
+# One pytest-xdist worker per core, each test module whole on one worker, workflow tests first
+# (tests/conftest.py). PYTEST_PARALLEL= runs the suite in one process.
+PYTEST_PARALLEL ?= -n auto --dist loadscope --no-loadscope-reorder
 # The ResNet-18 PGD row takes minutes on a CPU: PGD_BENCH_ARGS="--models demo_cnn_8x8" skips it.
 PGD_BENCH_ARGS ?=
 # Timing a fresh pip install too adds about 3 minutes: INSTALL_BENCH_ARGS=--pip.
@@ -45,7 +48,7 @@ lint: install
 	$(BIN)/ruff check src tests scripts tools
 
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 bench: install
 	$(PYTHON) tools/bench_install.py --out results/bench/install.json $(INSTALL_BENCH_ARGS) -- $(TORCH_PINS) -e ".[dev]"

@@ -7,10 +7,14 @@ instead, because in CI it must run.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -32,6 +36,19 @@ def tail(text: str | bytes, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+@contextmanager
+def one_apt_at_a_time() -> Iterator[None]:
+    """Hold a lock file while apt-get runs: under pytest-xdist the report and SLURM tests may
+    install side by side, and DPkg::Lock::Timeout makes apt wait for dpkg's lock, not
+    necessarily for the package lists' lock that `apt-get update` takes."""
+    with open(Path(tempfile.gettempdir()) / "classwise-tests-apt.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def apt_install(test: str, packages: Sequence[str], *, missing: Sequence[str], timeout_s: int = 900) -> None:
     """``apt-get update`` and ``apt-get install`` of ``packages`` (no recommends), or
     :func:`cannot_run` saying which programs are ``missing`` and which step failed and how."""
@@ -42,13 +59,14 @@ def apt_install(test: str, packages: Sequence[str], *, missing: Sequence[str], t
         cannot_run(test, f"{', '.join(missing)} missing; installing {wanted} with apt-get needs root")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     # The lock timeout: another apt-get (an unattended upgrade, a parallel test) may hold it.
-    for command in (
-        ["apt-get", "update", "-qq", "-o", "DPkg::Lock::Timeout=300"],
-        ["apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=300", "--no-install-recommends", *packages],
-    ):
-        try:
-            result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            cannot_run(test, f"`{' '.join(command)}` did not finish in {timeout_s} s")
-        if result.returncode != 0:
-            cannot_run(test, f"`{' '.join(command)}` failed (exit {result.returncode}):\n{tail(result.stdout + result.stderr, 15)}")
+    with one_apt_at_a_time():
+        for command in (
+            ["apt-get", "update", "-qq", "-o", "DPkg::Lock::Timeout=300"],
+            ["apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=300", "--no-install-recommends", *packages],
+        ):
+            try:
+                result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                cannot_run(test, f"`{' '.join(command)}` did not finish in {timeout_s} s")
+            if result.returncode != 0:
+                cannot_run(test, f"`{' '.join(command)}` failed (exit {result.returncode}):\n{tail(result.stdout + result.stderr, 15)}")
