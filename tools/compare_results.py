@@ -38,9 +38,10 @@ def _ignored(path: Path, shifts: list[str]) -> bool:
     return any(part == shift or part == f"{shift}.npz" or part == f"{shift}.json" for shift in shifts for part in path.parts)
 
 
-def compare(before: Path, after: Path, *, ignore_shifts: list[str]) -> list[str]:
-    differences: list[str] = []
-    for old in sorted((before / "logits").rglob("*.npz")):
+def _pairs(before: Path, after: Path, folder: str, pattern: str, ignore_shifts: list[str], differences: list[str]):
+    """(relative path, before file, after file) of every ``pattern`` file below ``before/folder``
+    that is not ignored; a file missing after is a difference."""
+    for old in sorted((before / folder).rglob(pattern)):
         relative = old.relative_to(before)
         if _ignored(relative, ignore_shifts):
             continue
@@ -48,30 +49,25 @@ def compare(before: Path, after: Path, *, ignore_shifts: list[str]) -> list[str]
         if not new.exists():
             differences.append(f"{relative}: missing after")
             continue
+        yield relative, old, new
+
+
+def compare(before: Path, after: Path, *, ignore_shifts: list[str]) -> list[str]:
+    differences: list[str] = []
+    for relative, old, new in _pairs(before, after, "logits", "*.npz", ignore_shifts, differences):
         with np.load(old, allow_pickle=False) as a, np.load(new, allow_pickle=False) as b:
             for name in sorted(set(a.files) | set(b.files)):
                 if name not in a.files or name not in b.files or not np.array_equal(a[name], b[name]):
                     differences.append(f"{relative}: array {name!r} differs")
-    for old in sorted((before / "metrics").rglob("*.json")):
-        relative = old.relative_to(before)
-        if _ignored(relative, ignore_shifts):
-            continue
-        new = after / relative
-        if not new.exists():
-            differences.append(f"{relative}: missing after")
-            continue
+    for relative, old, new in _pairs(before, after, "metrics", "*.json", ignore_shifts, differences):
         a = _values(json.loads(old.read_text())["metrics"])
         b = _values(json.loads(new.read_text())["metrics"])
-        for key in sorted(set(a) | set(b)):
+        for key in sorted(a):
             # Keys the later version adds (intervals, say) are no change of a value.
-            if key in a and a.get(key) != b.get(key):
-                differences.append(f"{relative}: {key}: {a.get(key)!r} -> {b.get(key)!r}")
-    for old in sorted((before / "tables").rglob("*.md")):
-        relative = old.relative_to(before)
-        if _ignored(relative, ignore_shifts):
-            continue
-        new = after / relative
-        if not new.exists() or new.read_text() != old.read_text():
+            if a[key] != b.get(key):
+                differences.append(f"{relative}: {key}: {a[key]!r} -> {b.get(key)!r}")
+    for relative, old, new in _pairs(before, after, "tables", "*.md", ignore_shifts, differences):
+        if new.read_text() != old.read_text():
             differences.append(f"{relative}: table differs")
     return differences
 
