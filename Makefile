@@ -46,6 +46,7 @@ lint: install
 	$(BIN)/snakemake --lint --configfile $(CONFIG)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check src tests scripts tools
+	$(BIN)/ruff format --check src tests scripts tools
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)

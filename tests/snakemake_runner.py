@@ -12,11 +12,17 @@ REPO = Path(__file__).resolve().parents[1]
 def run_snakemake(workdir: Path, configfile: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """``snakemake --cores 2`` with the repository's Snakefile, its outputs below ``workdir``."""
     command = [
-        sys.executable, "-m", "snakemake",
-        "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir),
-        "--configfile", str(configfile),
-        "--cores", "2",
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(configfile),
+        "--cores",
+        "2",
         *args,
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)

@@ -69,4 +69,6 @@ def apt_install(test: str, packages: Sequence[str], *, missing: Sequence[str], t
             except subprocess.TimeoutExpired:
                 cannot_run(test, f"`{' '.join(command)}` did not finish in {timeout_s} s")
             if result.returncode != 0:
-                cannot_run(test, f"`{' '.join(command)}` failed (exit {result.returncode}):\n{tail(result.stdout + result.stderr, 15)}")
+                cannot_run(
+                    test, f"`{' '.join(command)}` failed (exit {result.returncode}):\n{tail(result.stdout + result.stderr, 15)}"
+                )

@@ -62,9 +62,7 @@ def test_the_benchmark_writes_both_results_with_goals(tmp_path: Path) -> None:
     largest = dry["largest"]
     assert largest["config"] == str(configfile) and largest["jobs"] == row["jobs"]
     assert len(largest["seconds_all"]) == 1 and largest["seconds_median"] == largest["seconds_min"] > 0
-    assert (
-        len(largest["cpu_seconds_all"]) == 1 and largest["cpu_seconds_median"] > 0 and row["first_run_cpu_seconds"] > 0
-    )
+    assert len(largest["cpu_seconds_all"]) == 1 and largest["cpu_seconds_median"] > 0 and row["first_run_cpu_seconds"] > 0
     imports = row["imports"]
     assert 0 < imports["seconds_total"] < row["first_run_seconds"] and "snakemake.cli" in imports["largest_seconds"]
     assert largest["imports_in_first_run"] == imports

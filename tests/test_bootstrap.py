@@ -32,6 +32,8 @@ NAMES_WITH_WORST = {"WCA", "WCP", "WSupCA", "WSupCR", "W2CA", "W2CA_balanced", "
 def names_a_worst(name: str) -> bool:
     """Metrics that name a worst class, superclass or pair (WCA@k too)."""
     return name in NAMES_WITH_WORST or name.startswith("WCA@")
+
+
 FLOAT_SUMS = {"decisiveness", "geometric_accuracy", "robustness", "calibration_slope"}
 
 
@@ -123,9 +125,7 @@ def test_fast_bootstrap_equals_the_naive_loop(scenario):
     k, ns, seed, b = 2, (2, 5), 11, 12
     stats = compute_stats(logits, labels)
     probs = Probabilities.from_scores(logits, "logits")
-    reps = boot.bootstrap_replicates(
-        logits, stats, probs, superclasses=spec["superclasses"], k=k, ns=ns, replicates=b, seed=seed
-    )
+    reps = boot.bootstrap_replicates(logits, stats, probs, superclasses=spec["superclasses"], k=k, ns=ns, replicates=b, seed=seed)
     assert set(reps) == set(evaluate(logits, labels, superclasses=spec["superclasses"], k=k, ns=ns).metrics)
     draws = boot.StratifiedDraws.from_labels(labels, logits.shape[1], seed)
     edges = nelson.bin_edges(probs.correct_class_prob(labels), gamma=0.005, n_bins=10)
@@ -203,7 +203,11 @@ def test_a_metric_without_variance_has_a_zero_width_interval():
 
 def test_bad_bootstrap_arguments_are_refused():
     logits, labels = _scores(np.random.default_rng(0), [4, 4], 1.0)
-    for kwargs, field in (({"bootstrap": 0}, "bootstrap"), ({"bootstrap": 5, "confidence": 1.0}, "confidence"), ({"bootstrap": 5, "seed": -1}, "seed")):
+    for kwargs, field in (
+        ({"bootstrap": 0}, "bootstrap"),
+        ({"bootstrap": 5, "confidence": 1.0}, "confidence"),
+        ({"bootstrap": 5, "seed": -1}, "seed"),
+    ):
         with pytest.raises(InputError, match=field):
             evaluate(logits, labels, ns=(), **kwargs)
 

@@ -65,7 +65,16 @@ def test_only_whole_models_count_as_pickled_models(tmp_path: Path) -> None:
     torch.save(model, tmp_path / "whole.pt")
     torch.save(model.state_dict(), tmp_path / "state.pt")
     torch.save({"epoch": 1, "state_dict": model.state_dict()}, tmp_path / "nested.pt")
-    save_checkpoint(tmp_path / "classwise.pt", model, architecture="x", n_classes=5, input_shape=(3, 8, 8), options={}, class_names="abcde", extra={})
+    save_checkpoint(
+        tmp_path / "classwise.pt",
+        model,
+        architecture="x",
+        n_classes=5,
+        input_shape=(3, 8, 8),
+        options={},
+        class_names="abcde",
+        extra={},
+    )
     (tmp_path / "text.pt").write_text("not a torch file")
     assert pickled_model_class(tmp_path / "whole.pt") == "torchvision.models.resnet.ResNet"
     for name in ("state.pt", "nested.pt", "classwise.pt", "text.pt"):
@@ -92,7 +101,13 @@ def test_state_dict_files_load_as_documented(tmp_path: Path) -> None:
     torch.save({"epoch": 9, "model": {f"module.{k}": v for k, v in reference.state_dict().items()}}, nested)
     x = torch.rand(2, 3, 40, 40)
     for path in (plain, nested):
-        entry = {"source": "checkpoint", "path": str(path), "architecture": "resnet18", "library": "torchvision", "num_classes": 5}
+        entry = {
+            "source": "checkpoint",
+            "path": str(path),
+            "architecture": "resnet18",
+            "library": "torchvision",
+            "num_classes": 5,
+        }
         model, config = load_model(parse_model_spec(entry))
         with torch.no_grad():
             expected = reference((x - torch.tensor(IMAGENET_MEAN)[:, None, None]) / torch.tensor(IMAGENET_STD)[:, None, None])

@@ -39,9 +39,7 @@ def brute_force_issues(labels: list[int], probs: list[list[float]], filter_by: s
     of the calibrated joint) resolve as in the implementation under test."""
     n, k = len(labels), len(probs[0])
     members = {c: [i for i in range(n) if labels[i] == c] for c in range(k)}
-    threshold = [
-        max(float(np.mean([probs[i][c] for i in members[c]])) if members[c] else 2.0, 2e-6) for c in range(k)
-    ]
+    threshold = [max(float(np.mean([probs[i][c] for i in members[c]])) if members[c] else 2.0, 2e-6) for c in range(k)]
     joint = [[0] * k for _ in range(k)]
     off_diagonal = []
     for i in range(n):

@@ -24,7 +24,9 @@ def test_a_syntax_error_names_the_file_line_and_column(tmp_path: Path) -> None:
 def test_the_schema_check_runs_too_and_the_demo_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert REPO_SCHEMA.is_file()
     path = tmp_path / "bad.yaml"
-    path.write_text("datasets: {d: {source: sklearn_digits}}\nmodels: {m: {source: train, architecture: mlp}}\nshifts: {}\ncolour: red\n")
+    path.write_text(
+        "datasets: {d: {source: sklearn_digits}}\nmodels: {m: {source: train, architecture: mlp}}\nshifts: {}\ncolour: red\n"
+    )
     assert main([str(path)]) == 2
     assert "field 'colour': unknown key 'colour'" in capsys.readouterr().err
     assert main([str(REPO_SCHEMA.parents[2] / "config" / "config.yaml")]) == 0

@@ -75,7 +75,9 @@ def test_every_sampled_config_runs_to_the_end_and_writes_its_worst_class_tables(
                 scores = load_scores(results / "logits" / dataset / model / f"{shift}.npz")
                 predicted = scores.scores.argmax(axis=1)
                 recalls = [np.mean(predicted[scores.labels == c] == c) for c in np.unique(scores.labels)]
-                document = json.loads((results / "metrics" / dataset / "original" / model / shift / "worst_class.json").read_text())
+                document = json.loads(
+                    (results / "metrics" / dataset / "original" / model / shift / "worst_class.json").read_text()
+                )
                 assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
                 assert document["n_classes"] == (10 if dataset_cfg["source"] == "sklearn_digits" else len(recalls))
 

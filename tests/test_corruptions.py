@@ -44,9 +44,7 @@ def test_required_corruptions_are_registered() -> None:
 
 @pytest.mark.parametrize("name", sorted(CORRUPTIONS))
 @pytest.mark.parametrize("which", ["digits", "rgb"])
-def test_corruption_changes_images_and_keeps_format(
-    name: str, which: str, request: pytest.FixtureRequest
-) -> None:
+def test_corruption_changes_images_and_keeps_format(name: str, which: str, request: pytest.FixtureRequest) -> None:
     images = request.getfixturevalue(which)
     seeds = list(range(len(images)))
     out = corrupt_batch(images, name, 3, seeds)
@@ -120,9 +118,7 @@ def test_registering_a_corruption_in_one_place(digits: np.ndarray) -> None:
 
 def test_sample_seed_is_pinned_and_distinguishes_parts() -> None:
     # pinned: the value must never change across processes, platforms or releases
-    assert sample_seed(0, "gaussian_noise_s3", "digits-0042") == sample_seed(
-        0, "gaussian_noise_s3", "digits-0042"
-    )
+    assert sample_seed(0, "gaussian_noise_s3", "digits-0042") == sample_seed(0, "gaussian_noise_s3", "digits-0042")
     assert sample_seed(0, "clean") == 1484034075206016236
     seeds = {
         sample_seed(0, "ab", "c"),

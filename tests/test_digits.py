@@ -186,9 +186,7 @@ def test_imageset_subset_and_validation(split: tuple[ImageSet, ImageSet]) -> Non
     mask = test.labels == 3
     assert np.all(test.subset(mask).labels == 3)
     assert test.input_shape == (1, 8, 8)
-    ok = dict(
-        images=np.zeros((2, 1, 2, 2), np.float32), labels=np.array([0, 1]), sample_ids=np.array(["a", "b"])
-    )
+    ok = dict(images=np.zeros((2, 1, 2, 2), np.float32), labels=np.array([0, 1]), sample_ids=np.array(["a", "b"]))
     with pytest.raises(InputError, match="labels"):
         ImageSet(**{**ok, "labels": np.array([0, 2])}, class_names=("x", "y"))
     with pytest.raises(InputError, match="sample_ids"):

@@ -107,7 +107,11 @@ def test_bad_config_stops_before_any_job(tmp_path: Path, mutate, expected: list[
         (lambda c: c["models"]["linear"].update(epochs="ten"), "models.linear.epochs", "expected integer, got 'ten'"),
         (lambda c: c["datasets"]["digits"].update(on_bad_image="maybe"), "datasets.digits.on_bad_image", "['error', 'skip']"),
         (lambda c: c["datasets"]["digits"].pop("source"), "datasets.digits.source", "required key is missing"),
-        (lambda c: c["datasets"]["digits"]["superclasses"].update(round=[0, "6"]), "datasets.digits.superclasses.round.1", "integer"),
+        (
+            lambda c: c["datasets"]["digits"]["superclasses"].update(round=[0, "6"]),
+            "datasets.digits.superclasses.round.1",
+            "integer",
+        ),
     ],
     ids=["unknown-top-level-key", "unknown-dataset-key", "wrong-type", "bad-enum", "missing-key", "nested-wrong-type"],
 )
@@ -488,6 +492,7 @@ def test_the_same_checkpoint_saved_twice_has_the_same_bytes(tmp_path: Path) -> N
     second = _digits_checkpoint(tmp_path / "two" / "b.pt")
     assert first.read_bytes() == second.read_bytes()
 
+
 KILL_CONFIG = {
     "datasets": {"digits": {"source": "sklearn_digits"}},
     "models": {"cnn": {"source": "train", "train_on": "digits", "architecture": "cnn", "epochs": 1, "seed": 0}},
@@ -543,9 +548,7 @@ def _job_stats(output: str) -> dict[str, int]:
 
 
 @pytest.mark.workflow
-def test_sigkill_of_an_inference_job_then_rerun_gives_the_uninterrupted_results(
-    uninterrupted_run: Path, tmp_path: Path
-) -> None:
+def test_sigkill_of_an_inference_job_then_rerun_gives_the_uninterrupted_results(uninterrupted_run: Path, tmp_path: Path) -> None:
     """Two independent runs of the same config (one of them killed and resumed) give
     byte-identical checkpoints, logits, metrics and tables (test_workflow.py checks two clean
     runs of the tiny demo)."""

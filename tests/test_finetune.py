@@ -95,7 +95,9 @@ def pretrained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
             "version": zoo.MANIFEST_VERSION,
             "spec": spec.to_dict(),
             "resolved": f"{ARCH}:{type(weights).__name__}.{weights.name}",
-            "files": [{"path": f"checkpoints/{path.name}", "url": weights.url, "sha256": sha256_file(path), "size": 0, "check": "test"}],
+            "files": [
+                {"path": f"checkpoints/{path.name}", "url": weights.url, "sha256": sha256_file(path), "size": 0, "check": "test"}
+            ],
             "data_config": zoo.resolve_data_config(spec).to_dict(),
         },
     )

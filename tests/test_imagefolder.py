@@ -25,7 +25,17 @@ WNIDS = ("n01440764", "n01530575", "n02085620")
 # Their ILSVRC2012_IDs in our fake meta.mat: deliberately not in wnid order, as in the devkit.
 ILSVRC_ID = {"n02085620": 1, "n01440764": 2, "n01530575": 3}
 # Validation image number -> wnid (the ground truth), 9 images.
-GROUND_TRUTH = ["n01530575", "n01440764", "n02085620", "n01440764", "n02085620", "n01530575", "n01440764", "n01530575", "n02085620"]
+GROUND_TRUTH = [
+    "n01530575",
+    "n01440764",
+    "n02085620",
+    "n01440764",
+    "n02085620",
+    "n01530575",
+    "n01440764",
+    "n01530575",
+    "n02085620",
+]
 
 
 def _jpeg(path: Path, seed: int, size: tuple[int, int], mode: str = "RGB") -> None:
@@ -148,7 +158,10 @@ def test_resize_center_crop_equals_torchvision(folder: Path) -> None:
     from torchvision import transforms
 
     data = imagenet_val(folder)
-    for interpolation, mode in (("bilinear", transforms.InterpolationMode.BILINEAR), ("bicubic", transforms.InterpolationMode.BICUBIC)):
+    for interpolation, mode in (
+        ("bilinear", transforms.InterpolationMode.BILINEAR),
+        ("bicubic", transforms.InterpolationMode.BICUBIC),
+    ):
         ours = ResizeCenterCrop(21, 25, interpolation)
         theirs = transforms.Compose([transforms.Resize(25, mode), transforms.CenterCrop(21), transforms.ToTensor()])
         for i in range(len(data)):
@@ -196,8 +209,13 @@ def test_generic_image_folder_with_config_classes(tmp_path: Path) -> None:
     data = image_folder(root, classes=["triangle", "square", "circle"], class_names=["T", "S", "C"])
     # sorted folder order, labels from the configured list
     assert data.sample_ids.tolist() == [
-        "circle/img0.jpg", "circle/img1.jpg", "circle/img2.jpg", "circle/nested/deep.png",
-        "square/img0.jpg", "square/img1.jpg", "triangle/img0.jpg",
+        "circle/img0.jpg",
+        "circle/img1.jpg",
+        "circle/img2.jpg",
+        "circle/nested/deep.png",
+        "square/img0.jpg",
+        "square/img1.jpg",
+        "triangle/img0.jpg",
     ]
     assert data.labels.tolist() == [2, 2, 2, 2, 1, 1, 0]
     assert data.class_names == ("T", "S", "C")

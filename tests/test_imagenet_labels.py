@@ -106,7 +106,10 @@ def test_paper_file_is_the_rule_applied_at_misaligned_rows(imagenet: dict) -> No
 @pytest.mark.parametrize("variant", ["paper", "aligned"])
 def test_cli_writes_the_label_view_format(imagenet: dict, tmp_path: Path, variant: str) -> None:
     out = tmp_path / "out" / f"{variant}.csv"
-    assert _run_cli(["imagenet-cleaned-labels", "--label-errors-dir", str(IMAGENET_DIR), "--variant", variant, "--out", str(out)]) == 0
+    assert (
+        _run_cli(["imagenet-cleaned-labels", "--label-errors-dir", str(IMAGENET_DIR), "--variant", variant, "--out", str(out)])
+        == 0
+    )
     ids = np.array([p.removeprefix("val/") for p in imagenet["filepaths"]])
     assert out.read_text().startswith(f"sample_id,label\n{ids[0]},")
     np.testing.assert_array_equal(aligned_labels(out, ids), imagenet[variant])  # what the workflow reads
@@ -193,7 +196,17 @@ def test_cli_refuses_a_paper_file_for_the_aligned_variant(tmp_path: Path, capsys
     paper_file = tmp_path / "new_labels.csv"
     write_label_file(paper_file, np.zeros(50_000, dtype=np.int64))
     out = tmp_path / "aligned.csv"
-    argv = ["imagenet-cleaned-labels", "--label-errors-dir", str(directory), "--variant", "aligned", "--paper-file", str(paper_file), "--out", str(out)]
+    argv = [
+        "imagenet-cleaned-labels",
+        "--label-errors-dir",
+        str(directory),
+        "--variant",
+        "aligned",
+        "--paper-file",
+        str(paper_file),
+        "--out",
+        str(out),
+    ]
     with pytest.raises(InputError) as info:
         _run_cli(argv)
     assert info.value.field == "--paper-file" and "--variant paper" in str(info.value)
@@ -213,7 +226,17 @@ def test_synthetic_paper_variant_reads_the_published_file(tmp_path: Path) -> Non
     paper_file = tmp_path / "elsewhere.csv"
     write_label_file(paper_file, published)
     out = tmp_path / "paper.csv"
-    argv = ["imagenet-cleaned-labels", "--label-errors-dir", str(directory), "--variant", "paper", "--paper-file", str(paper_file), "--out", str(out)]
+    argv = [
+        "imagenet-cleaned-labels",
+        "--label-errors-dir",
+        str(directory),
+        "--variant",
+        "paper",
+        "--paper-file",
+        str(paper_file),
+        "--out",
+        str(out),
+    ]
     assert _run_cli(argv) == 0
     ids = np.array([p.removeprefix("val/") for p in paths])
     np.testing.assert_array_equal(aligned_labels(out, ids), published)
@@ -264,9 +287,27 @@ def test_malformed_inputs_name_file_and_field(tmp_path: Path) -> None:
 def test_synthetic_cifar10(tmp_path: Path) -> None:
     original = np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.uint16)
     entries = [
-        {"id": 1, "url": "https://x/static/cifar10/1.png", "given_original_label": 1, "our_guessed_label": 7, "mturk": {"given": 5, "guessed": 0, "neither": 0, "both": 0}},
-        {"id": 4, "url": "https://x/static/cifar10/4.png", "given_original_label": 5, "our_guessed_label": 7, "mturk": {"given": 0, "guessed": 5, "neither": 0, "both": 0}},
-        {"id": 6, "url": "https://x/static/cifar10/6.png", "given_original_label": 2, "our_guessed_label": 0, "mturk": {"given": 3, "guessed": 0, "neither": 0, "both": 2}},
+        {
+            "id": 1,
+            "url": "https://x/static/cifar10/1.png",
+            "given_original_label": 1,
+            "our_guessed_label": 7,
+            "mturk": {"given": 5, "guessed": 0, "neither": 0, "both": 0},
+        },
+        {
+            "id": 4,
+            "url": "https://x/static/cifar10/4.png",
+            "given_original_label": 5,
+            "our_guessed_label": 7,
+            "mturk": {"given": 0, "guessed": 5, "neither": 0, "both": 0},
+        },
+        {
+            "id": 6,
+            "url": "https://x/static/cifar10/6.png",
+            "given_original_label": 2,
+            "our_guessed_label": 0,
+            "mturk": {"given": 3, "guessed": 0, "neither": 0, "both": 2},
+        },
     ]
     (tmp_path / CIFAR10_FILES["mturk"]).write_text(json.dumps(entries))
     np.save(tmp_path / CIFAR10_FILES["original_labels"], original)

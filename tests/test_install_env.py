@@ -22,18 +22,20 @@ import install_env  # noqa: E402
 
 
 def test_pip_config_listing_translated_for_uv_with_pip_precedence() -> None:
-    listing = "\n".join([
-        "global.find-links='/opt/wheels /srv/more-wheels'",
-        "global.extra-index-url='file:///a/simple https://b.example/simple'",
-        "global.index-url='https://global.example/simple'",
-        "global.constraint='/etc/pip/c1.txt'",
-        "install.index-url='https://install.example/simple'",
-        "download.find-links='/not/for/install'",
-        ":env:.constraint='/env/c2.txt /env/c3.txt'",
-        ":env:.no-index='true'",
-        ":env:.cert='/etc/ssl/bundle.pem'",
-        "not a config line",
-    ])
+    listing = "\n".join(
+        [
+            "global.find-links='/opt/wheels /srv/more-wheels'",
+            "global.extra-index-url='file:///a/simple https://b.example/simple'",
+            "global.index-url='https://global.example/simple'",
+            "global.constraint='/etc/pip/c1.txt'",
+            "install.index-url='https://install.example/simple'",
+            "download.find-links='/not/for/install'",
+            ":env:.constraint='/env/c2.txt /env/c3.txt'",
+            ":env:.no-index='true'",
+            ":env:.cert='/etc/ssl/bundle.pem'",
+            "not a config line",
+        ]
+    )
     env, options = install_env.uv_settings_from_pip_config(listing)
     assert env == {
         "UV_INDEX_STRATEGY": "unsafe-best-match",
@@ -211,7 +213,10 @@ def test_make_install_runs_the_installer_script() -> None:
         pytest.skip("no make")
     result = subprocess.run(
         ["make", "-n", "-B", "install", "VENV=/nonexistent/venv", "INSTALLER=pip", "PYTHON=python3"],
-        cwd=REPO, capture_output=True, text=True, check=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "python3 tools/install_env.py --venv /nonexistent/venv --installer pip --" in result.stdout
 
@@ -242,4 +247,6 @@ def test_bench_install_times_uv_and_pip_on_the_tiny_wheel(workspace: dict, templ
     assert report["uv"]["total_cold_cache_s"] == pytest.approx(sum(timings[:3]), abs=0.15)
     assert report["uv"]["compile_bytecode"] is False  # the workspace has no PYTHONDONTWRITEBYTECODE
     assert report["pip"]["measured"] and report["pip"]["total_s"] > 0
-    assert report["speedup_cold_cache"] == pytest.approx(report["pip"]["total_s"] / report["uv"]["total_cold_cache_s"], abs=0.06)  # 1 decimal
+    assert report["speedup_cold_cache"] == pytest.approx(
+        report["pip"]["total_s"] / report["uv"]["total_cold_cache_s"], abs=0.06
+    )  # 1 decimal

@@ -56,9 +56,7 @@ def test_seeded_init_is_reproducible_and_leaves_global_rng_alone() -> None:
     b = build_model("cnn", n_classes=10, input_shape=(1, 8, 8), seed=3)
     c = build_model("cnn", n_classes=10, input_shape=(1, 8, 8), seed=4)
     assert torch.equal(torch.get_rng_state(), state)
-    for (ka, va), (_, vb) in zip(
-        a.state_dict().items(), b.state_dict().items()
-    ):
+    for (ka, va), (_, vb) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.equal(va, vb), ka
     assert any(not torch.equal(va, vc) for va, vc in zip(a.state_dict().values(), c.state_dict().values()))
 

@@ -43,9 +43,7 @@ def test_stays_in_ball_and_range_and_hurts(models, data, norm, eps, alpha, rando
     x, y, _ = data
     model = models["mlp"]
     gen = torch.Generator().manual_seed(0)
-    adv = pgd_attack(
-        model, x, y, norm=norm, eps=eps, alpha=alpha, steps=10, random_start=random_start, generator=gen
-    )
+    adv = pgd_attack(model, x, y, norm=norm, eps=eps, alpha=alpha, steps=10, random_start=random_start, generator=gen)
     assert adv.shape == x.shape and adv.dtype == torch.float32
     assert adv.min() >= 0.0 and adv.max() <= 1.0
     delta = (adv - x).flatten(1)
@@ -71,9 +69,7 @@ def test_targeted_attack_succeeds_on_a_linear_model(models, data) -> None:  # ty
     x, y, _ = data
     model = models["linear"]
     targets = (y + 1) % 10
-    adv = pgd_attack(
-        model, x, y, norm="linf", eps=0.5, alpha=0.05, steps=20, random_start=False, targets=targets
-    )
+    adv = pgd_attack(model, x, y, norm="linf", eps=0.5, alpha=0.05, steps=20, random_start=False, targets=targets)
     with torch.no_grad():
         hit = (model(adv).argmax(1) == targets).float().mean()
     assert hit > 0.95
@@ -115,9 +111,7 @@ def test_model_mode_and_parameters_are_untouched(models, data) -> None:  # type:
 def test_works_inside_inference_mode(models, data) -> None:  # type: ignore[no-untyped-def]
     x, y, _ = data
     with torch.inference_mode():
-        adv = pgd_attack(
-            models["mlp"], x[:20], y[:20], norm="linf", eps=0.1, alpha=0.05, steps=3, random_start=False
-        )
+        adv = pgd_attack(models["mlp"], x[:20], y[:20], norm="linf", eps=0.1, alpha=0.05, steps=3, random_start=False)
     assert not torch.equal(adv, x[:20])
 
 
@@ -126,9 +120,7 @@ def test_zero_gradients_do_not_break_l2() -> None:
     torch.nn.init.zeros_(model[1].weight)
     torch.nn.init.zeros_(model[1].bias)
     x = torch.rand(5, 1, 8, 8)
-    adv = pgd_attack(
-        model, x, torch.zeros(5, dtype=torch.long), norm="l2", eps=1.0, alpha=0.5, steps=3, random_start=False
-    )
+    adv = pgd_attack(model, x, torch.zeros(5, dtype=torch.long), norm="l2", eps=1.0, alpha=0.5, steps=3, random_start=False)
     assert torch.isfinite(adv).all()
     assert torch.equal(adv, x)
 
@@ -221,8 +213,16 @@ def test_targets_equal_to_labels_keep_samples_in_their_class(models, data) -> No
 def test_large_steps_still_respect_ball_and_range(models, data, norm, eps) -> None:  # type: ignore[no-untyped-def]
     x, y, _ = data
     adv = pgd_attack(
-        models["mlp"], x, y, norm=norm, eps=eps, alpha=10 * eps, steps=3, random_start=True,
-        generator=torch.Generator().manual_seed(0), targets=(y + 1) % 10,
+        models["mlp"],
+        x,
+        y,
+        norm=norm,
+        eps=eps,
+        alpha=10 * eps,
+        steps=3,
+        random_start=True,
+        generator=torch.Generator().manual_seed(0),
+        targets=(y + 1) % 10,
     )
     assert adv.min() >= 0.0 and adv.max() <= 1.0
     delta = (adv - x).flatten(1)

@@ -75,10 +75,18 @@ def test_each_dataset_runs_its_own_models(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "field", "text"),
     [
-        (lambda c: c["datasets"]["pets"].pop("models"), "datasets.pets.models", "model 'lin' scores 10 classes, dataset 'pets' has 3"),
+        (
+            lambda c: c["datasets"]["pets"].pop("models"),
+            "datasets.pets.models",
+            "model 'lin' scores 10 classes, dataset 'pets' has 3",
+        ),
         (lambda c: c["datasets"]["pets"].update(models=["nope"]), "datasets.pets.models", "names models ['nope']"),
         (lambda c: c["models"]["lin"].update(train_on="pets"), "models.lin.train_on", "evaluation set without a train split"),
-        (lambda c: c["shifts"]["pgd_targeted"].update(targets=[3]), "shifts.pgd_targeted.targets", "target class 3 is not a class of dataset 'pets'"),
+        (
+            lambda c: c["shifts"]["pgd_targeted"].update(targets=[3]),
+            "shifts.pgd_targeted.targets",
+            "target class 3 is not a class of dataset 'pets'",
+        ),
         (
             lambda c: c["datasets"]["pets"].update(superclasses={"big": [0, 5]}),
             "datasets.pets.superclasses",
@@ -124,8 +132,15 @@ def test_a_whole_model_in_the_legacy_format_is_told_apart_from_a_state_dict(tmp_
 def test_a_checkpoint_saved_as_a_module_stops_the_plan_saying_to_save_the_state_dict(tmp_path: Path) -> None:
     torch.save(_Net(), tmp_path / "module.pt")
     config = _config(tmp_path)
-    config["models"]["net"] = {"source": "checkpoint", "path": str(tmp_path / "module.pt"), "architecture": "resnet18", "library": "torchvision"}
-    with pytest.raises(InputError, match=r"whole model saved with torch.save\(model\) .*torch.save\(model.state_dict\(\), path\)") as error:
+    config["models"]["net"] = {
+        "source": "checkpoint",
+        "path": str(tmp_path / "module.pt"),
+        "architecture": "resnet18",
+        "library": "torchvision",
+    }
+    with pytest.raises(
+        InputError, match=r"whole model saved with torch.save\(model\) .*torch.save\(model.state_dict\(\), path\)"
+    ) as error:
         _plan(config)
     assert error.value.field == "models.net.path"
 
@@ -179,7 +194,10 @@ def test_without_clean_the_default_analyses_skip_and_label_views_move_to_the_shi
     plan = _resolved(tmp_path, config, {})
     assert all(section is None for section in plan.analyses["digits"].values())
     assert plan.view_shifts[("digits", "files")] == ["gaussian_noise_s3"]
-    assert any(note.startswith("subset tests on digits: skipped, the shift 'clean' (the default) is not evaluated on it") for note in plan.notes)
+    assert any(
+        note.startswith("subset tests on digits: skipped, the shift 'clean' (the default) is not evaluated on it")
+        for note in plan.notes
+    )
     assert any(note.startswith("label view files of digits: evaluated on ['gaussian_noise_s3']") for note in plan.notes)
 
 

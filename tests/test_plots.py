@@ -60,14 +60,24 @@ def test_reliability_without_a_slope(tmp_path):
     # every correct-class probability equal: decisiveness == robustness, slope undefined
     pr = Probabilities.from_scores(np.zeros((20, 4)), "logits")
     y = np.zeros(20, dtype=np.int64)
-    _assert_png(plot_reliability(measured_metrics(pr, y), reported_metrics(pr.correct_class_log_prob(y)), title="flat", path=tmp_path / "flat.png"))
+    _assert_png(
+        plot_reliability(
+            measured_metrics(pr, y), reported_metrics(pr.correct_class_log_prob(y)), title="flat", path=tmp_path / "flat.png"
+        )
+    )
 
 
 def test_class_bars(tmp_path, confusion10):
     values = {"m1": np.diag(confusion10) / confusion10.sum(1), "m2": np.linspace(0.2, 0.9, 10)}
     values["m2"][3] = np.nan  # a class without samples
-    path = plot_class_bars(values, NAMES10, ylabel="recall", title="class-wise accuracy", path=tmp_path / "bars.png",
-                           reference_lines={"m1": 0.8, "m2": 0.6})
+    path = plot_class_bars(
+        values,
+        NAMES10,
+        ylabel="recall",
+        title="class-wise accuracy",
+        path=tmp_path / "bars.png",
+        reference_lines={"m1": 0.8, "m2": 0.6},
+    )
     _assert_png(path)
 
 

@@ -74,9 +74,7 @@ def test_many_classes_become_lines(tmp_path: Path) -> None:
     confusions = {"clean": {"a": _confusion(rng, 60)}}
     fig = plot_classwise_robustness(confusions, names, path=tmp_path / "many.png")
     _check_png(tmp_path / "many.png", fig)
-    np.testing.assert_allclose(
-        fig.axes[0].lines[0].get_ydata(), class_wise_accuracy(confusions["clean"]["a"])
-    )
+    np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), class_wise_accuracy(confusions["clean"]["a"]))
 
 
 def test_mean_confusion_heatmap(tmp_path: Path, confusions) -> None:  # type: ignore[no-untyped-def]

@@ -197,9 +197,17 @@ def _snakemake(workdir: Path, *args: str) -> None:
 
 def _headless(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
     command = [
-        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--window-size={WINDOW[0]},{WINDOW[1]}",
         # let the report's JavaScript and transitions finish before the DOM or pixels are taken
         "--virtual-time-budget=10000",
         *args,
@@ -348,7 +356,10 @@ def test_every_table_and_figure_of_the_run_is_in_its_paper_category(report: Repo
     assert sorted(worst) == sorted(
         f"results/tables/digits/{view}/{shift}/worst_class.csv"
         for view, shift in [
-            ("original", "clean"), ("original", "gaussian_noise_s3"), ("original", "pgd_linf_eps0.1"), ("cleaned_cl", "clean"),
+            ("original", "clean"),
+            ("original", "gaussian_noise_s3"),
+            ("original", "pgd_linf_eps0.1"),
+            ("cleaned_cl", "clean"),
         ]
     )
     # the labels say the label view, shift and model of each result
@@ -356,7 +367,10 @@ def test_every_table_and_figure_of_the_run_is_in_its_paper_category(report: Repo
         assert set(entry["labels"]) == {"result", "label view", "shift", "model"}, path
     entry = report.results["results/figures/digits/original/pgd_linf_eps0.1/reliability_linear.png"]
     assert entry["labels"] == {
-        "result": "reliability figure (Figure 1)", "label view": "original", "shift": "pgd_linf_eps0.1", "model": "linear",
+        "result": "reliability figure (Figure 1)",
+        "label view": "original",
+        "shift": "pgd_linf_eps0.1",
+        "model": "linear",
     }
     entry = report.results["results/figures/digits/robustness/mean_confusion/pgd_linf_eps0.1.png"]
     assert entry["labels"]["shift"] == "pgd_linf_eps0.1"

@@ -123,9 +123,7 @@ def test_models_load_when_the_package_init_needs_pkg_resources_and_autoattack(
     assert "robustbench.loaders" not in sys.modules and "robustbench.eval" not in sys.modules
 
 
-def test_an_importable_package_is_used_as_it_is(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_imports: None
-) -> None:
+def test_an_importable_package_is_used_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_imports: None) -> None:
     files = {**PACKAGE, "__init__.py": "MARK = 'imported through __init__'\n"}
     _write_package(tmp_path / "site", files, monkeypatch)
     package = robustbench_models._robustbench()
@@ -133,9 +131,7 @@ def test_an_importable_package_is_used_as_it_is(
     assert package.utils.load_model is sys.modules["robustbench.utils"].load_model
 
 
-def test_the_error_names_the_import_that_failed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_imports: None
-) -> None:
+def test_the_error_names_the_import_that_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_imports: None) -> None:
     files = {**PACKAGE, "utils.py": "import gdown_not_installed_here\n" + PACKAGE["utils.py"]}
     _write_package(tmp_path / "site", files, monkeypatch)
     _block(monkeypatch, "pkg_resources", "autoattack")
@@ -176,9 +172,7 @@ def _robustbench_installed() -> bool:
 
 
 @pytest.mark.skipif(not _robustbench_installed(), reason="robustbench is not installed")
-def test_the_real_robustbench_without_pkg_resources(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_imports: None
-) -> None:
+def test_the_real_robustbench_without_pkg_resources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_imports: None) -> None:
     _block(monkeypatch, "pkg_resources", "autoattack")
     package = robustbench_models._robustbench()
     by_value = robustbench_models._by_value

@@ -153,9 +153,12 @@ class Cluster:
             try:
                 self.run("scancel", "--quiet", "--partition=test", timeout=15)
                 deadline = time.monotonic() + 30
-                while time.monotonic() < deadline and self.run(
-                    "squeue", "--noheader", "--states=PENDING,RUNNING,COMPLETING,CONFIGURING", timeout=15
-                ).stdout.strip():
+                while (
+                    time.monotonic() < deadline
+                    and self.run(
+                        "squeue", "--noheader", "--states=PENDING,RUNNING,COMPLETING,CONFIGURING", timeout=15
+                    ).stdout.strip()
+                ):
                     time.sleep(1)
             except (OSError, subprocess.TimeoutExpired):
                 pass
@@ -227,8 +230,14 @@ def cluster(request: pytest.FixtureRequest) -> Cluster:
     request.addfinalizer(cluster.stop)
 
     cluster.start(
-        "munged", "munged", "--foreground", "--force", f"--socket={munge_socket}", f"--key-file={key}",
-        f"--pid-file={root / 'run' / 'munged.pid'}", f"--seed-file={root / 'munge' / 'munged.seed'}",
+        "munged",
+        "munged",
+        "--foreground",
+        "--force",
+        f"--socket={munge_socket}",
+        f"--key-file={key}",
+        f"--pid-file={root / 'run' / 'munged.pid'}",
+        f"--seed-file={root / 'munge' / 'munged.seed'}",
         f"--log-file={root / 'log' / 'munged.log'}",  # unused in the foreground: it logs to munged.out
     )
     cluster.wait_until("the munge socket", munge_socket.exists, timeout=30)
@@ -251,15 +260,23 @@ GROUP_MEMBERS = 2  # compute_worst_class_metrics, aggregate_worst_class_tables
 
 def snakemake_command(workdir: Path, *args: str) -> list[str]:
     return [
-        sys.executable, "-m", "snakemake",
-        "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir),
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
         *args,
     ]
 
 
-def snakemake(workdir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(snakemake_command(workdir, *args), capture_output=True, text=True, timeout=timeout, env=env, cwd=workdir)
+def snakemake(
+    workdir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        snakemake_command(workdir, *args), capture_output=True, text=True, timeout=timeout, env=env, cwd=workdir
+    )
 
 
 @pytest.fixture(scope="module")
@@ -271,7 +288,10 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.Popen[byte
     log = (workdir / "snakemake.log").open("wb")
     process = subprocess.Popen(
         snakemake_command(workdir, "--configfile", str(CONFIG), "--cores", "2", *TARGETS),
-        cwd=workdir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        cwd=workdir,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
     )
     log.close()
     process.workdir = workdir  # type: ignore[attr-defined]
@@ -306,8 +326,18 @@ def test_a_run_on_slurm_equals_a_local_run(local_run: subprocess.Popen[bytes], c
     started = time.monotonic()
     try:
         result = snakemake(
-            on_slurm, "--configfile", str(CONFIG), "--executor", "slurm", "--workflow-profile", str(PROFILE),
-            "--jobs", str(max(2, cluster.cpus)), *TARGETS, env=cluster.env, timeout=600,
+            on_slurm,
+            "--configfile",
+            str(CONFIG),
+            "--executor",
+            "slurm",
+            "--workflow-profile",
+            str(PROFILE),
+            "--jobs",
+            str(max(2, cluster.cpus)),
+            *TARGETS,
+            env=cluster.env,
+            timeout=600,
         )
     except subprocess.TimeoutExpired as error:
         pytest.fail(
@@ -382,7 +412,9 @@ def test_the_slurm_profiles_place_every_rule(tmp_path: Path) -> None:
     user = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     test = yaml.safe_load((PROFILE / "config.yaml").read_text())
     # Snakemake itself accepts the user profile (every key is an option of this version and plugin).
-    result = snakemake(tmp_path, "--configfile", str(CONFIG), "--workflow-profile", str(REPO / "profiles" / "slurm"), "--list-rules")
+    result = snakemake(
+        tmp_path, "--configfile", str(CONFIG), "--workflow-profile", str(REPO / "profiles" / "slurm"), "--list-rules"
+    )
     assert result.returncode == 0, tail(result.stdout + result.stderr)
     rules = {line.split()[0] for line in result.stdout.splitlines() if line.strip() and not line[0].isspace()}
     assert {"infer", "train_model", "compute_worst_class_metrics"} <= rules, rules
@@ -399,7 +431,9 @@ def test_the_slurm_profiles_place_every_rule(tmp_path: Path) -> None:
         # A group job runs its jobs one after the other: each takes the group's one serial slot.
         assert profile["resources"] == {"serial": 1} and profile["set-resource-scopes"] == {"serial": "local"}, name
         assert profile["default-resources"]["serial"] == 1, name
-    gpu = {rule for rule, resources in user["set-resources"].items() if "gpu" in resources or "gpu" in str(resources.get("gres", ""))}
+    gpu = {
+        rule for rule, resources in user["set-resources"].items() if "gpu" in resources or "gpu" in str(resources.get("gres", ""))
+    }
     assert {"infer", "train_model"} <= gpu
     assert all(user["set-threads"][rule] == user["set-resources"][rule]["cpus_per_gpu"] for rule in gpu)
     # A rule runs locally, in a group job, or as SLURM jobs of its own with resources chosen for it.

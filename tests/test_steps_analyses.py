@@ -166,8 +166,12 @@ def test_image_features_of_image_files_use_their_original_size(tmp_path: Path) -
         Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8)).save(tmp_path / name)
     out = tmp_path / "features.csv"
     steps.image_features_step(
-        dataset_name="files", dataset_cfg={"source": "image_folder", "root": str(tmp_path)},
-        metadata_path=None, batch_size=2, features_path=out, threads=2,
+        dataset_name="files",
+        dataset_cfg={"source": "image_folder", "root": str(tmp_path)},
+        metadata_path=None,
+        batch_size=2,
+        features_path=out,
+        threads=2,
     )
     frame = steps.read_features(out).set_index("sample_id")
     assert "saturation" in frame.columns  # colour images
@@ -185,14 +189,26 @@ def test_subset_tests_match_the_library_and_skip_constant_features(tmp_path: Pat
     features = _features(tmp_path / "features.csv")
     outputs = _outputs(tmp_path, "subset_tests")
     steps.subset_tests_step(
-        logits_path=logits, label_view="original", view_labels_path=None, features_path=features,
-        options=SUBSET_OPTIONS, seed=3, caption="Subset tests.", rows_path=tmp_path / "all.csv", **outputs,
+        logits_path=logits,
+        label_view="original",
+        view_labels_path=None,
+        features_path=features,
+        options=SUBSET_OPTIONS,
+        seed=3,
+        caption="Subset tests.",
+        rows_path=tmp_path / "all.csv",
+        **outputs,
     )
     scores, labels = _logits(0, 2.0)
     frame = pd.read_csv(features).set_index("sample_id").loc[[f"s{i:04d}" for i in range(N)]].reset_index()
     expected = subset_performance_tests(
-        scores, labels, frame[["sample_id", "brightness", "group"]], metrics=SUBSET_OPTIONS["metrics"],
-        n_quantiles=3, n_resamples=49, seed=3,
+        scores,
+        labels,
+        frame[["sample_id", "brightness", "group"]],
+        metrics=SUBSET_OPTIONS["metrics"],
+        n_quantiles=3,
+        n_resamples=49,
+        seed=3,
     )
     rows = pd.read_csv(tmp_path / "all.csv", keep_default_na=False, na_values=[""])
     assert rows["feature"].unique().tolist() == ["brightness", "group"]  # height is constant
@@ -214,9 +230,15 @@ def test_subset_tests_under_a_label_view_use_its_samples(tmp_path: Path) -> None
     pd.DataFrame({"sample_id": [f"s{i:04d}" for i in range(N)], "label": view_labels}).to_csv(view, index=False)
     outputs = _outputs(tmp_path, "subset_tests")
     steps.subset_tests_step(
-        logits_path=logits, label_view="cleaned", view_labels_path=view, features_path=_features(tmp_path / "f.csv"),
+        logits_path=logits,
+        label_view="cleaned",
+        view_labels_path=view,
+        features_path=_features(tmp_path / "f.csv"),
         options=dict(SUBSET_OPTIONS, features=["group"], metrics=["accuracy", "auc_ovo"], auc_ovo_max_classes=C - 1),
-        seed=0, caption="c", rows_path=tmp_path / "all.csv", **outputs,
+        seed=0,
+        caption="c",
+        rows_path=tmp_path / "all.csv",
+        **outputs,
     )
     rows = pd.read_csv(tmp_path / "all.csv")
     assert rows.groupby("subset")["n"].first().sum() == N - N // 4  # the removed samples are left out
@@ -233,15 +255,29 @@ def test_subset_tests_name_unknown_features(tmp_path: Path) -> None:
     ]:
         with pytest.raises(InputError, match=field):
             steps.subset_tests_step(
-                logits_path=logits, label_view="original", view_labels_path=None, features_path=features,
-                options=options, seed=0, caption="c", rows_path=tmp_path / "all.csv", **_outputs(tmp_path, "t"),
+                logits_path=logits,
+                label_view="original",
+                view_labels_path=None,
+                features_path=features,
+                options=options,
+                seed=0,
+                caption="c",
+                rows_path=tmp_path / "all.csv",
+                **_outputs(tmp_path, "t"),
             )
     short = tmp_path / "short.csv"
     pd.read_csv(features).iloc[:10].to_csv(short, index=False)
     with pytest.raises(InputError, match="have no features"):
         steps.subset_tests_step(
-            logits_path=logits, label_view="original", view_labels_path=None, features_path=short,
-            options=SUBSET_OPTIONS, seed=0, caption="c", rows_path=tmp_path / "all.csv", **_outputs(tmp_path, "t"),
+            logits_path=logits,
+            label_view="original",
+            view_labels_path=None,
+            features_path=short,
+            options=SUBSET_OPTIONS,
+            seed=0,
+            caption="c",
+            rows_path=tmp_path / "all.csv",
+            **_outputs(tmp_path, "t"),
         )
 
 
@@ -257,9 +293,18 @@ def test_reference_reports_and_summary_match_the_library(tmp_path: Path) -> None
         }
         outputs = _outputs(tmp_path, f"reference_{model}")
         steps.reference_tests_step(
-            logits_paths=logits_paths, label_view="original", view_labels_path=None, reference="clean",
-            dataset="synthetic", model=model, thresholds={"accuracy": {"absolute": 0.6}}, n_bins=10,
-            min_bin_count=10, label_set="present", caption="Report.", **outputs,
+            logits_paths=logits_paths,
+            label_view="original",
+            view_labels_path=None,
+            reference="clean",
+            dataset="synthetic",
+            model=model,
+            thresholds={"accuracy": {"absolute": 0.6}},
+            n_bins=10,
+            min_bin_count=10,
+            label_set="present",
+            caption="Report.",
+            **outputs,
         )
         sets = {shift: _logits(seed, s) for shift, seed, s in (("clean", 0, signal), ("noise", 1, signal / 3))}
         report = reference_report(sets, dataset="synthetic", model=model, thresholds={"accuracy": {"absolute": 0.6}})
@@ -288,10 +333,22 @@ def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
     outputs = _outputs(tmp_path, "extrapolation")
     progress = io.StringIO()  # the rule passes its log file
     steps.extrapolation_step(
-        logits_path=logits, label_view="original", view_labels_path=None, k1=3, repetitions=2,
-        methods=["naive", "kde", "cleanex"], cleanex_steps=3, ties="random", device="cpu", seed=1,
-        title="t", caption="Extrapolation.", curves_path=tmp_path / "curves.csv",
-        figure_path=tmp_path / "figure.png", **outputs, progress=progress,
+        logits_path=logits,
+        label_view="original",
+        view_labels_path=None,
+        k1=3,
+        repetitions=2,
+        methods=["naive", "kde", "cleanex"],
+        cleanex_steps=3,
+        ties="random",
+        device="cpu",
+        seed=1,
+        title="t",
+        caption="Extrapolation.",
+        curves_path=tmp_path / "curves.csv",
+        figure_path=tmp_path / "figure.png",
+        **outputs,
+        progress=progress,
     )
     assert progress.getvalue().count("CleaneX fit: 100%") == 2  # one finished bar per repetition
     scores, labels = _logits(0, 1.5)
@@ -320,9 +377,21 @@ def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: P
     logits = _save(tmp_path / "clean.npz", 0, 1.5)
     with pytest.raises(InputError, match="analyses.extrapolation.k1"):
         steps.extrapolation_step(
-            logits_path=logits, label_view="original", view_labels_path=None, k1=C, repetitions=1,
-            methods=["naive"], cleanex_steps=1, ties="random", device="cpu", seed=0, title="t", caption="c",
-            curves_path=tmp_path / "curves.csv", figure_path=tmp_path / "f.png", **_outputs(tmp_path, "e"),
+            logits_path=logits,
+            label_view="original",
+            view_labels_path=None,
+            k1=C,
+            repetitions=1,
+            methods=["naive"],
+            cleanex_steps=1,
+            ties="random",
+            device="cpu",
+            seed=0,
+            title="t",
+            caption="c",
+            curves_path=tmp_path / "curves.csv",
+            figure_path=tmp_path / "f.png",
+            **_outputs(tmp_path, "e"),
         )
     assert not (tmp_path / "e.md").exists()
 
@@ -333,7 +402,12 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
     outputs = _outputs(tmp_path, "simulation")
     kwargs = dict(k2=12, sigma2=0.1, repetitions=2, methods=["naive", "kde"], cleanex_steps=1, device="cpu", seed=0)
     steps.simulation_step(
-        k1s=[4, 6], caption="Simulation.", json_path=tmp_path / "s.json", figure_path=tmp_path / "s.png", **kwargs, **outputs,
+        k1s=[4, 6],
+        caption="Simulation.",
+        json_path=tmp_path / "s.json",
+        figure_path=tmp_path / "s.png",
+        **kwargs,
+        **outputs,
         threads=2,
     )
     benchmark = run_simulation_benchmark(0, k1s=[4, 6], k2=12, repetitions=2, methods=("naive", "kde"))
@@ -346,7 +420,11 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
     assert "seconds" not in outputs["markdown_path"].read_text()  # tables hold no timings
     with pytest.raises(InputError, match="analyses.simulation.k1"):
         steps.simulation_step(
-            k1s=[12], caption="c", json_path=tmp_path / "x.json", figure_path=tmp_path / "x.png", **kwargs,
+            k1s=[12],
+            caption="c",
+            json_path=tmp_path / "x.json",
+            figure_path=tmp_path / "x.png",
+            **kwargs,
             **_outputs(tmp_path, "x"),
         )
 
@@ -364,14 +442,25 @@ def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_
     job = SimpleNamespace(
         input=SimpleNamespace(logits=str(logits), labels=[]),
         output=SimpleNamespace(
-            markdown=str(out["markdown_path"]), csv=str(out["csv_path"]), latex=str(out["latex_path"]),
-            curves=str(tmp_path / "curves.csv"), figure=str(tmp_path / "e.png"),
+            markdown=str(out["markdown_path"]),
+            csv=str(out["csv_path"]),
+            latex=str(out["latex_path"]),
+            curves=str(tmp_path / "curves.csv"),
+            figure=str(tmp_path / "e.png"),
         ),
         rule="evaluate_extrapolation",
-        params=Namedlist(fromdict=dict(
-            shift="clean", k1=3, repetitions=1, methods=["naive", "cleanex"], cleanex_steps=4, ties="random", device="cpu",
-            seed=0,
-        )),  # fmt: skip
+        params=Namedlist(
+            fromdict=dict(
+                shift="clean",
+                k1=3,
+                repetitions=1,
+                methods=["naive", "cleanex"],
+                cleanex_steps=4,
+                ties="random",
+                device="cpu",
+                seed=0,
+            )
+        ),  # fmt: skip
         wildcards=Namedlist(fromdict=dict(dataset="d", labels="original", model="m")),
         log=[str(tmp_path / "logs" / "evaluate_extrapolation.log")],
         threads=1,
@@ -382,13 +471,25 @@ def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_
     out = _outputs(tmp_path, "s")
     job = SimpleNamespace(
         output=SimpleNamespace(
-            markdown=str(out["markdown_path"]), csv=str(out["csv_path"]), latex=str(out["latex_path"]),
-            json=str(tmp_path / "s.json"), figure=str(tmp_path / "s.png"),
+            markdown=str(out["markdown_path"]),
+            csv=str(out["csv_path"]),
+            latex=str(out["latex_path"]),
+            json=str(tmp_path / "s.json"),
+            figure=str(tmp_path / "s.png"),
         ),
         rule="simulate_extrapolation",
-        params=Namedlist(fromdict=dict(
-            k1=[4], k2=8, sigma2=0.1, repetitions=1, methods=["cleanex"], cleanex_steps=4, device="cpu", seed=0,
-        )),  # fmt: skip
+        params=Namedlist(
+            fromdict=dict(
+                k1=[4],
+                k2=8,
+                sigma2=0.1,
+                repetitions=1,
+                methods=["cleanex"],
+                cleanex_steps=4,
+                device="cpu",
+                seed=0,
+            )
+        ),  # fmt: skip
         wildcards=Namedlist(),
         log=[str(tmp_path / "logs" / "simulate_extrapolation.log")],
         threads=1,

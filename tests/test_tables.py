@@ -31,7 +31,18 @@ def test_cells_are_zero_padded_percentages_with_class_names() -> None:
 
 def test_paper_rows_follow_table_1() -> None:
     assert tables.paper_rows([10, 100], 5, superclasses=True) == [
-        "A", "WCA", "WCP", "WSupCA", "WSupCR", "W10CR", "W100CR", "W2CA", "A@5", "WCA@5", "W10CR@5", "W100CR@5",
+        "A",
+        "WCA",
+        "WCP",
+        "WSupCA",
+        "WSupCR",
+        "W10CR",
+        "W100CR",
+        "W2CA",
+        "A@5",
+        "WCA@5",
+        "W10CR@5",
+        "W100CR@5",
     ]
     assert "WSupCA" not in tables.paper_rows([2], 3, superclasses=False)
 

@@ -16,9 +16,7 @@ from classwise.testsuites.classification import (
 )
 
 
-def _random_set(
-    seed: int, n: int, c: int, *, n_label_classes: int | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _random_set(seed: int, n: int, c: int, *, n_label_classes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Logits with signal, labels possibly drawn from only the first classes."""
     rng = np.random.default_rng(seed)
     k = c if n_label_classes is None else n_label_classes

@@ -128,16 +128,10 @@ def test_report_metrics_match_sklearn(seed: int) -> None:
         p = to_probabilities(logits)
         pred = logits.argmax(1)
         assert table.loc["macro_f1", col] == pytest.approx(skm.f1_score(y, pred, average="macro", zero_division=0))
-        assert table.loc["macro_precision", col] == pytest.approx(
-            skm.precision_score(y, pred, average="macro", zero_division=0)
-        )
-        assert table.loc["macro_recall", col] == pytest.approx(
-            skm.recall_score(y, pred, average="macro", zero_division=0)
-        )
+        assert table.loc["macro_precision", col] == pytest.approx(skm.precision_score(y, pred, average="macro", zero_division=0))
+        assert table.loc["macro_recall", col] == pytest.approx(skm.recall_score(y, pred, average="macro", zero_division=0))
         assert table.loc["accuracy", col] == pytest.approx(skm.accuracy_score(y, pred))
-        assert table.loc["auc_ovo", col] == pytest.approx(
-            skm.roc_auc_score(y, p, multi_class="ovo", labels=np.arange(5))
-        )
+        assert table.loc["auc_ovo", col] == pytest.approx(skm.roc_auc_score(y, p, multi_class="ovo", labels=np.arange(5)))
         assert table.loc["average_confidence", col] == pytest.approx(np.mean(1 - p.max(1)))
         assert table.loc["positive_prediction_rate", col] == pytest.approx(np.bincount(pred).max() / len(y))
     ref_curve = calibration_curve(to_probabilities(ref_logits).max(1), ref_logits.argmax(1) == ref_y)

@@ -342,10 +342,7 @@ def test_worst_pair_balanced_differs_from_pooled():
 def brute_wncr(st, n, k):
     valid = [c for c in range(st.n_classes) if st.support[c] > 0]
     hits = [int(np.count_nonzero((st.labels == c) & (st.true_class_rank < k))) for c in range(st.n_classes)]
-    best = min(
-        frac(sum(hits[c] for c in sub), sum(int(st.support[c]) for c in sub))
-        for sub in itertools.combinations(valid, n)
-    )
+    best = min(frac(sum(hits[c] for c in sub), sum(int(st.support[c]) for c in sub)) for sub in itertools.combinations(valid, n))
     return best, hits
 
 
@@ -400,8 +397,7 @@ def test_wncr_exact_brute_force_widely_unbalanced(seed):
     st = stats_from_counts(support, correct)
     for n in range(1, c + 1):
         best = min(
-            frac(sum(correct[i] for i in sub), sum(support[i] for i in sub))
-            for sub in itertools.combinations(range(c), n)
+            frac(sum(correct[i] for i in sub), sum(support[i] for i in sub)) for sub in itertools.combinations(range(c), n)
         )
         exact = wc.worst_n_class_recall_exact(st, n)
         assert exact.value == float(best), n

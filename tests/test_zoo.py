@@ -199,9 +199,7 @@ def test_timm_download_then_load_offline(server: LocalServer, tmp_path: Path, mo
     assert "model.safetensors" in str(info.value)
 
 
-def test_timm_hub_falls_back_to_pytorch_model_bin(
-    server: LocalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_timm_hub_falls_back_to_pytorch_model_bin(server: LocalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reference = _tiny_timm(1)
     data = _torch_bytes(reference.state_dict())
     _serve_on_hub(server, TINY_TIMM, "pytorch_model.bin", data, etag=False)  # no model.safetensors
@@ -362,9 +360,7 @@ def test_checkpoint_with_architecture(tmp_path: Path) -> None:
 def test_demo_checkpoint_loads_with_identity_normalisation(tmp_path: Path) -> None:
     net = build_model("cnn", n_classes=3, input_shape=(1, 8, 8), seed=0)
     path = tmp_path / "cnn.pt"
-    save_checkpoint(
-        path, net, architecture="cnn", n_classes=3, input_shape=(1, 8, 8), options={}, class_names="abc", extra={}
-    )
+    save_checkpoint(path, net, architecture="cnn", n_classes=3, input_shape=(1, 8, 8), options={}, class_names="abc", extra={})
     spec = parse_model_spec({"source": "train", "architecture": "cnn", "train_on": "digits", "epochs": 2})
     assert not needs_download(spec) and spec.options["epochs"] == 2
     model, config = load_model(spec, path)
@@ -499,9 +495,7 @@ def test_preprocessing_matches_timm_eval_transform(
         crop_mode=crop_mode,
     )
     reference = timm.data.create_transform(**timm_config, is_training=False)(image)
-    unnormalised = reference * torch.tensor(timm_config["std"]).view(3, 1, 1) + torch.tensor(timm_config["mean"]).view(
-        3, 1, 1
-    )
+    unnormalised = reference * torch.tensor(timm_config["std"]).view(3, 1, 1) + torch.tensor(timm_config["mean"]).view(3, 1, 1)
     ours = preprocess_image(image, DataConfig.from_timm(timm_config))
     assert ours.shape == input_size and ours.dtype == torch.float32
     torch.testing.assert_close(ours, unnormalised, atol=1e-5, rtol=0)
@@ -514,9 +508,7 @@ def test_preprocessing_matches_torchvision_weights_transforms() -> None:
     config = DataConfig.from_torchvision(transform)
     rng = np.random.default_rng(1)
     image = torch.from_numpy(rng.integers(0, 256, size=(3, 300, 260), dtype=np.uint8))
-    reference = transform(image) * torch.tensor(transform.std).view(3, 1, 1) + torch.tensor(transform.mean).view(
-        3, 1, 1
-    )
+    reference = transform(image) * torch.tensor(transform.std).view(3, 1, 1) + torch.tensor(transform.mean).view(3, 1, 1)
     torch.testing.assert_close(preprocess_image(image, config), reference, atol=1e-5, rtol=0)
     batch = preprocess_batch([image, image], config)
     assert batch.shape == (2, 3, 224, 224) and 0.0 <= batch.min() and batch.max() <= 1.0

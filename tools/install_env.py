@@ -171,8 +171,9 @@ def install(venv: Path, requirements: Sequence[str], installer: str = "auto") ->
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--venv", type=Path, default=Path(".venv"))
-    parser.add_argument("--installer", choices=("auto", "uv", "pip"), default="auto",
-                        help="auto: uv when it can be had, else pip (default)")
+    parser.add_argument(
+        "--installer", choices=("auto", "uv", "pip"), default="auto", help="auto: uv when it can be had, else pip (default)"
+    )
     parser.add_argument("requirements", nargs="+", help="what `pip install` would take, after --")
     args = parser.parse_args(argv)
     start = time.perf_counter()

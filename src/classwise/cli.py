@@ -26,9 +26,7 @@ def _metrics_command(args: argparse.Namespace) -> int:
     from classwise.superclasses import load_superclasses
 
     scores_file = load_scores(args.logits)
-    superclasses = (
-        load_superclasses(args.superclasses, scores_file.n_classes) if args.superclasses is not None else None
-    )
+    superclasses = load_superclasses(args.superclasses, scores_file.n_classes) if args.superclasses is not None else None
     evaluation = evaluate(
         scores_file.scores,
         scores_file.labels,
@@ -90,7 +88,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     metrics.add_argument("--gamma", type=gamma, default=0.005, help="probability floor of the generalized means (default 0.005)")
     metrics.add_argument("--bins", type=positive_int, default=10, help="equal-population bins for measured metrics (default 10)")
     metrics.add_argument("--k", type=positive_int, default=5, help="k of the top-k metrics (default 5)")
-    metrics.add_argument("--n", type=positive_int, nargs="+", default=[10, 100], help="n of W{n}CR (default 10 100; n >= C skipped)")
+    metrics.add_argument(
+        "--n", type=positive_int, nargs="+", default=[10, 100], help="n of W{n}CR (default 10 100; n >= C skipped)"
+    )
     metrics.add_argument("--out", help="output JSON (default: standard output)")
     metrics.add_argument(
         "--per-class",

@@ -41,9 +41,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         try:
             resolved = torch.device(device)
         except (RuntimeError, TypeError):
-            raise InputError(
-                f"unknown device {device!r}; use 'auto', 'cpu' or 'cuda[:N]'", field="device"
-            ) from None
+            raise InputError(f"unknown device {device!r}; use 'auto', 'cpu' or 'cuda[:N]'", field="device") from None
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise InputError(f"device {device!r} requested but CUDA is not available", field="device")
     return resolved
@@ -61,17 +59,13 @@ def _on_device(model: nn.Module, device: torch.device) -> bool:
     return True
 
 
-def _pgd_start(
-    sample_ids: np.ndarray, shape: tuple[int, ...], shift: ShiftSpec, base_seed: int
-) -> torch.Tensor:
+def _pgd_start(sample_ids: np.ndarray, shape: tuple[int, ...], shift: ShiftSpec, base_seed: int) -> torch.Tensor:
     """Each sample's random start, drawn on the CPU from its own seeded generator."""
     deltas = []
     for sid in sample_ids:
         generator = torch.Generator(device="cpu").manual_seed(sample_seed(base_seed, shift.name, str(sid)))
         deltas.append(
-            random_start_delta(
-                (1, *shape), norm=shift.params["norm"], eps=float(shift.params["eps"]), generator=generator
-            )
+            random_start_delta((1, *shape), norm=shift.params["norm"], eps=float(shift.params["eps"]), generator=generator)
         )
     return torch.cat(deltas, dim=0)
 
@@ -189,9 +183,7 @@ def _iterate(
     if not outputs:
         if want_logits:
             with torch.inference_mode():
-                n_out = model(
-                    torch.zeros((1, *images.input_shape), device=next(model.parameters()).device)
-                ).shape[1]
+                n_out = model(torch.zeros((1, *images.input_shape), device=next(model.parameters()).device)).shape[1]
             return np.zeros((0, n_out), dtype=np.float32)
         return np.zeros((0, *images.input_shape), dtype=np.float32)
     return np.concatenate(outputs, axis=0).astype(np.float32, copy=False)

@@ -68,9 +68,7 @@ def sample_id_positions(
     absent = positions < 0
     problems = []
     if absent.any():
-        problems.append(
-            missing.format(count=int(absent.sum()), total=want.size) + f", e.g. {_examples(want[absent])}"
-        )
+        problems.append(missing.format(count=int(absent.sum()), total=want.size) + f", e.g. {_examples(want[absent])}")
     if exact:
         surplus = pd.Index(want).get_indexer(have) < 0
         if surplus.any():

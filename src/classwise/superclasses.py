@@ -59,9 +59,7 @@ RESTRICTED_IMAGENET_RANGES: dict[str, tuple[int, int]] = {
 
 #: Named superclass sets a config may give instead of a mapping.
 NAMED_SUPERCLASSES: dict[str, dict[str, list[int]]] = {
-    "restricted_imagenet": {
-        name: list(range(first, last + 1)) for name, (first, last) in RESTRICTED_IMAGENET_RANGES.items()
-    },
+    "restricted_imagenet": {name: list(range(first, last + 1)) for name, (first, last) in RESTRICTED_IMAGENET_RANGES.items()},
 }
 
 
@@ -71,6 +69,8 @@ def resolve_superclasses(value: Any) -> dict[str, list[int]]:
         return {}
     if isinstance(value, str):
         if value not in NAMED_SUPERCLASSES:
-            raise InputError(f"unknown superclass set {value!r}; expected one of {sorted(NAMED_SUPERCLASSES)}", field="superclasses")
+            raise InputError(
+                f"unknown superclass set {value!r}; expected one of {sorted(NAMED_SUPERCLASSES)}", field="superclasses"
+            )
         return NAMED_SUPERCLASSES[value]
     return {str(name): list(members) for name, members in dict(value).items()}

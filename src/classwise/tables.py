@@ -112,7 +112,16 @@ def to_markdown(frame: pd.DataFrame, *, caption: str | None = None) -> str:
 
 
 def _latex_escape(text: str) -> str:
-    for char, replacement in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+    for char, replacement in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("_", r"\_"),
+        ("#", r"\#"),
+        ("$", r"\$"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+    ):
         text = text.replace(char, replacement)
     return text
 

@@ -87,9 +87,7 @@ def check_score_matrix(
     return arr
 
 
-def check_labels(
-    labels: object, n_samples: int, n_classes: int, *, field: str = "labels", path: PathLike = None
-) -> np.ndarray:
+def check_labels(labels: object, n_samples: int, n_classes: int, *, field: str = "labels", path: PathLike = None) -> np.ndarray:
     """``labels`` as an int64 ``(n_samples,)`` array of class indices in ``[0, n_classes)``
     (no copy when it already is one), else :class:`InputError` naming the first bad row."""
     arr = labels if isinstance(labels, np.ndarray) else np.asarray(labels)
@@ -126,9 +124,7 @@ def check_finite_rows(scores: np.ndarray, *, field: str, path: PathLike = None, 
         raise InputError(f"NaN or infinite values in rows {rows_message(bad)}", path=path, field=field)
 
 
-def check_probabilities(
-    probs: np.ndarray, *, field: str = "probs", path: PathLike = None, row_offset: int = 0
-) -> None:
+def check_probabilities(probs: np.ndarray, *, field: str = "probs", path: PathLike = None, row_offset: int = 0) -> None:
     """Raise :class:`InputError` unless every row of ``probs`` is finite, lies in
     ``[0, 1 + PROB_ROW_TOLERANCE]`` and sums to 1 within :data:`PROB_ROW_TOLERANCE`.
 

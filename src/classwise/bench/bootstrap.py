@@ -126,7 +126,9 @@ def run(n: int, c: int, replicates: int, workers: int, repeats: int) -> dict[str
                 start = time.perf_counter()
                 cli.main(argv)
                 results["cli_metrics_bootstrap_s"] = time.perf_counter() - start
-            print(f"{'CLI':>14s}: {results['cli_metrics_bootstrap_s']:6.2f} s (classwise metrics --bootstrap, file read included)")
+            print(
+                f"{'CLI':>14s}: {results['cli_metrics_bootstrap_s']:6.2f} s (classwise metrics --bootstrap, file read included)"
+            )
         del logits
     results["machine"]["load_average_at_end"] = list(os.getloadavg())
     return results

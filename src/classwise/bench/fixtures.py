@@ -36,9 +36,7 @@ IMAGENET_WNIDS: tuple[str, ...] = ("n01440764", "n01443537", "n01484850")
 """The first three ImageNet-1k wnids (class indices 0, 1, 2)."""
 
 
-def imagenet_val_fixture(
-    root: str | Path, *, wnids: Sequence[str] = IMAGENET_WNIDS, per_class: int = 2, seed: int = 0
-) -> Path:
+def imagenet_val_fixture(root: str | Path, *, wnids: Sequence[str] = IMAGENET_WNIDS, per_class: int = 2, seed: int = 0) -> Path:
     """An ImageNet validation directory in the ImageFolder layout, ``root/val/<wnid>/*.JPEG``.
 
     Files are named ``ILSVRC2012_val_<k>.JPEG`` with ``k`` = 1, 2, ... in class order; class

@@ -101,17 +101,11 @@ def bench_model(
     for norm in norms:
         params = ATTACKS[norm]
 
-        def ours(
-            norm: str = norm, eps: float = params["eps"], alpha: float = params["alpha"]
-        ) -> torch.Tensor:
-            return pgd_attack(
-                model, images, labels, norm=norm, eps=eps, alpha=alpha, steps=STEPS, random_start=False
-            )
+        def ours(norm: str = norm, eps: float = params["eps"], alpha: float = params["alpha"]) -> torch.Tensor:
+            return pgd_attack(model, images, labels, norm=norm, eps=eps, alpha=alpha, steps=STEPS, random_start=False)
 
         reference_cls = torchattacks.PGD if norm == "linf" else torchattacks.PGDL2
-        theirs = reference_cls(
-            model, eps=params["eps"], alpha=params["alpha"], steps=STEPS, random_start=False
-        )
+        theirs = reference_cls(model, eps=params["eps"], alpha=params["alpha"], steps=STEPS, random_start=False)
 
         ours(), theirs(images, labels)  # warm-up (allocator, cuDNN autotuning, lazy imports)
         times: dict[str, list[float]] = {"classwise": [], "torchattacks": []}
@@ -141,9 +135,7 @@ def bench_model(
                 "speed_ratio_classwise_over_torchattacks": best["torchattacks"] / best["classwise"],
                 "speed_ratio_median": median["torchattacks"] / median["classwise"],
                 "adversarial_accuracy": accuracy,
-                "max_abs_pixel_difference": float(
-                    (outputs["classwise"] - outputs["torchattacks"]).abs().max()
-                ),
+                "max_abs_pixel_difference": float((outputs["classwise"] - outputs["torchattacks"]).abs().max()),
             }
         )
     return rows
@@ -183,9 +175,7 @@ def run(
         except ImportError as exc:
             results["skipped"][name] = f"{exc.name or exc} is not installed"
             continue
-        results["rows"] += bench_model(
-            name, model, shape, batch_size=sizes[name], repeats=repeats, device=target
-        )
+        results["rows"] += bench_model(name, model, shape, batch_size=sizes[name], repeats=repeats, device=target)
     return results
 
 
@@ -209,9 +199,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for item in args.batch_size:
         name, _, value = item.partition("=")
         if name not in MODELS or not value.isdigit() or int(value) < 1:
-            parser.error(
-                f"--batch-size expects MODEL=N with MODEL in {list(MODELS)} and N >= 1, got {item!r}"
-            )
+            parser.error(f"--batch-size expects MODEL=N with MODEL in {list(MODELS)} and N >= 1, got {item!r}")
         sizes[name] = int(value)
     results = run(device=args.device, repeats=args.repeats, models=args.models, batch_sizes=sizes)
     write_json(args.out, results)

@@ -227,9 +227,7 @@ def _interleaved(
     return times, outputs
 
 
-def _row(
-    name: str, n_images: int, times: dict[str, list[list[float]]], max_diff: float, **extra: Any
-) -> dict[str, Any]:
+def _row(name: str, n_images: int, times: dict[str, list[list[float]]], max_diff: float, **extra: Any) -> dict[str, Any]:
     """Throughput of both sides from per-unit times (see :func:`_interleaved`): ``best`` sums each
     unit's fastest round (the estimate least affected by other processes; it decides the goal),
     ``median`` each unit's median round, ``total`` is every round of every unit."""
@@ -318,13 +316,9 @@ def bench_throughput(
         with torch.inference_mode():
             return bare_net(normalised[starts[k] : starts[k] + batch_size].to(target)).float().cpu().numpy()
 
-    times, outputs = _interleaved(
-        {"pipeline": pipeline_decoded, "bare_timm": bare_decoded}, len(batches), repeats, target
-    )
+    times, outputs = _interleaved({"pipeline": pipeline_decoded, "bare_timm": bare_decoded}, len(batches), repeats, target)
     diff = float(np.abs(np.concatenate(outputs["pipeline"]) - np.concatenate(outputs["bare_timm"])).max())
-    rows = [
-        _row("decoded", n_images, times, diff, **common, inputs="decoded and preprocessed in memory", decides_goal=True)
-    ]
+    rows = [_row("decoded", n_images, times, diff, **common, inputs="decoded and preprocessed in memory", decides_goal=True)]
 
     # from_files: decoding, preprocessing and the model load included on both sides
     logits_path = tmp / "pipeline_logits.npz"
@@ -360,7 +354,11 @@ def bench_throughput(
     diff = float(np.abs(np.asarray(ours.scores) - theirs[order]).max())
     rows.append(
         _row(
-            "from_files", n_images, times, diff, **common,
+            "from_files",
+            n_images,
+            times,
+            diff,
+            **common,
             inputs=f"JPEG files decoded in each run (pipeline: {threads} decode threads; bare: DataLoader, "
             "num_workers=0); model load and, for the pipeline, the logits file included",
             decides_goal=False,
@@ -428,9 +426,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/bench/pipeline.json"))
     parser.add_argument("--repo", type=Path, default=REPO, help="the checkout whose Snakefile is dry-run")
-    parser.add_argument(
-        "--configs", type=Path, nargs="+", help="configs to dry-run (default: config/*.yaml but the demo's)"
-    )
+    parser.add_argument("--configs", type=Path, nargs="+", help="configs to dry-run (default: config/*.yaml but the demo's)")
     parser.add_argument("--dry-run-repeats", type=int, default=3)
     parser.add_argument("--images-per-class", type=int, default=16, help=f"{N_CLASSES} classes")
     parser.add_argument("--batch-size", type=int, default=32)

@@ -114,13 +114,9 @@ class ResizeCenterCrop:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"expected an integer >= 1, got {value!r}", field=name)
         if self.resize_size < self.crop_size:
-            raise InputError(
-                f"resize_size {self.resize_size} must be >= crop_size {self.crop_size}", field="resize_size"
-            )
+            raise InputError(f"resize_size {self.resize_size} must be >= crop_size {self.crop_size}", field="resize_size")
         if self.interpolation not in _INTERPOLATIONS:
-            raise InputError(
-                f"expected one of {sorted(_INTERPOLATIONS)}, got {self.interpolation!r}", field="interpolation"
-            )
+            raise InputError(f"expected one of {sorted(_INTERPOLATIONS)}, got {self.interpolation!r}", field="interpolation")
 
     @classmethod
     def from_crop_pct(cls, crop_size: int, crop_pct: float, interpolation: str = "bilinear") -> ResizeCenterCrop:
@@ -185,8 +181,7 @@ class ImageFileDataset:
         n = files.shape[0]
         if files.ndim != 1 or labels.shape != (n,) or sample_ids.shape != (n,):
             raise InputError(
-                f"files {files.shape}, labels {labels.shape} and sample_ids {sample_ids.shape} "
-                "must have one entry per image",
+                f"files {files.shape}, labels {labels.shape} and sample_ids {sample_ids.shape} must have one entry per image",
                 path=self.root,
                 field="labels",
             )
@@ -201,9 +196,7 @@ class ImageFileDataset:
         if len(np.unique(sample_ids)) != n:
             raise InputError("sample ids must be unique", path=self.root, field="sample_ids")
         if self.on_bad_image not in ("error", "skip"):
-            raise InputError(
-                f"expected 'error' or 'skip', got {self.on_bad_image!r}", path=self.root, field="on_bad_image"
-            )
+            raise InputError(f"expected 'error' or 'skip', got {self.on_bad_image!r}", path=self.root, field="on_bad_image")
         object.__setattr__(self, "root", Path(self.root))
         object.__setattr__(self, "files", files)
         object.__setattr__(self, "labels", labels)
@@ -271,9 +264,7 @@ class ImageFileDataset:
         log.warning("%s: skipping unreadable image (%s)", path, reason)
         self.skipped.append(SkippedImage(str(self.sample_ids[index]), str(path), reason))
 
-    def iter_batches(
-        self, batch_size: int, transform: Transform = to_array, *, workers: int = 1
-    ) -> Iterator[ImageSet]:
+    def iter_batches(self, batch_size: int, transform: Transform = to_array, *, workers: int = 1) -> Iterator[ImageSet]:
         """Consecutive :class:`ImageSet` batches of up to ``batch_size`` images, in dataset order.
 
         Batch ``b`` covers positions ``[b * batch_size, (b + 1) * batch_size)`` less any skipped
@@ -415,9 +406,7 @@ def _scan(
         files.extend(found)
         labels.extend([label_of[folder]] * len(found))
     if empty:
-        raise InputError(
-            f"class folders without images ({', '.join(extensions)}): {empty[:10]}", path=root, field="classes"
-        )
+        raise InputError(f"class folders without images ({', '.join(extensions)}): {empty[:10]}", path=root, field="classes")
     return files, labels
 
 
@@ -554,9 +543,7 @@ def _detect_layout(root: Path) -> tuple[Path, str]:
             return base, "imagefolder"
         if has_flat_files:
             return base, "flat"
-    raise InputError(
-        "found neither wnid folders (val/<wnid>/*.JPEG) nor ILSVRC2012_val_*.JPEG files", path=root, field="root"
-    )
+    raise InputError("found neither wnid folders (val/<wnid>/*.JPEG) nor ILSVRC2012_val_*.JPEG files", path=root, field="root")
 
 
 def imagenet_val(
@@ -641,4 +628,3 @@ def imagenet_val(
         class_ids=tuple(classes),
         on_bad_image=on_bad_image,
     )
-

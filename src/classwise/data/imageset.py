@@ -32,14 +32,11 @@ class ImageSet:
         sample_ids = np.asarray(self.sample_ids).astype(str)
         class_names = tuple(str(name) for name in self.class_names)
         if images.ndim != 4:
-            raise InputError(
-                f"expected images of shape (N, C, H, W), got shape {images.shape}", field="images"
-            )
+            raise InputError(f"expected images of shape (N, C, H, W), got shape {images.shape}", field="images")
         n = images.shape[0]
         if labels.shape != (n,) or sample_ids.shape != (n,):
             raise InputError(
-                f"images ({n} rows), labels {labels.shape} and sample_ids {sample_ids.shape} "
-                "must have one entry per image",
+                f"images ({n} rows), labels {labels.shape} and sample_ids {sample_ids.shape} must have one entry per image",
                 field="labels",
             )
         if labels.size and not np.issubdtype(labels.dtype, np.integer):

@@ -207,9 +207,7 @@ def prepare_torchvision_dataset(
         for archive in _archives_for(name, split):
             chosen = {**{"url": archive.url, "sha256": archive.sha256}, **(overrides or {}).get(Path(archive.relpath).name, {})}
             sha = check_sha256(chosen["sha256"], field=f"{Path(archive.relpath).name}.sha256")
-            download(
-                chosen["url"], root / archive.relpath, sha256=sha, retries=retries, backoff=backoff, timeout=timeout
-            )
+            download(chosen["url"], root / archive.relpath, sha256=sha, retries=retries, backoff=backoff, timeout=timeout)
             records.append({"file": archive.relpath, "url": chosen["url"], "sha256": sha})
         _construct(name, root, split, download_=True)  # finds the verified archive, only extracts
     manifest = root / f"{name}.prepared.json"
@@ -279,9 +277,7 @@ def load_gtsrb_split(root: str | Path, split: Split, *, image_size: int = 32, wo
 
 
 def _cifar10c_complete(directory: Path) -> bool:
-    return (directory / "labels.npy").is_file() and all(
-        (directory / f"{c}.npy").is_file() for c in CIFAR10C_CORRUPTIONS
-    )
+    return (directory / "labels.npy").is_file() and all((directory / f"{c}.npy").is_file() for c in CIFAR10C_CORRUPTIONS)
 
 
 def prepare_cifar10c(
@@ -339,9 +335,7 @@ def prepare_cifar10c(
     return target
 
 
-def load_cifar10c(
-    root: str | Path, corruption: str, severity: int, *, per_severity: int = CIFAR10C_PER_SEVERITY
-) -> ImageSet:
+def load_cifar10c(root: str | Path, corruption: str, severity: int, *, per_severity: int = CIFAR10C_PER_SEVERITY) -> ImageSet:
     """The 10,000 CIFAR-10 test images under ``corruption`` at ``severity`` (1-5); never downloads.
 
     ``root`` holds ``CIFAR-10-C/`` (or is it). Rows ``(severity - 1) * per_severity`` up to
@@ -377,4 +371,3 @@ def load_cifar10c(
     ids = np.char.add("cifar10-test-", np.char.zfill(np.arange(len(labels)).astype(str), 5))
     names = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
     return ImageSet(images=images, labels=labels, sample_ids=ids, class_names=names)
-

@@ -50,9 +50,7 @@ def extrapolate_command(args: argparse.Namespace) -> int:
 
     scores_file = load_scores(args.scores)
     try:
-        curve = extrapolate(
-            scores_file.scores, scores_file.labels, args.k_max, args.method, seed=args.seed, progress=sys.stderr
-        )
+        curve = extrapolate(scores_file.scores, scores_file.labels, args.k_max, args.method, seed=args.seed, progress=sys.stderr)
     except InputError as exc:
         raise InputError(str(exc), path=args.scores) from exc  # the message already names the field
     if not np.isfinite(curve).all():

@@ -378,7 +378,5 @@ def extrapolate(
     if method == "regression":
         return regression_curve(scores, labels, k_max, ties=ties, seed=seed)
     if method == "cleanex":
-        return cleanex_curve(
-            scores, labels, k_max, seed=seed, steps=cleanex_steps, ties=ties, device=device, progress=progress
-        )
+        return cleanex_curve(scores, labels, k_max, seed=seed, steps=cleanex_steps, ties=ties, device=device, progress=progress)
     raise InputError(f"expected one of {list(METHODS)}, got {method!r}", field="method")

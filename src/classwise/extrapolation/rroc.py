@@ -131,9 +131,7 @@ def row_blocks(n_rows: int, n_cols: int, block_elements: int = _BLOCK_ELEMENTS) 
     return [slice(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
-def subsample_classes(
-    scores: np.ndarray, labels: np.ndarray, classes: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def subsample_classes(scores: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Scores and labels restricted to ``classes`` (rows of those classes, their columns), relabelled ``0..k1-1``."""
     classes = np.sort(np.asarray(classes))
     rows = np.isin(labels, classes)

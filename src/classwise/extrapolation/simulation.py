@@ -152,8 +152,14 @@ def evaluate_methods(
         for method in methods:
             start = time.perf_counter()
             curve = extrapolate(
-                sub_scores, sub_labels, int(k_max), method,
-                seed=int(seed) * 1000 + rep, ties=ties, cleanex_steps=cleanex_steps, device=device,
+                sub_scores,
+                sub_labels,
+                int(k_max),
+                method,
+                seed=int(seed) * 1000 + rep,
+                ties=ties,
+                cleanex_steps=cleanex_steps,
+                device=device,
                 progress=progress,
             )
             predicted[method][rep] = curve
@@ -209,8 +215,16 @@ def run_simulation_benchmark(
     scores, labels = simulate_scores(seed, n_classes=k2, sigma2=sigma2)
     evaluations = {
         int(k1): evaluate_methods(
-            scores, labels, int(k1), k2, repetitions, seed + int(k1),
-            methods=methods, cleanex_steps=cleanex_steps, device=device, progress=progress,
+            scores,
+            labels,
+            int(k1),
+            k2,
+            repetitions,
+            seed + int(k1),
+            methods=methods,
+            cleanex_steps=cleanex_steps,
+            device=device,
+            progress=progress,
         )
         for k1 in k1s
     }

@@ -79,9 +79,7 @@ def _round_preserving_row_totals(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-def confident_joint(
-    labels: np.ndarray, pred_probs: np.ndarray, *, calibrate: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
+def confident_joint(labels: np.ndarray, pred_probs: np.ndarray, *, calibrate: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``(C, off_diagonal)``: the (calibrated) confident joint ``C[given, true]`` (int64 ``(K, K)``)
     and the indices of the confident samples whose guessed true class differs from their label."""
     labels, probs = _check_inputs(labels, pred_probs)

@@ -289,9 +289,7 @@ def aligned_imagenet_labels(votes: MturkVotes, filepaths: list[str], original: n
     """
     original = np.asarray(original, dtype=np.int64)
     if len(filepaths) != original.shape[0]:
-        raise InputError(
-            f"{len(filepaths)} file paths but {original.shape[0]} original labels", field="index_to_filepath"
-        )
+        raise InputError(f"{len(filepaths)} file paths but {original.shape[0]} original labels", field="index_to_filepath")
     if filepaths != sorted(filepaths):
         raise InputError("file paths are not in sorted ImageFolder order", field="index_to_filepath")
     parts = [PurePosixPath(p) for p in filepaths]
@@ -335,7 +333,9 @@ def cifar10_cleaned_labels(votes: MturkVotes, original: np.ndarray) -> np.ndarra
     named = np.array([f"{i}.png" for i in votes.ids.tolist()])
     if not np.array_equal(named, votes.files):
         i = int(np.flatnonzero(named != votes.files)[0])
-        raise InputError(f"entry id {votes.ids[i]} names file {votes.files[i]}, expected {named[i]}", path=votes.path, field="url")
+        raise InputError(
+            f"entry id {votes.ids[i]} names file {votes.files[i]}, expected {named[i]}", path=votes.path, field="url"
+        )
     _check_given_labels(original, votes.ids, votes, what="id as test index")
     return apply_vote_rule(original, votes.ids, votes)
 

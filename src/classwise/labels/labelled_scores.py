@@ -61,7 +61,9 @@ def apply_label_view(
     invalid = (view_labels < REMOVED) | (view_labels >= scores_file.n_classes)
     if invalid.any():
         rows = np.flatnonzero(invalid)[:10].tolist()
-        raise InputError(f"labels must be -1 (removed) or in [0, {scores_file.n_classes}); rows {rows}", path=source, field="labels")
+        raise InputError(
+            f"labels must be -1 (removed) or in [0, {scores_file.n_classes}); rows {rows}", path=source, field="labels"
+        )
     keep = view_labels != REMOVED
     return LabelledScores(
         scores_file.scores[keep],

@@ -123,9 +123,7 @@ def build_view(
         index_path = directory / IMAGENET_FILES["index_to_filepath"]
         paths = read_index_to_filepath(index_path)
         if len(paths) != labels.size:
-            raise InputError(
-                f"lists {len(paths)} images, the {variant} view has {labels.size} labels", path=index_path
-            )
+            raise InputError(f"lists {len(paths)} images, the {variant} view has {labels.size} labels", path=index_path)
         ids = np.array([p[len("val/") :] if p.startswith("val/") else p for p in paths])
         return ids, labels
     if kind == "cifar10_cleaned":

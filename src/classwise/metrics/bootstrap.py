@@ -359,9 +359,7 @@ def _replicates(
     if model.pairs is not None:
         pairs = _stack(blocks, "pairs")
         out["W2CA"] = MetricReplicates(pairs["pooled"], [tuple(int(x) for x in p) for p in pairs["pooled_pairs"]])
-        out["W2CA_balanced"] = MetricReplicates(
-            pairs["balanced"], [tuple(int(x) for x in p) for p in pairs["balanced_pairs"]]
-        )
+        out["W2CA_balanced"] = MetricReplicates(pairs["balanced"], [tuple(int(x) for x in p) for p in pairs["balanced_pairs"]])
     out[f"A@{k}"] = MetricReplicates(np.divide(hitsk.sum(axis=1), n, dtype=np.float64))
     value, where = wc.worst_of_rows(hitsk / support)
     out[f"WCA@{k}"] = MetricReplicates(value, _classes(valid, where))
@@ -369,19 +367,14 @@ def _replicates(
         out[f"W{m}CR@{k}"] = MetricReplicates(wc.worst_n_pooled_rows(hitsk, support, m)[0])
 
     term_sums, zeros = _stack(blocks, "term_sums"), _stack(blocks, "zeros")
-    reported = [
-        nelson.generalized_mean_from_sums(term_sums[:, i], zeros, n, rho, model.shifts[i])
-        for i, rho in enumerate(_RHOS)
-    ]
+    reported = [nelson.generalized_mean_from_sums(term_sums[:, i], zeros, n, rho, model.shifts[i]) for i, rho in enumerate(_RHOS)]
     n_correct, n_all = _stack(blocks, "n_correct_bins"), _stack(blocks, "n_all_bins")
     measured = np.empty((b, 3))
     slope = np.empty(b)
     for r in range(b):
         metrics, _ = nelson.measured_from_counts(n_correct[r], n_all[r], model.gamma)
         measured[r] = (metrics.decisiveness, metrics.geometric_accuracy, metrics.robustness)
-        slope[r] = nelson.calibration_slope(
-            nelson.NelsonMetrics(reported[0][r], reported[1][r], reported[2][r]), metrics
-        )
+        slope[r] = nelson.calibration_slope(nelson.NelsonMetrics(reported[0][r], reported[1][r], reported[2][r]), metrics)
     for i, name in enumerate(NELSON_REPORTED):
         out[name] = MetricReplicates(np.asarray(reported[i], dtype=np.float64))
     for i, name in enumerate(NELSON_MEASURED):
@@ -411,8 +404,7 @@ class BootstrapSummary:
         out: dict[str, Any] = {"ci": [_finite(self.ci[0]), _finite(self.ci[1])]}
         if self.worst_probability is not None:
             out["worst_probability"] = [
-                {"classes": [_plain(x) for x in classes], "probability": share}
-                for classes, share in self.worst_probability
+                {"classes": [_plain(x) for x in classes], "probability": share} for classes, share in self.worst_probability
             ]
         if self.ci_bound is not None:
             out["ci_bound"] = [_finite(self.ci_bound[0]), _finite(self.ci_bound[1])]
@@ -442,9 +434,7 @@ def _sort_key(classes: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple((0, x) if isinstance(x, (int, np.integer)) else (1, str(x)) for x in classes)
 
 
-def minimum_bounds(
-    stats: ClassificationStats, *, k: int, ns: Sequence[int], confidence: float
-) -> dict[str, tuple[float, float]]:
+def minimum_bounds(stats: ClassificationStats, *, k: int, ns: Sequence[int], confidence: float) -> dict[str, tuple[float, float]]:
     """:func:`classwise.metrics.intervals.minimum_bound` of the recall-type minima: WCA,
     WCA@k, W{n}CR (and _exact, @k: the bound is for the exact minimum over n-subsets, which
     the heuristic equals on class-balanced test sets) and W2CA (items: pairs of classes,

@@ -98,9 +98,7 @@ def align(first: ScoresFile, second: ScoresFile) -> ScoresFile:
     """
     where = second.path
     if second.n_classes != first.n_classes:
-        raise InputError(
-            f"has {second.n_classes} classes but {first.path} has {first.n_classes}", path=where, field=second.kind
-        )
+        raise InputError(f"has {second.n_classes} classes but {first.path} has {first.n_classes}", path=where, field=second.kind)
     order = sample_id_positions(
         first.sample_ids,
         second.sample_ids,

@@ -189,9 +189,7 @@ def simulate(
     return out
 
 
-def run(
-    classes: list[int], *, per_class: int, repetitions: int, replicates: int, confidence: float, seed: int
-) -> dict[str, Any]:
+def run(classes: list[int], *, per_class: int, repetitions: int, replicates: int, confidence: float, seed: int) -> dict[str, Any]:
     start = time.perf_counter()
     settings = [
         simulate(c, per_class=per_class, repetitions=repetitions, replicates=replicates, confidence=confidence, seed=seed)

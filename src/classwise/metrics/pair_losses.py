@@ -240,9 +240,7 @@ class PairLosses:
             if self.equal_supports:
                 reach = ub >= pooled.num[None, :]
             else:
-                reach = _reached(
-                    pooled, balanced, ub, ub, self.group_den_min[groups, None], self.group_n_min[groups, None]
-                )
+                reach = _reached(pooled, balanced, ub, ub, self.group_den_min[groups, None], self.group_n_min[groups, None])
             opened = groups[reach.any(axis=1)]
             open_group[opened] = False
             # Level 2: the pairs of opened groups, with their own classes' top sums: from a

@@ -148,9 +148,7 @@ def compute_stats(
         if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)):
             raise InputError(f"expected an integer, got {n_classes!r}", field="n_classes")
         if int(n_classes) != c:
-            raise InputError(
-                f"scores have {c} columns but n_classes={int(n_classes)}", field="n_classes"
-            )
+            raise InputError(f"scores have {c} columns but n_classes={int(n_classes)}", field="n_classes")
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
         raise InputError(f"expected a positive integer, got {chunk_rows!r}", field="chunk_rows")
     y_all = check_labels(labels, n_samples, c)

@@ -164,9 +164,7 @@ def worst_n_pooled_exact_rows(hits: np.ndarray, support: np.ndarray, n: int) -> 
     return value.reshape(hits.shape[:-1]), chosen.reshape(hits.shape)
 
 
-def pair_values(
-    wins_ab: np.ndarray, wins_ba: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, *, balanced: bool
-) -> np.ndarray:
+def pair_values(wins_ab: np.ndarray, wins_ba: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, *, balanced: bool) -> np.ndarray:
     """Restricted-argmax accuracy of pairs ``{a, b}`` from integer wins and supports
     (broadcast): pooled ``(W_ab + W_ba) / (n_a + n_b)`` or balanced
     ``(W_ab n_b + W_ba n_a) / (2 n_a n_b)``, each one correctly rounded division."""
@@ -280,9 +278,7 @@ def worst_class_precision(stats: ClassificationStats) -> MetricResult:
 # ------------------------------------------------------------------------- superclasses
 
 
-def _validate_superclasses(
-    superclasses: Mapping[Any, Sequence[int]], n_classes: int
-) -> list[tuple[Any, np.ndarray]]:
+def _validate_superclasses(superclasses: Mapping[Any, Sequence[int]], n_classes: int) -> list[tuple[Any, np.ndarray]]:
     if not isinstance(superclasses, Mapping):
         raise InputError(
             f"expected a mapping from superclass name to class indices, got {type(superclasses).__name__}",
@@ -308,8 +304,7 @@ def _validate_superclasses(
         bad = idx[(idx < 0) | (idx >= n_classes)]
         if bad.size:
             raise InputError(
-                f"superclass {name!r}: class index {int(bad[0])} is out of range "
-                f"(expected 0 <= index < {n_classes})",
+                f"superclass {name!r}: class index {int(bad[0])} is out of range (expected 0 <= index < {n_classes})",
                 field="superclasses",
             )
         uniq = np.unique(idx)
@@ -359,8 +354,7 @@ def worst_superclass_accuracy(
     arr = np.asarray(scores)
     if arr.shape != (stats.n_samples, stats.n_classes):
         raise InputError(
-            f"expected shape {(stats.n_samples, stats.n_classes)} (the array the stats were "
-            f"computed from), got {arr.shape}",
+            f"expected shape {(stats.n_samples, stats.n_classes)} (the array the stats were computed from), got {arr.shape}",
             field="scores",
         )
     groups = _validate_superclasses(superclasses, stats.n_classes)
@@ -395,9 +389,7 @@ def superclass_sample_hits(
     return out
 
 
-def worst_superclass_recall(
-    stats: ClassificationStats, superclasses: Mapping[Any, Sequence[int]]
-) -> MetricResult:
+def worst_superclass_recall(stats: ClassificationStats, superclasses: Mapping[Any, Sequence[int]]) -> MetricResult:
     """Worst-superclass recall WSupCR (paper Eq. 5).
 
     ``WSupCR = min_S #{y in S, argmax_i s_i = y} / #{y in S}``: the unrestricted argmax
@@ -408,9 +400,7 @@ def worst_superclass_recall(
     """
     groups = _validate_superclasses(superclasses, stats.n_classes)
     hits = np.diagonal(stats.confusion)
-    per_super = [
-        (name, int(hits[idx].sum()), int(stats.support[idx].sum())) for name, idx in groups
-    ]
+    per_super = [(name, int(hits[idx].sum()), int(stats.support[idx].sum())) for name, idx in groups]
     return _worst_superclass(per_super)
 
 
@@ -509,6 +499,4 @@ def worst_pair_accuracy(stats: ClassificationStats, *, balanced: bool = False) -
     value[np.tri(m, dtype=np.bool_)] = np.inf  # keep a < b only
     flat = int(np.argmin(value))  # row-major first minimum -> lexicographically smallest
     i, j = divmod(flat, m)
-    return MetricResult(
-        float(value[i, j]), (int(valid[i]), int(valid[j])), _empty_details(stats)
-    )
+    return MetricResult(float(value[i, j]), (int(valid[i]), int(valid[j])), _empty_details(stats))

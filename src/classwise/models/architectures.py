@@ -42,9 +42,7 @@ def _check_int_list(values: Sequence[int], name: str, *, allow_empty: bool) -> l
     if isinstance(values, (int, str)) or not isinstance(values, Sequence):
         raise InputError(f"expected a list of positive integers, got {values!r}", field=name)
     out = list(values)
-    if (not out and not allow_empty) or any(
-        isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in out
-    ):
+    if (not out and not allow_empty) or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in out):
         raise InputError(f"expected a list of positive integers, got {values!r}", field=name)
     return out
 
@@ -55,9 +53,7 @@ def _check_dropout(dropout: float) -> float:
     return float(dropout)
 
 
-def _linear(
-    *, n_classes: int, input_shape: tuple[int, int, int], mean: Any = 0.5, std: Any = 0.5
-) -> nn.Module:
+def _linear(*, n_classes: int, input_shape: tuple[int, int, int], mean: Any = 0.5, std: Any = 0.5) -> nn.Module:
     """Multinomial logistic regression on the flattened pixels."""
     c, h, w = input_shape
     return nn.Sequential(Normalize(mean, std, c), nn.Flatten(), nn.Linear(c * h * w, n_classes))
@@ -137,9 +133,7 @@ def _builder(architecture: str) -> Callable[..., nn.Module]:
     try:
         return ARCHITECTURES[architecture]
     except (KeyError, TypeError):
-        raise InputError(
-            f"unknown architecture {architecture!r}; known: {sorted(ARCHITECTURES)}", field="architecture"
-        ) from None
+        raise InputError(f"unknown architecture {architecture!r}; known: {sorted(ARCHITECTURES)}", field="architecture") from None
 
 
 def build_model(

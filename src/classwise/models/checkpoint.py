@@ -59,9 +59,7 @@ def save_payload(path: str | Path, payload: dict[str, Any]) -> None:
         torch.save(payload, handle)
 
 
-def load_checkpoint(
-    path: str | Path, map_location: str | torch.device = "cpu"
-) -> tuple[nn.Module, dict[str, Any]]:
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> tuple[nn.Module, dict[str, Any]]:
     """Rebuild the model saved at ``path`` (in eval mode) and return it with its metadata.
 
     The metadata holds ``architecture``, ``n_classes``, ``input_shape`` (a tuple), ``options``,

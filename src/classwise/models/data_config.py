@@ -188,9 +188,7 @@ def _as_image(image: ImageLike, channels: int) -> Image.Image | torch.Tensor:
         return _as_image(Image.fromarray(array), channels)
     if isinstance(image, torch.Tensor):
         if image.ndim != 3 or image.shape[0] not in (1, channels):
-            raise InputError(
-                f"expected a (C, H, W) tensor with C = {channels}, got {tuple(image.shape)}", field="image"
-            )
+            raise InputError(f"expected a (C, H, W) tensor with C = {channels}, got {tuple(image.shape)}", field="image")
         if image.shape[0] == 1 and channels > 1:
             image = image.expand(channels, -1, -1)
         return image
@@ -202,9 +200,7 @@ def _size(image: Image.Image | torch.Tensor) -> tuple[int, int]:
     return height, width
 
 
-def _resize_keep_ratio(
-    image: Image.Image | torch.Tensor, target: tuple[int, int], longest: float, mode: InterpolationMode
-):
+def _resize_keep_ratio(image: Image.Image | torch.Tensor, target: tuple[int, int], longest: float, mode: InterpolationMode):
     """timm's ``ResizeKeepRatio`` (eval): scale so that the shorter (``longest=0``) or longer
     (``longest=1``) edge matches ``target``."""
     height, width = _size(image)

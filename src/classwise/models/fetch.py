@@ -89,9 +89,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 def _head(url: str, options: FetchOptions) -> tuple[int, http.client.HTTPMessage]:
     """Status and headers of a HEAD request to ``url`` (redirects are not followed), retried."""
     opener = urllib.request.build_opener(_NoRedirect)
-    request = urllib.request.Request(
-        url, method="HEAD", headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
-    )
+    request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"})
     last: BaseException | None = None
     for attempt in range(options.retries + 1):
         if attempt:

@@ -113,9 +113,7 @@ class FinetuneSpec:
         return out
 
 
-def parse_finetune_spec(
-    entry: Mapping[str, Any], *, key: str = "model", config_path: str | Path | None = None
-) -> FinetuneSpec:
+def parse_finetune_spec(entry: Mapping[str, Any], *, key: str = "model", config_path: str | Path | None = None) -> FinetuneSpec:
     """Validate one ``finetune`` entry (named ``key``) and return its :class:`FinetuneSpec`.
 
     The architecture and weights are looked up in torchvision. Errors are :class:`InputError`
@@ -214,7 +212,9 @@ def resolve_data_config(spec: FinetuneSpec) -> DataConfig:
     return config
 
 
-def load_base_state(entry: Mapping[str, Any], manifest: str | Path | None, *, key: str = "model") -> dict[str, torch.Tensor] | None:
+def load_base_state(
+    entry: Mapping[str, Any], manifest: str | Path | None, *, key: str = "model"
+) -> dict[str, torch.Tensor] | None:
     """The starting weights' state dict, read offline from the download ``manifest`` (its
     sha256 checked) through the zoo's torchvision loader; ``None`` for ``weights: null``."""
     if entry.get("weights") is None:
@@ -291,9 +291,7 @@ def _optimizer(spec: FinetuneSpec) -> Any:
     return make
 
 
-def _file_batches(
-    dataset: ImageFileDataset, config: DataConfig, batch_size: int, workers: int, skipped: dict[str, str]
-) -> Any:
+def _file_batches(dataset: ImageFileDataset, config: DataConfig, batch_size: int, workers: int, skipped: dict[str, str]) -> Any:
     """The epoch batches of an image-file set, decoded in the epoch's order with ``config``'s
     resize and crop; unreadable images (``on_bad_image: skip``) are recorded in ``skipped``."""
 
@@ -333,8 +331,7 @@ def finetune(
     config = resolve_data_config(spec)
     if isinstance(train, ImageSet) and train.input_shape[0] != config.input_size[0]:
         raise InputError(
-            f"the training images have {train.input_shape[0]} channel(s), {spec.architecture} expects "
-            f"{config.input_size[0]}",
+            f"the training images have {train.input_shape[0]} channel(s), {spec.architecture} expects {config.input_size[0]}",
             field=f"datasets.{spec.train_on}",
         )
     model, transfer = build_finetune_model(spec.architecture, len(train.class_names), pretrained, seed=spec.seed)
@@ -444,4 +441,3 @@ def load_finetuned(
     spec = parse_model_spec(entry, key=key, config_path=path)
     model, config = load_model(spec, path, device=device)
     return model, meta, config
-

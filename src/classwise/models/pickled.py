@@ -16,7 +16,9 @@ from pathlib import Path
 
 __all__ = ["pickle_references", "pickled_model_class"]
 
-_STRING_OPCODES = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING"})
+_STRING_OPCODES = frozenset(
+    {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING"}
+)
 _MODULE_STATE_KEYS = frozenset({"_modules", "_parameters"})
 #: The legacy (non-zip) format is a sequence of pickles: magic number, protocol, system
 #: information, then the object.

@@ -43,12 +43,8 @@ __all__ = ["DATASETS", "THREAT_MODELS", "build", "check_name", "data_config", "d
 DATASETS = ROBUSTBENCH_DATASETS
 THREAT_MODELS = ROBUSTBENCH_THREAT_MODELS
 _IMAGENET_PREPROCESSING: dict[str | None, dict[str, Any]] = {
-    "Res256Crop224": dict(
-        input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bilinear"
-    ),
-    "BicubicRes256Crop224": dict(
-        input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bicubic"
-    ),
+    "Res256Crop224": dict(input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bilinear"),
+    "BicubicRes256Crop224": dict(input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bicubic"),
     "Res224": dict(input_size=(3, 224, 224), resize_size=(224, 224), crop_mode="squash", interpolation="bilinear"),
     "Crop288": dict(input_size=(3, 288, 288), resize_size=None, crop_mode="none", interpolation="bilinear"),
 }
@@ -141,9 +137,7 @@ def _entry(spec: ModelSpec) -> Mapping[str, Any]:
     models = threats[threat]
     if spec.name not in models:
         close = difflib.get_close_matches(str(spec.name), list(models), n=5)
-        raise InputError(
-            f"RobustBench has no {dataset} {threat} model {spec.name!r}; close matches: {close}", field="name"
-        )
+        raise InputError(f"RobustBench has no {dataset} {threat} model {spec.name!r}; close matches: {close}", field="name")
     return models[spec.name]
 
 
@@ -228,7 +222,5 @@ def build(spec: ModelSpec, files: list[Path], model_dir: Path) -> tuple[nn.Modul
     """The model loaded by RobustBench from ``model_dir`` (which holds ``files``)."""
     missing = [path for path in files if not path.is_file()]
     if missing or not files:
-        raise InputError(
-            "RobustBench weights are missing (run the download first)", path=missing[0] if missing else model_dir
-        )
+        raise InputError("RobustBench weights are missing (run the download first)", path=missing[0] if missing else model_dir)
     return _load(spec, model_dir), data_config(spec)

@@ -158,9 +158,7 @@ def _cache_file() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "classwise" / "model-names.json"
 
 
-def remembered_check(
-    spec: ModelSpec, libraries: tuple[str, ...] | None, check_now: Callable[[ModelSpec], None]
-) -> None:
+def remembered_check(spec: ModelSpec, libraries: tuple[str, ...] | None, check_now: Callable[[ModelSpec], None]) -> None:
     """Run ``check_now(spec)`` (an :class:`InputError` when the library does not know a name
     ``spec`` uses), or read its remembered answer for these ``libraries``' versions; ``None``
     libraries: nothing to remember (the check needs no library)."""

@@ -23,6 +23,8 @@ _PREFIXES = ("module.", "_orig_mod.")
 
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def unreadable_torch_file(exc: BaseException, source: Path, *, what: str, expected: str, instead: str) -> InputError:
     """The :class:`InputError` for a ``torch.load(..., weights_only=True)`` failure on ``source``
     (the file a config's ``path`` names): a pickled whole model gets one line saying what to save

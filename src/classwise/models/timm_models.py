@@ -164,9 +164,7 @@ def build(spec: ModelSpec, files: list[Path]) -> tuple[nn.Module, DataConfig]:
         raise runtime_load_error(exc, path, what=f"timm model {name!r}") from None
     except (OSError, ValueError, KeyError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else ""
-        raise InputError(
-            f"cannot load weights into timm model {name!r} ({type(exc).__name__}: {first})", path=path
-        ) from None
+        raise InputError(f"cannot load weights into timm model {name!r} ({type(exc).__name__}: {first})", path=path) from None
     model.eval()
     return model, data_config(spec, model)
 

@@ -187,9 +187,7 @@ def _weight_files(spec: ModelSpec, weights: str | Path | None, verify_sha256: bo
         local = source.local_weights(spec)
         if local is not None:
             return local
-        raise InputError(
-            f"model {spec.label} needs its downloaded weights (the directory with {MANIFEST_NAME})", field="weights"
-        )
+        raise InputError(f"model {spec.label} needs its downloaded weights (the directory with {MANIFEST_NAME})", field="weights")
     location = Path(weights)
     is_manifest = location.is_dir() or location.name == MANIFEST_NAME
     if not is_manifest:
@@ -197,15 +195,12 @@ def _weight_files(spec: ModelSpec, weights: str | Path | None, verify_sha256: bo
             raise InputError("weights file does not exist", path=location)
         if source.plain_file:
             return [location], location.parent
-        raise InputError(
-            f"expected the download directory or its {MANIFEST_NAME} for source {spec.source!r}", path=location
-        )
+        raise InputError(f"expected the download directory or its {MANIFEST_NAME} for source {spec.source!r}", path=location)
     manifest = read_manifest(location)
     where = Path(manifest["_path"])
     if manifest.get("spec") != spec.to_dict():
         raise InputError(
-            f"these weights were downloaded for {manifest.get('spec')}, but the config entry is {spec.to_dict()}; "
-            "download again",
+            f"these weights were downloaded for {manifest.get('spec')}, but the config entry is {spec.to_dict()}; download again",
             path=where,
             field="spec",
         )

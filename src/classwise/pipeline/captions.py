@@ -69,8 +69,7 @@ CAPTIONS: dict[str, Text] = {
         f"shift {w['shift']}), in percent; worst class in parentheses."
     ),
     "aggregate_decisiveness_tables": lambda w, p: (
-        f"Decisiveness, geometric accuracy and robustness on {w['dataset']} "
-        f"({w['labels']} labels, shift {w['shift']})."
+        f"Decisiveness, geometric accuracy and robustness on {w['dataset']} ({w['labels']} labels, shift {w['shift']})."
     ),
 }
 

@@ -94,4 +94,6 @@ def check_references(config: dict[str, Any], *, source: str = "config", shifts: 
                     f"names model {reference!r}, expected one of {sorted(models)}", path=source, field=f"{field}.reference_model"
                 )
             if view_cfg.get("kind") == "imagenet_cleaned" and "variant" not in view_cfg:
-                raise InputError("is required for kind imagenet_cleaned (paper or aligned)", path=source, field=f"{field}.variant")
+                raise InputError(
+                    "is required for kind imagenet_cleaned (paper or aligned)", path=source, field=f"{field}.variant"
+                )

@@ -183,8 +183,7 @@ def resolve_views(
             unknown = [name for name in covered if name not in untargeted]
             if user_set and unknown:
                 raise InputError(
-                    f"names shift {unknown[0]!r}, expected some of {untargeted} (the untargeted shifts of "
-                    f"dataset {dataset!r})",
+                    f"names shift {unknown[0]!r}, expected some of {untargeted} (the untargeted shifts of dataset {dataset!r})",
                     path=source,
                     field=f"{where}.shifts",
                 )

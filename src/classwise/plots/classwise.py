@@ -128,12 +128,24 @@ def plot_confusion(
         # cells are smaller than a pixel: average them when downsampling, and stretch the
         # low end (square-root scale) so that off-diagonal mass stays visible
         norm = PowerNorm(0.5, vmin=0.0, vmax=top)
-        image = ax.imshow(np.ma.masked_invalid(shown), cmap="viridis", norm=norm, interpolation="antialiased",
-                          interpolation_stage="data", aspect="equal")
+        image = ax.imshow(
+            np.ma.masked_invalid(shown),
+            cmap="viridis",
+            norm=norm,
+            interpolation="antialiased",
+            interpolation_stage="data",
+            aspect="equal",
+        )
         label += " (square-root scale)"
     else:
-        image = ax.imshow(np.ma.masked_invalid(shown), cmap="viridis", interpolation="nearest",
-                          vmin=0.0, vmax=1.0 if normalize else top, aspect="equal")
+        image = ax.imshow(
+            np.ma.masked_invalid(shown),
+            cmap="viridis",
+            interpolation="nearest",
+            vmin=0.0,
+            vmax=1.0 if normalize else top,
+            aspect="equal",
+        )
     fig.colorbar(image, ax=ax, label=label, shrink=0.85)
     _class_ticks(ax, [str(n) for n in class_names])
     if c <= _ANNOTATE_MAX:
@@ -162,9 +174,7 @@ def plot_similarity(
     return save_png(similarity_figure(names, matrix, title=title), path)
 
 
-def similarity_figure(
-    names: Sequence[str], matrix: np.ndarray, *, title: str, decimals: int | None = None
-) -> Figure:
+def similarity_figure(names: Sequence[str], matrix: np.ndarray, *, title: str, decimals: int | None = None) -> Figure:
     """The heatmap of :func:`plot_similarity`, not yet saved.
 
     Cells are annotated (up to 20 models) with ``decimals`` decimals, by default 2 to 4, enough
@@ -201,8 +211,15 @@ def similarity_figure(
         for i in range(n):
             for j in range(n):
                 if np.isfinite(s[i, j]):
-                    ax.text(j, i, f"{s[i, j]:.{decimals}f}", ha="center", va="center", fontsize=8,
-                            color="black" if s[i, j] > mid else "white")
+                    ax.text(
+                        j,
+                        i,
+                        f"{s[i, j]:.{decimals}f}",
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="black" if s[i, j] > mid else "white",
+                    )
     ax.set_title(title)
     return fig
 

@@ -75,9 +75,7 @@ def plot_corruption_grid(
     visible. The axes are ``fig.axes`` in row-major order; each holds one image. Returns the
     figure after writing the PNG atomically to ``path``.
     """
-    grid = corruption_grid_images(
-        image, sample_id=sample_id, base_seed=base_seed, corruptions=corruptions, severities=severities
-    )
+    grid = corruption_grid_images(image, sample_id=sample_id, base_seed=base_seed, corruptions=corruptions, severities=severities)
     names = list(CORRUPTIONS) if corruptions is None else [str(n) for n in corruptions]
     n_rows, n_cols = grid.shape[:2]
     headers = ["clean"] + [f"severity {s}" for s in severities]

@@ -42,12 +42,30 @@ def plot_reliability(
     ax = fig.add_subplot()
     lefts, widths = edges[:-1], np.diff(edges)
     regular = ~singular
-    ax.bar(lefts[regular], heights[regular], width=widths[regular], align="edge", color="tab:blue",
-           alpha=0.55, edgecolor="navy", linewidth=0.6, label="measured fraction correct per bin")
+    ax.bar(
+        lefts[regular],
+        heights[regular],
+        width=widths[regular],
+        align="edge",
+        color="tab:blue",
+        alpha=0.55,
+        edgecolor="navy",
+        linewidth=0.6,
+        label="measured fraction correct per bin",
+    )
     if singular.any():
-        ax.bar(lefts[singular], heights[singular], width=widths[singular], align="edge", color="tab:blue",
-               alpha=0.85, edgecolor="navy", linewidth=0.6, hatch="///",
-               label=f"singularity bin (width {measured.gamma:g})")
+        ax.bar(
+            lefts[singular],
+            heights[singular],
+            width=widths[singular],
+            align="edge",
+            color="tab:blue",
+            alpha=0.85,
+            edgecolor="navy",
+            linewidth=0.6,
+            hatch="///",
+            label=f"singularity bin (width {measured.gamma:g})",
+        )
     ax.plot([0, 1], [0, 1], color="green", linewidth=1.5, label="perfect calibration (y = x)")
 
     m = measured.metrics

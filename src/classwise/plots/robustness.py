@@ -39,9 +39,7 @@ def _colors(n: int) -> list[str]:
     return [f"C{i % 10}" for i in range(n)]
 
 
-def _class_values(
-    ax: Axes, values: Mapping[str, np.ndarray], class_names: Sequence[str], colors: Sequence[str]
-) -> None:
+def _class_values(ax: Axes, values: Mapping[str, np.ndarray], class_names: Sequence[str], colors: Sequence[str]) -> None:
     """Grouped bars (one bar per model and class) or, for many classes, one line per model.
 
     NaN values are left out. Bars of model ``i`` form ``ax.containers[i]``.
@@ -62,9 +60,7 @@ def _class_values(
         ax.bar(x[ok] - 0.4 + (i + 0.5) * width, v[ok], width=width, color=color, label=model)
     ax.set_xticks(x)
     rotate = max(len(n) for n in class_names) > 3 or c > 12
-    ax.set_xticklabels(
-        class_names, rotation=60 if rotate else 0, ha="right" if rotate else "center", fontsize=7
-    )
+    ax.set_xticklabels(class_names, rotation=60 if rotate else 0, ha="right" if rotate else "center", fontsize=7)
     ax.set_xlim(-0.6, c - 0.4)
 
 
@@ -123,9 +119,7 @@ def plot_classwise_robustness(
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(label, handle)
-    fig.legend(
-        list(legend.values()), list(legend), loc="outside upper right", ncols=min(len(models), 6), fontsize=7.5
-    )
+    fig.legend(list(legend.values()), list(legend), loc="outside upper right", ncols=min(len(models), 6), fontsize=7.5)
     fig.suptitle(title)
     save_png(fig, path)
     return fig
@@ -149,9 +143,7 @@ def plot_mean_confusion(
     m = mean_confusion(confusions)
     c = len(names)
     if m.shape != (c, c):
-        raise InputError(
-            f"expected ({c}, {c}) matrices to match class_names, got {m.shape}", field="confusions"
-        )
+        raise InputError(f"expected ({c}, {c}) matrices to match class_names, got {m.shape}", field="confusions")
     support = m.sum(axis=1, keepdims=True)
     shown = np.divide(m, support, out=np.full_like(m, np.nan), where=support > 0)
     side = 5.5 if c <= _ANNOTATE_MAX else 7.5
@@ -165,17 +157,13 @@ def plot_mean_confusion(
         interpolation="nearest",
         aspect="equal",
     )
-    fig.colorbar(
-        image, ax=ax, label=f"fraction of true class (mean of {len(confusions)} models)", shrink=0.85
-    )
+    fig.colorbar(image, ax=ax, label=f"fraction of true class (mean of {len(confusions)} models)", shrink=0.85)
     if c <= MAX_LABELLED_CLASSES:
         ticks = np.arange(c)
         ax.set_xticks(ticks)
         ax.set_yticks(ticks)
         rotate = max(len(n) for n in names) > 3
-        ax.set_xticklabels(
-            names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8
-        )
+        ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
         ax.set_yticklabels(names, fontsize=8)
     else:
         ax.set_xticks([])

@@ -48,8 +48,7 @@ def _check_nested(confusions: Confusions, n_classes: int) -> None:
         for model, m in by_model.items():
             if np.shape(m) != (n_classes, n_classes):
                 raise InputError(
-                    f"expected a ({n_classes}, {n_classes}) confusion matrix to match class_names, "
-                    f"got {np.shape(m)}",
+                    f"expected a ({n_classes}, {n_classes}) confusion matrix to match class_names, got {np.shape(m)}",
                     field=f"confusions[{shift!r}][{model!r}]",
                 )
 
@@ -104,9 +103,7 @@ def mean_confusion(confusions: Mapping[str, np.ndarray]) -> np.ndarray:
     shape = matrices[0].shape
     for name, m in zip(confusions, matrices):
         if m.ndim != 2 or m.shape != shape or shape[0] != shape[1]:
-            raise InputError(
-                f"expected square matrices of one shape {shape}, got {m.shape}", field=f"confusions[{name!r}]"
-            )
+            raise InputError(f"expected square matrices of one shape {shape}, got {m.shape}", field=f"confusions[{name!r}]")
     return np.mean(matrices, axis=0)
 
 

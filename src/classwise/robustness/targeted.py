@@ -110,9 +110,7 @@ def _check_runs(runs: Mapping[int, ScoresFile]) -> tuple[int, np.ndarray]:
                 field="class_names",
             )
         if target >= n_classes:
-            raise InputError(
-                f"target {target} is not a class index in [0, {n_classes})", path=source, field="target"
-            )
+            raise InputError(f"target {target} is not a class index in [0, {n_classes})", path=source, field="target")
     return n_classes, class_names
 
 
@@ -133,9 +131,7 @@ def targeted_success_rates(
         preds.append(predictions(scores))
         labels.append(scores.labels)
         targets.append(np.full(scores.n_samples, target, dtype=np.int64))
-    return targeted_success_rate_per_class(
-        np.concatenate(preds), np.concatenate(targets), np.concatenate(labels), n_classes
-    )
+    return targeted_success_rate_per_class(np.concatenate(preds), np.concatenate(targets), np.concatenate(labels), n_classes)
 
 
 def targeted_success_table(

@@ -92,9 +92,7 @@ class Thresholds:
             raise InputError(f"expected a mapping, got {section!r}", field=field)
         unknown = sorted(set(section) - set(CHECKED))
         if unknown:
-            raise InputError(
-                f"unknown key(s) {unknown}; expected some of {list(CHECKED)}", field=f"{field}.{unknown[0]}"
-            )
+            raise InputError(f"unknown key(s) {unknown}; expected some of {list(CHECKED)}", field=f"{field}.{unknown[0]}")
         defaults = cls()
         values: dict[str, Limits] = {}
         for name in CHECKED:
@@ -105,9 +103,7 @@ class Thresholds:
                 raise InputError(f"expected a mapping with 'warn' and/or 'fail', got {entry!r}", field=prefix)
             extra = sorted(set(entry) - {"warn", "fail"})
             if extra:
-                raise InputError(
-                    f"unknown key(s) {extra}; expected 'warn' and/or 'fail'", field=f"{prefix}.{extra[0]}"
-                )
+                raise InputError(f"unknown key(s) {extra}; expected 'warn' and/or 'fail'", field=f"{prefix}.{extra[0]}")
             warn = _number(entry.get("warn", default.warn), f"{prefix}.warn")
             fail = _number(entry.get("fail", default.fail), f"{prefix}.fail")
             _check_limits(warn, fail, prefix)
@@ -116,9 +112,7 @@ class Thresholds:
 
     def to_json(self) -> dict[str, dict[str, float]]:
         """``{quantity: {"warn": w, "fail": f}}``."""
-        return {
-            name: {"warn": getattr(self, name).warn, "fail": getattr(self, name).fail} for name in CHECKED
-        }
+        return {name: {"warn": getattr(self, name).warn, "fail": getattr(self, name).fail} for name in CHECKED}
 
 
 def _number(value: Any, field: str) -> float:
@@ -141,9 +135,7 @@ def _check_pair(a: np.ndarray, b: np.ndarray, names: tuple[str, str]) -> tuple[n
     x, y = np.asarray(a), np.asarray(b)
     for arr, name in ((x, names[0]), (y, names[1])):
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-            raise InputError(
-                f"expected a 1-D array of class indices, got {arr.dtype} {arr.shape}", field=name
-            )
+            raise InputError(f"expected a 1-D array of class indices, got {arr.dtype} {arr.shape}", field=name)
         if arr.size and arr.min() < 0:
             raise InputError("class indices must be non-negative", field=name)
     if x.shape != y.shape:

@@ -67,9 +67,7 @@ CORRUPTIONS: dict[str, Corruption] = {}
 """Every known corruption, by name. Add entries with :func:`register_corruption`."""
 
 
-def register_corruption(
-    name: str, *, rgb_only: bool = False, description: str = ""
-) -> Callable[[Builder], Builder]:
+def register_corruption(name: str, *, rgb_only: bool = False, description: str = "") -> Callable[[Builder], Builder]:
     """Decorator: register ``builder`` under ``name`` in :data:`CORRUPTIONS`."""
 
     def decorate(builder: Builder) -> Builder:
@@ -102,9 +100,7 @@ def _gaussian_noise(severity: int, image_hw: tuple[int, int]) -> A.BasicTransfor
     return A.GaussNoise(std_range=(std, std), mean_range=(0.0, 0.0), per_channel=True, p=1.0)
 
 
-@register_corruption(
-    "gaussian_blur", description="Gaussian blur, sigma 0.4-1.0 px (x sqrt(size/32) above 32 px)"
-)
+@register_corruption("gaussian_blur", description="Gaussian blur, sigma 0.4-1.0 px (x sqrt(size/32) above 32 px)")
 def _gaussian_blur(severity: int, image_hw: tuple[int, int]) -> A.BasicTransform:
     sigma = _pick((0.4, 0.55, 0.7, 0.85, 1.0), severity) * _size_factor(image_hw)
     kernel = _odd(2 * math.ceil(2 * sigma) + 1)  # covers +-2 sigma: 3 px at sigma 0.4, 5 px at 1.0
@@ -148,17 +144,13 @@ def _color_jitter(severity: int, image_hw: tuple[int, int]) -> A.BasicTransform:
 @register_corruption("contrast_decrease", description="contrast towards the mean, factor 0.5-0.1")
 def _contrast_decrease(severity: int, image_hw: tuple[int, int]) -> A.BasicTransform:
     factor = _pick((0.5, 0.4, 0.3, 0.2, 0.1), severity)
-    return A.ColorJitter(
-        brightness=(1.0, 1.0), contrast=(factor, factor), saturation=(1.0, 1.0), hue=(0.0, 0.0), p=1.0
-    )
+    return A.ColorJitter(brightness=(1.0, 1.0), contrast=(factor, factor), saturation=(1.0, 1.0), hue=(0.0, 0.0), p=1.0)
 
 
 @register_corruption("contrast_increase", description="contrast away from the mean, factor 1.5-4, clipped")
 def _contrast_increase(severity: int, image_hw: tuple[int, int]) -> A.BasicTransform:
     factor = _pick((1.5, 2.0, 2.5, 3.0, 4.0), severity)
-    return A.ColorJitter(
-        brightness=(1.0, 1.0), contrast=(factor, factor), saturation=(1.0, 1.0), hue=(0.0, 0.0), p=1.0
-    )
+    return A.ColorJitter(brightness=(1.0, 1.0), contrast=(factor, factor), saturation=(1.0, 1.0), hue=(0.0, 0.0), p=1.0)
 
 
 @register_corruption("vertical_flip", description="upside-down flip of 20%-100% of the images")
@@ -185,9 +177,7 @@ def get_corruption(name: str) -> Corruption:
     try:
         return CORRUPTIONS[name]
     except KeyError:
-        raise InputError(
-            f"unknown corruption {name!r}; known: {sorted(CORRUPTIONS)}", field="corruption"
-        ) from None
+        raise InputError(f"unknown corruption {name!r}; known: {sorted(CORRUPTIONS)}", field="corruption") from None
 
 
 def corrupt_image(image: np.ndarray, name: str, severity: int, seed: int) -> np.ndarray:
@@ -200,9 +190,7 @@ def corrupt_image(image: np.ndarray, name: str, severity: int, seed: int) -> np.
     check_severity(severity)
     array = np.asarray(image)
     if array.ndim != 3 or array.shape[2] not in (1, 3):
-        raise InputError(
-            f"expected an (H, W, C) image with C = 1 or 3, got shape {array.shape}", field="image"
-        )
+        raise InputError(f"expected an (H, W, C) image with C = 1 or 3, got shape {array.shape}", field="image")
     if array.dtype != np.float32:
         raise InputError(f"expected a float32 image, got dtype {array.dtype}", field="image")
     channels = array.shape[2]

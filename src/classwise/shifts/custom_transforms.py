@@ -90,9 +90,7 @@ class ClippedRandomSnow(A.RandomSnow):
         brightness_coeff: float = 2.5,
         p: float = 0.5,
     ):
-        super().__init__(
-            snow_point_range=snow_point_range, brightness_coeff=brightness_coeff, method="texture", p=p
-        )
+        super().__init__(snow_point_range=snow_point_range, brightness_coeff=brightness_coeff, method="texture", p=p)
 
     def apply(
         self,

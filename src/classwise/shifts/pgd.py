@@ -118,14 +118,10 @@ def pgd_attack(
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise InputError(f"expected an integer >= 0, got {steps!r}", field="steps")
     if images.dim() < 2 or labels.shape != images.shape[:1]:
-        raise InputError(
-            f"images {tuple(images.shape)} and labels {tuple(labels.shape)} do not match", field="labels"
-        )
+        raise InputError(f"images {tuple(images.shape)} and labels {tuple(labels.shape)} do not match", field="labels")
     if not images.is_floating_point():
         raise InputError(f"expected floating-point images in [0, 1], got dtype {images.dtype}", field="images")
-    if images.numel() and not (
-        bool(torch.isfinite(images).all()) and float(images.min()) >= 0.0 and float(images.max()) <= 1.0
-    ):
+    if images.numel() and not (bool(torch.isfinite(images).all()) and float(images.min()) >= 0.0 and float(images.max()) <= 1.0):
         raise InputError("images must be finite and lie in [0, 1]", field="images")
     home = images.device
     device = _model_device(model) or home
@@ -137,9 +133,7 @@ def pgd_attack(
         targeted = targets is not None
         goal = targets.detach().to(device=device, dtype=torch.long).clone() if targeted else labels
         if goal.shape != labels.shape:
-            raise InputError(
-                f"targets {tuple(goal.shape)} do not match labels {tuple(labels.shape)}", field="targets"
-            )
+            raise InputError(f"targets {tuple(goal.shape)} do not match labels {tuple(labels.shape)}", field="targets")
 
         if init_delta is not None:
             if tuple(init_delta.shape) != tuple(clean.shape):
@@ -147,14 +141,10 @@ def pgd_attack(
                     f"init_delta {tuple(init_delta.shape)} does not match images {tuple(clean.shape)}",
                     field="init_delta",
                 )
-            delta = project(
-                init_delta.detach().to(device=device, dtype=clean.dtype).clone(), norm=norm, eps=eps
-            )
+            delta = project(init_delta.detach().to(device=device, dtype=clean.dtype).clone(), norm=norm, eps=eps)
             adv = torch.clamp(clean + delta, 0.0, 1.0)
         elif random_start:
-            delta = random_start_delta(
-                clean.shape, norm=norm, eps=eps, generator=generator, dtype=clean.dtype
-            )
+            delta = random_start_delta(clean.shape, norm=norm, eps=eps, generator=generator, dtype=clean.dtype)
             adv = torch.clamp(clean + delta.to(device), 0.0, 1.0)
         else:
             adv = clean.clone()

@@ -34,9 +34,7 @@ class ShiftSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in SHIFT_KINDS:
-            raise InputError(
-                f"unknown shift kind {self.kind!r}; expected one of {list(SHIFT_KINDS)}", field="kind"
-            )
+            raise InputError(f"unknown shift kind {self.kind!r}; expected one of {list(SHIFT_KINDS)}", field="kind")
         if not isinstance(self.name, str) or not self.name:
             raise InputError(f"shift name must be a non-empty string, got {self.name!r}", field="name")
         object.__setattr__(self, "params", dict(self.params))
@@ -84,9 +82,7 @@ def corruption_spec(corruption: str, severity: int) -> ShiftSpec:
     from classwise.shifts.corruptions import CORRUPTIONS
 
     if corruption not in CORRUPTIONS:
-        raise InputError(
-            f"unknown corruption {corruption!r}; known: {sorted(CORRUPTIONS)}", field="shifts.corruptions"
-        )
+        raise InputError(f"unknown corruption {corruption!r}; known: {sorted(CORRUPTIONS)}", field="shifts.corruptions")
     check_severity(severity, "shifts.severities")
     return ShiftSpec(
         name=f"{corruption}_s{int(severity)}",
@@ -108,9 +104,7 @@ def pgd_spec(
     """The spec named ``pgd_{norm}_eps{eps:g}`` (untargeted) or ``pgd_targeted_{target}``
     (every sample attacked towards class ``target``); validates every parameter."""
     if norm not in PGD_NORMS:
-        raise InputError(
-            f"unknown norm {norm!r}; expected one of {list(PGD_NORMS)}", field=f"{field_prefix}.norm"
-        )
+        raise InputError(f"unknown norm {norm!r}; expected one of {list(PGD_NORMS)}", field=f"{field_prefix}.norm")
     eps_f = _number(eps, f"{field_prefix}.eps", minimum=0.0)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise InputError(f"expected an integer >= 0, got {steps!r}", field=f"{field_prefix}.steps")
@@ -119,9 +113,7 @@ def pgd_spec(
     else:
         step_size_f = _number(step_size, f"{field_prefix}.step_size", minimum=0.0)
     if not isinstance(random_start, bool):
-        raise InputError(
-            f"expected true or false, got {random_start!r}", field=f"{field_prefix}.random_start"
-        )
+        raise InputError(f"expected true or false, got {random_start!r}", field=f"{field_prefix}.random_start")
     params: dict[str, Any] = {
         "norm": norm,
         "eps": eps_f,
@@ -153,9 +145,7 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     known_keys = {"clean", "corruptions", "severities", "pgd", "pgd_targeted"}
     unknown = sorted(set(section) - known_keys)
     if unknown:
-        raise InputError(
-            f"unknown key(s) {unknown}; expected some of {sorted(known_keys)}", field=f"shifts.{unknown[0]}"
-        )
+        raise InputError(f"unknown key(s) {unknown}; expected some of {sorted(known_keys)}", field=f"shifts.{unknown[0]}")
 
     specs: list[ShiftSpec] = []
     clean = section.get("clean", True)

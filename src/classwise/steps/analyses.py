@@ -168,9 +168,7 @@ def image_features_step(
         metadata = load_metadata(metadata_path, features["sample_id"].to_numpy())
         clash = sorted(set(metadata.columns[1:]) & set(features.columns))
         if clash:
-            raise InputError(
-                f"columns {clash} repeat image features; rename them", path=metadata_path, field="columns"
-            )
+            raise InputError(f"columns {clash} repeat image features; rename them", path=metadata_path, field="columns")
         features = pd.concat([features, metadata.drop(columns="sample_id")], axis=1)
         log.info("joined metadata columns %s from %s", list(metadata.columns[1:]), metadata_path)
     _write_csv(features_path, features)
@@ -228,9 +226,7 @@ def subset_tests_step(
     categorical = list(options.get("categorical", []))
     unknown = [c for c in categorical if c not in features.columns]
     if unknown:
-        raise InputError(
-            f"unknown feature columns {unknown}", path=features_path, field="analyses.subset_tests.categorical"
-        )
+        raise InputError(f"unknown feature columns {unknown}", path=features_path, field="analyses.subset_tests.categorical")
     if not columns:
         raise InputError(
             "no feature column with two or more distinct values to split by",
@@ -247,9 +243,7 @@ def subset_tests_step(
             int(limit),
         )
         if not metrics:
-            raise InputError(
-                "no metric left to test once auc_ovo is left out", field="analyses.subset_tests.metrics"
-            )
+            raise InputError("no metric left to test once auc_ovo is left out", field="analyses.subset_tests.metrics")
     rows = subset_performance_tests(
         view.scores,
         view.labels,
@@ -269,8 +263,21 @@ def subset_tests_step(
     log.info("%d rows, %d failed", len(rows), int((rows["status"] == "fail").sum()))
     worst = worst_subsets(rows)
     data = worst[
-        ["feature", "metric", "subset", "n", "value", "overall", "shortfall", "null_mean", "p_value", "p_adjusted",
-         "status", "n_failed", "n_subsets"]
+        [
+            "feature",
+            "metric",
+            "subset",
+            "n",
+            "value",
+            "overall",
+            "shortfall",
+            "null_mean",
+            "p_value",
+            "p_adjusted",
+            "status",
+            "n_failed",
+            "n_subsets",
+        ]
     ].set_index("feature")
     display = pd.DataFrame(
         {
@@ -393,7 +400,9 @@ def _curves_frame(evaluation: Any) -> pd.DataFrame:
     """Long table ``curve, method, repetition, k, accuracy`` of every curve of an evaluation:
     ``true`` (exact, all classes), ``observed`` (exact, the sampled classes, k <= k1) and
     ``predicted`` (each method and repetition)."""
-    parts = [pd.DataFrame({"curve": "true", "method": "", "repetition": -1, "k": evaluation.ks, "accuracy": evaluation.true_curve})]
+    parts = [
+        pd.DataFrame({"curve": "true", "method": "", "repetition": -1, "k": evaluation.ks, "accuracy": evaluation.true_curve})
+    ]
     observed_ks = np.arange(2, evaluation.k1 + 1)
     for rep, curve in enumerate(evaluation.observed):
         parts.append(pd.DataFrame({"curve": "observed", "method": "", "repetition": rep, "k": observed_ks, "accuracy": curve}))
@@ -599,7 +608,9 @@ def plot_simulation(benchmark: Any, *, title: str, path: str | Path) -> Path:
         ax = fig.add_subplot(1, len(evaluations), i + 1)
         methods = list(evaluation.predicted)
         rmse = evaluation.rmse
-        boxes = ax.boxplot([rmse.loc[rmse["method"] == m, "rmse"].to_numpy() for m in methods], showfliers=False, patch_artist=True)
+        boxes = ax.boxplot(
+            [rmse.loc[rmse["method"] == m, "rmse"].to_numpy() for m in methods], showfliers=False, patch_artist=True
+        )
         for patch, method in zip(boxes["boxes"], methods):
             patch.set_facecolor(METHOD_COLOURS.get(method, "tab:red"))
             patch.set_alpha(0.6)

@@ -187,9 +187,7 @@ def infer_step(
     from classwise.shifts.spec import ShiftSpec
 
     evaluation = open_split(dict(dataset_cfg), "test", name=dataset_name)
-    model, model_meta, data_config = load_inference_model(
-        model_name, model_cfg or {"source": "train"}, checkpoint_path, device
-    )
+    model, model_meta, data_config = load_inference_model(model_name, model_cfg or {"source": "train"}, checkpoint_path, device)
     spec = ShiftSpec(name=shift["name"], kind=shift["kind"], params=dict(shift["params"]))
     resolved_device = resolve_device(device)
     weights = None if checkpoint_path is None else str(checkpoint_path)
@@ -198,9 +196,7 @@ def infer_step(
     logits, labels, sample_ids, input_shape = [], [], [], None
     bar = tqdm(total=total, desc=f"{model_name} {spec.name}", unit="img", file=progress, disable=progress is None)
     for batch in batches:
-        logits.append(
-            predict_logits(model, batch, spec, base_seed=seed, batch_size=batch_size, device=device, progress=None)
-        )
+        logits.append(predict_logits(model, batch, spec, base_seed=seed, batch_size=batch_size, device=device, progress=None))
         _check_outputs(logits[-1], batch, model_name, weights, dataset_name, len(evaluation.class_names))
         labels.append(batch.labels)
         sample_ids.append(batch.sample_ids)
@@ -209,9 +205,7 @@ def infer_step(
     bar.close()
     if not logits:
         raise InputError("the evaluation set has no readable images", field=f"datasets.{dataset_name}")
-    skipped = [
-        {"sample_id": s.sample_id, "path": str(s.path), "reason": s.reason} for s in getattr(evaluation, "skipped", [])
-    ]
+    skipped = [{"sample_id": s.sample_id, "path": str(s.path), "reason": s.reason} for s in getattr(evaluation, "skipped", [])]
     metadata = {
         "dataset": {"name": dataset_name, **_json_safe(dict(dataset_cfg))},
         "model": model_meta,
@@ -258,9 +252,7 @@ def _check_input_shape(
         )
 
 
-def _check_outputs(
-    logits: np.ndarray, batch: Any, model_name: str, weights: str | None, dataset: str, n_classes: int
-) -> None:
+def _check_outputs(logits: np.ndarray, batch: Any, model_name: str, weights: str | None, dataset: str, n_classes: int) -> None:
     """One logit per class of the dataset, all finite; else an :class:`InputError` naming the model
     (and its weights file) and, for non-finite logits, the first samples."""
     if logits.ndim != 2 or logits.shape[1] != n_classes:

@@ -60,7 +60,9 @@ def classwise_robustness_step(
     mean_confusion_dir = Path(mean_confusion_dir)
     mean_confusion_dir.mkdir(parents=True, exist_ok=True)
     if not attack_shifts:
-        write_text(mean_confusion_dir / "README.txt", "No PGD shift is evaluated on this dataset: no mean confusion under attack.\n")
+        write_text(
+            mean_confusion_dir / "README.txt", "No PGD shift is evaluated on this dataset: no mean confusion under attack.\n"
+        )
     for shift in attack_shifts:
         plot_mean_confusion(
             confusions[shift],

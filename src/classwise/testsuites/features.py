@@ -180,9 +180,7 @@ def load_metadata(csv_path: str | Path, sample_ids: Sequence[str] | np.ndarray) 
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot parse CSV: {exc}", path=path) from None
     if "sample_id" not in table.columns:
-        raise InputError(
-            f"missing key column; the columns are {list(map(str, table.columns))}", path=path, field="sample_id"
-        )
+        raise InputError(f"missing key column; the columns are {list(map(str, table.columns))}", path=path, field="sample_id")
     key = table["sample_id"]
     if key.isna().any():
         rows = np.flatnonzero(key.isna().to_numpy())[:_MAX_LISTED] + 2  # 1-based, after the header

@@ -234,9 +234,7 @@ def resolve_thresholds(config: Mapping[str, Any] | None = None) -> dict[str, dic
             where = f"thresholds.{metric}.{key}"
             if key not in ("absolute", "degradation"):
                 raise InputError("expected 'absolute' or 'degradation'", field=where)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            ):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
                 raise InputError(f"expected a finite number or null, got {value!r}", field=where)
             out[metric][key] = None if value is None else float(value)
     return out
@@ -300,9 +298,7 @@ def _compare(
     min_bin_count: int,
 ) -> pd.DataFrame:
     if ev.n_classes != ref.n_classes:
-        raise InputError(
-            f"the evaluation set has {ev.n_classes} classes, the reference {ref.n_classes}", field="evaluation"
-        )
+        raise InputError(f"the evaluation set has {ev.n_classes} classes, the reference {ref.n_classes}", field="evaluation")
     t = atc_threshold(ref.confidence, ref_correct)
     values = dict(ev.metrics)
     ref_values = dict(ref.metrics)
@@ -411,9 +407,7 @@ def reference_report(
     return out
 
 
-def summarise_reports(
-    reports: pd.DataFrame | Sequence[pd.DataFrame], by: Sequence[str] = ("dataset", "model")
-) -> pd.DataFrame:
+def summarise_reports(reports: pd.DataFrame | Sequence[pd.DataFrame], by: Sequence[str] = ("dataset", "model")) -> pd.DataFrame:
     """Summary across models: per group of ``by``, the count of each status, the worst
     status (``fail`` > ``warn`` > ``pass`` > ``info`` > ``skipped``) and the failing /
     warning tests as ``"evaluation:metric"`` lists."""

@@ -344,9 +344,7 @@ def subset_performance_tests(
         for sub in subsets:
             testable = min_subset_size <= sub.size < n
             res = (
-                permutation_test(
-                    ev, sub.indices, names, n_resamples=n_resamples, rng=_subset_rng(seed, sub.feature, sub.label)
-                )
+                permutation_test(ev, sub.indices, names, n_resamples=n_resamples, rng=_subset_rng(seed, sub.feature, sub.label))
                 if testable
                 else None
             )
@@ -376,9 +374,7 @@ def subset_performance_tests(
     table["p_adjusted"] = np.nan
     for k in names:
         rows = table["metric"] == k
-        table.loc[rows, "p_adjusted"] = adjust_pvalues(
-            table.loc[rows, "p_value"].to_numpy(dtype=np.float64), correction
-        )
+        table.loc[rows, "p_adjusted"] = adjust_pvalues(table.loc[rows, "p_value"].to_numpy(dtype=np.float64), correction)
     tested = table["p_value"].notna()
     failed = tested & (table["p_adjusted"] <= alpha) & (table["shortfall"] > min_effect)
     table["status"] = np.where(~tested, "skipped", np.where(failed, "fail", "pass"))

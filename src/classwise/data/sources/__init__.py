@@ -60,9 +60,7 @@ def dataset_source(dataset: Mapping[str, Any], name: str = "dataset") -> Dataset
     """The source of a configured dataset (named ``name``), its required keys checked."""
     source = dataset.get("source")
     if source not in DATASET_SOURCES:
-        raise InputError(
-            f"unknown source {source!r}; expected one of {list(DATASET_SOURCES)}", field=f"datasets.{name}.source"
-        )
+        raise InputError(f"unknown source {source!r}; expected one of {list(DATASET_SOURCES)}", field=f"datasets.{name}.source")
     found = DATASET_SOURCES[source]
     for key in found.required:
         if key not in dataset:
@@ -103,9 +101,7 @@ def open_split(dataset: Mapping[str, Any], split: Split, *, name: str = "dataset
     """
     source = dataset_source(dataset, name)
     if split == "train" and not source.has_train_split:
-        raise InputError(
-            f"source '{source.name}' is an evaluation set without a train split", field=f"datasets.{name}.source"
-        )
+        raise InputError(f"source '{source.name}' is an evaluation set without a train split", field=f"datasets.{name}.source")
     return source.open_split(dataset, split, name)
 
 

@@ -98,7 +98,6 @@ class UserDirectorySource(BaseDatasetSource):
     def check_paths(self, dataset: Mapping[str, Any], name: str) -> None:
         if not Path(dataset["root"]).is_dir():
             raise InputError(
-                f"dataset directory {dataset['root']!r} does not exist (relative paths are relative to the "
-                "working directory)",
+                f"dataset directory {dataset['root']!r} does not exist (relative paths are relative to the working directory)",
                 field=f"datasets.{name}.root",
             )

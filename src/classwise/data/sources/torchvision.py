@@ -29,9 +29,7 @@ class TorchvisionSource(BaseDatasetSource):
         from classwise.data import torchvision_sets
 
         if dataset["name"] == "gtsrb":
-            return torchvision_sets.gtsrb_dataset(
-                dataset["root"], split, on_bad_image=dataset.get("on_bad_image", "error")
-            )
+            return torchvision_sets.gtsrb_dataset(dataset["root"], split, on_bad_image=dataset.get("on_bad_image", "error"))
         return torchvision_sets.load_cifar_split(dataset["name"], dataset["root"], split)
 
     def load_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
@@ -45,9 +43,7 @@ class TorchvisionSource(BaseDatasetSource):
     def prepare(self, dataset: Mapping[str, Any], name: str) -> Path:
         from classwise.data import torchvision_sets
 
-        return torchvision_sets.prepare_torchvision_dataset(
-            dataset["name"], dataset["root"], overrides=dataset.get("downloads")
-        )
+        return torchvision_sets.prepare_torchvision_dataset(dataset["name"], dataset["root"], overrides=dataset.get("downloads"))
 
 
 SOURCE = TorchvisionSource()

@@ -198,9 +198,7 @@ class PipelineSource(ZooSource):
         return False
 
     def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
-        raise InputError(
-            f"models with source {self.name!r} are trained by the pipeline, not downloaded", field="source"
-        )
+        raise InputError(f"models with source {self.name!r} are trained by the pipeline, not downloaded", field="source")
 
 
 def json_safe(value: Any) -> Any:

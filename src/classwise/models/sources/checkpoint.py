@@ -44,12 +44,8 @@ class CheckpointSource(ZooSource):
             )
         values["library"] = library
         num_classes = given.get("num_classes")
-        if num_classes is not None and (
-            isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1
-        ):
-            raise InputError(
-                f"expected a positive integer, got {num_classes!r}", path=config_path, field=f"{where}.num_classes"
-            )
+        if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1):
+            raise InputError(f"expected a positive integer, got {num_classes!r}", path=config_path, field=f"{where}.num_classes")
         values["num_classes"] = num_classes
         overrides = given.get("data_config")
         if overrides is not None:
@@ -91,9 +87,7 @@ class CheckpointSource(ZooSource):
 
         path = Path(str(entry["path"]))
         if not path.is_file():
-            raise InputError(
-                f"checkpoint file {str(path)!r} does not exist", path=config_path, field=f"models.{model}.path"
-            )
+            raise InputError(f"checkpoint file {str(path)!r} does not exist", path=config_path, field=f"models.{model}.path")
         model_class = pickled_model_class(path)
         if model_class is not None:
             raise InputError(
@@ -116,9 +110,7 @@ class CheckpointSource(ZooSource):
             raise InputError("checkpoint file does not exist", path=ckpt, field="path")
         digest = sha256_file(ckpt)
         if spec.sha256 is not None and digest != spec.sha256:
-            raise InputError(
-                f"checksum mismatch: expected sha256 {spec.sha256}, got sha256 {digest}", path=ckpt, field="sha256"
-            )
+            raise InputError(f"checksum mismatch: expected sha256 {spec.sha256}, got sha256 {digest}", path=ckpt, field="sha256")
         check = "config" if spec.sha256 else "recorded"
         return [FetchedFile(ckpt.resolve(), str(ckpt), digest, ckpt.stat().st_size, check)], spec.label
 

@@ -38,9 +38,7 @@ class RobustbenchSource(ZooSource):
         values["threat_model"] = string_field(given, "threat_model", where, config_path, allow_none=True) or "Linf"
         for key, known in (("dataset", ROBUSTBENCH_DATASETS), ("threat_model", ROBUSTBENCH_THREAT_MODELS)):
             if values[key] not in known:
-                raise InputError(
-                    f"expected one of {list(known)}, got {values[key]!r}", path=config_path, field=f"{where}.{key}"
-                )
+                raise InputError(f"expected one of {list(known)}, got {values[key]!r}", path=config_path, field=f"{where}.{key}")
         label = f"robustbench:{values['dataset']}/{values['threat_model']}/{values['name']}"
         return ModelSpec(source=self.name, label=label, **values)
 

@@ -55,9 +55,7 @@ class TorchvisionSource(ZooSource):
     def data_config(self, spec: ModelSpec) -> DataConfig:
         from classwise.models import torchvision_models
 
-        return torchvision_models.data_config(
-            str(spec.name), torchvision_models.resolve_weights(str(spec.name), spec.weights)
-        )
+        return torchvision_models.data_config(str(spec.name), torchvision_models.resolve_weights(str(spec.name), spec.weights))
 
     def local_weights(self, spec: ModelSpec) -> tuple[list[Path], Path] | None:
         return ([], Path(".")) if spec.weights is None else None
