@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from classwise.data.sources.base import Split, UserDirectorySource
@@ -24,6 +25,12 @@ class ImagenetValSource(UserDirectorySource):
             label_space=dataset.get("label_space", "found"),
             on_bad_image=dataset.get("on_bad_image", "error"),
         )
+
+    def write_stand_in(self, dataset: Mapping[str, Any], root: Path) -> None:
+        """A few random images of the first ImageNet classes in the ``val/<wnid>/`` layout."""
+        from classwise.data.stand_ins import imagenet_val_fixture
+
+        imagenet_val_fixture(root)
 
 
 SOURCE = ImagenetValSource()
