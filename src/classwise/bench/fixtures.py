@@ -28,6 +28,7 @@ from typing import Any
 from classwise.data.sources import DATASET_SOURCES
 from classwise.data.stand_ins import IMAGENET_WNIDS, image_folder_fixture, imagenet_val_fixture
 from classwise.labels.views import required_files
+from classwise.models.sources import MODEL_SOURCES
 
 __all__ = ["IMAGENET_WNIDS", "dry_run_fixtures", "image_folder_fixture", "imagenet_val_fixture"]
 
@@ -86,8 +87,9 @@ def dry_run_fixtures(config: Mapping[str, Any], workdir: str | Path) -> tuple[di
                 for filename in required_files(view_cfg, field=f"{where}.label_views.{view}"):
                     (_resolve(workdir, view_cfg["label_errors_dir"]) / filename).touch()
     for name, model in derived.get("models", {}).items():
-        if model.get("source") == "checkpoint" and model.get("path"):
-            model["path"] = builder.file(model["path"], f"models.{name}.path")
+        for key in MODEL_SOURCES[model.get("source", "train")].user_files:
+            if model.get(key):
+                model[key] = builder.file(model[key], f"models.{name}.{key}")
     metadata = derived.get("analyses", {}).get("features", {}).get("metadata", {})
     for name, path in metadata.items():
         metadata[name] = builder.file(path, f"analyses.features.metadata.{name}")
