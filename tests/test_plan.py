@@ -173,7 +173,9 @@ def test_a_default_k1_shrinks_below_the_class_count_and_says_so(tmp_path: Path) 
 
 
 def test_a_k1_the_user_set_is_kept_or_refused_never_changed(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="expected 2 <= k1 < C, the 3 classes of dataset 'pets'; got 3") as error:
+    with pytest.raises(
+        InputError, match="expected 2 <= k1 < C, the 3 classes of dataset 'pets' that hold images; got 3"
+    ) as error:
         _resolved(tmp_path, _config(tmp_path), {"extrapolation": {"k1": 3}})
     assert error.value.field == "analyses.extrapolation.k1"
 

@@ -186,6 +186,8 @@ def label_view_inputs(wildcards):
     if names:
         directory = label_files_dir(wildcards.dataset, wildcards.labels)
         inputs["files"] = [f"{directory}/{name}" for name in names]
+    if view_cfg.get("paper_file"):
+        inputs["paper_file"] = view_cfg["paper_file"]
     if view_cfg["kind"] == "confident_learning":
         inputs["reference"] = logits_path(
             wildcards.dataset, view_cfg["reference_model"], "clean"

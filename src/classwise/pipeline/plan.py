@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from classwise.data.sources import TRAIN_SPLIT_SOURCES, dataset_classes, dataset_image_shape
+from classwise.data.sources import TRAIN_SPLIT_SOURCES, dataset_classes, dataset_classes_with_images, dataset_image_shape
 from classwise.errors import InputError
 from classwise.models.sources import model_source
 
@@ -60,6 +60,8 @@ class Plan:
 
     models: dict[str, list[str]]
     classes: dict[str, int | None]
+    #: The classes that hold images (fewer than ``classes`` when a folder holds part of a label space).
+    classes_with_images: dict[str, int | None] = field(default_factory=dict)
     #: (dataset, label view) -> the shifts its metric tables cover; ``original`` included.
     view_shifts: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     analyses: dict[str, dict[str, dict[str, Any] | None]] = field(default_factory=dict)
@@ -73,6 +75,7 @@ def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: 
     plan = Plan(
         models=evaluated_models(config),
         classes={name: dataset_classes(name, dataset) for name, dataset in datasets.items()},
+        classes_with_images={name: dataset_classes_with_images(name, dataset) for name, dataset in datasets.items()},
     )
     for name, model in models.items():
         model_source(model).check_run(name, model, datasets, source)
@@ -233,7 +236,8 @@ def resolve_analyses(
                 plan.notes.append(f"reference tests on {dataset}: skipped, {shift!r} is its only shift")
                 continue
             if section == "extrapolation":
-                settings = _resolve_k1(settings, "k1" in user, dataset, plan.classes[dataset], plan.notes, source)
+                with_images = plan.classes_with_images.get(dataset, plan.classes[dataset])
+                settings = _resolve_k1(settings, "k1" in user, dataset, with_images, plan.notes, source)
             resolved[section] = settings
         plan.analyses[dataset] = resolved
     return plan
@@ -242,13 +246,14 @@ def resolve_analyses(
 def _resolve_k1(
     settings: dict[str, Any], user_set: bool, dataset: str, classes: int | None, notes: list[str], source: str
 ) -> dict[str, Any] | None:
-    """Extrapolation observes k1 of the C classes: 2 <= k1 < C. A default k1 >= C shrinks to C - 1."""
+    """Extrapolation observes k1 of the C classes that hold images: 2 <= k1 < C. A default
+    k1 >= C shrinks to C - 1."""
     k1 = int(settings["k1"])
     if classes is None or k1 < classes:
         return settings
     if user_set:
         raise InputError(
-            f"expected 2 <= k1 < C, the {classes} classes of dataset {dataset!r}; got {k1}",
+            f"expected 2 <= k1 < C, the {classes} classes of dataset {dataset!r} that hold images; got {k1}",
             path=source,
             field="analyses.extrapolation.k1",
         )

@@ -529,26 +529,33 @@ def extrapolation_step(
     ``C`` classes (:func:`classwise.extrapolation.simulation.evaluate_methods`), each method
     extrapolating from them to ``C``, against the exact expected accuracy on all ``C`` classes.
 
-    The scores are the raw logits (a linear head scores each class independently of the
+    Only the classes that hold samples take part (a folder with part of a label space, e.g.
+    ImageNet-R's 200 of 1,000 classes): a class without samples has no accuracy to extrapolate,
+    and dropping its column is what a marginal classifier allows. The scores are the raw logits
+    (a linear head scores each class independently of the
     others, as the method assumes; a softmax would not). Writes the RMSE table, every curve
     (``curves_path``) and the Figure-3-shaped figure.
     """
+    from classwise.extrapolation.rroc import with_images_only
     from classwise.extrapolation.simulation import evaluate_methods
 
     if "cleanex" in methods:  # the other methods do not use torch
         limit_threads(threads)
     view = load_view(logits_path, label_view, view_labels_path)
-    n_classes = int(view.scores.shape[1])
+    scores, labels = with_images_only(view.scores, view.labels)
+    n_classes = int(scores.shape[1])
+    if n_classes < view.scores.shape[1]:
+        log.info("%d of the %d classes hold samples: extrapolating among those", n_classes, view.scores.shape[1])
     if not 2 <= int(k1) < n_classes:
         raise InputError(
-            f"expected 2 <= k1 < {n_classes} (the classes of {logits_path}), got {k1}",
+            f"expected 2 <= k1 < {n_classes} (the classes of {logits_path} that hold samples), got {k1}",
             field="analyses.extrapolation.k1",
         )
     if view.kind != "logits":
         log.warning("extrapolating from probabilities: the method assumes marginal scores such as logits")
     evaluation = evaluate_methods(
-        view.scores,
-        view.labels,
+        scores,
+        labels,
         int(k1),
         n_classes,
         int(repetitions),

@@ -15,6 +15,18 @@ class ImagenetValSource(UserDirectorySource):
     def classes(self, dataset: Mapping[str, Any]) -> int | None:
         return 1000 if dataset.get("label_space") == "imagenet1k" else None
 
+    def classes_with_images(self, dataset: Mapping[str, Any]) -> int | None:
+        """The wnid folders found (``root/<wnid>`` or ``root/val/<wnid>``); a flat layout's
+        classes need the devkit, so the label space's count stands for them."""
+        from classwise.data.imagefolder import WNID_RE
+
+        for base in (Path(str(dataset.get("root", ""))), Path(str(dataset.get("root", ""))) / "val"):
+            if base.is_dir():
+                found = sum(1 for entry in base.iterdir() if entry.is_dir() and WNID_RE.match(entry.name))
+                if found:
+                    return found
+        return self.classes(dataset)
+
     def open_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> Any:
         from classwise.data.imagefolder import imagenet_val
 
