@@ -330,3 +330,61 @@ def test_a_downloaded_torchvision_backbone_is_read_through_its_manifest(tmp_path
             device="cpu",
         )
     assert not (tmp_path / "again.pt").exists()
+
+
+def test_the_cifar100_config_s_protocol_runs_on_the_prototype_classifier_s_logits(
+    tmp_path: Path, cifar100: dict[str, str], backbone_file: Path
+) -> None:
+    """The steps of config/extrapolation_cifar100.yaml in order on the tiny CIFAR-100 (Snakemake
+    itself only dry-runs it, tests/test_real_data_path.py: its jobs would need torchvision to
+    accept the fixture's md5s): prototypes, inference, then the config's extrapolation settings
+    with 2 repetitions and short CleaneX fits instead of 50 and 3,000."""
+    import pandas as pd
+    import yaml
+
+    from classwise.steps.analyses import extrapolation_step
+    from classwise.steps.models import infer_step
+
+    settings = yaml.safe_load((REPO / "config" / "extrapolation_cifar100.yaml").read_text())["analyses"]["extrapolation"]
+    entry = _entry(backbone_file)
+    _run_script(tmp_path, entry, cifar100, tmp_path / "proto.pt")
+    logits = tmp_path / "clean.npz"
+    infer_step(
+        model_name="proto",
+        model_cfg=entry,
+        checkpoint_path=tmp_path / "proto.pt",
+        dataset_name="cifar100",
+        dataset_cfg=cifar100,
+        shift={"name": "clean", "kind": "clean", "params": {}},
+        seed=0,
+        batch_size=64,
+        device="cpu",
+        logits_path=logits,
+    )
+    outputs = {
+        name: tmp_path / f"extrapolation.{ext}"
+        for name, ext in (("markdown_path", "md"), ("csv_path", "csv"), ("latex_path", "tex"))
+    }
+    extrapolation_step(
+        logits_path=logits,
+        label_view="original",
+        view_labels_path=None,
+        k1=settings["k1"],
+        k2=settings["k2"],
+        repetitions=2,
+        methods=settings["methods"],
+        cleanex_steps=20,
+        ties="random",
+        device="cpu",
+        seed=0,
+        title="t",
+        caption="c",
+        curves_path=tmp_path / "curves.csv",
+        figure_path=tmp_path / "figure.png",
+        **outputs,
+    )
+    table = pd.read_csv(outputs["csv_path"])
+    assert table["k1"].tolist() == [10] * 4 + [20] * 4 and (table["k_max"] == 100).all()
+    others = table[table["method"] != "cleanex"]
+    assert others["ratio_to_cleanex_median"].gt(0).all() and others["cleanex_wins"].between(0, 1).all()
+    assert (tmp_path / "figure.png").stat().st_size > 0
