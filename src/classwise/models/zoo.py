@@ -10,6 +10,7 @@ Config shapes (one entry of ``models:``)::
      num_classes: 43, data_config: {input_size: [3, 64, 64]}}
     {source: train, architecture: cnn, ...}                    # the demo; trained by the pipeline
     {source: finetune, architecture: resnet18, ...}            # fine-tuned by the pipeline
+    {source: prototype, backbone: {...}, train_on: cifar100}   # class prototypes, by the pipeline
 
 What each source does is its module's under :mod:`classwise.models.sources`; this module is
 the manifest and the steps every source shares.
@@ -69,7 +70,8 @@ def download_weights(
     a download (torchvision with ``weights: null``, ``checkpoint``) only get a manifest (for a
     checkpoint: its path and sha256). With ``verify`` the model is built from the files once, so
     weights that do not fit fail here (and the files fetched are removed) rather than on a compute
-    node. ``train`` and ``finetune`` models are made by the pipeline and raise :class:`InputError`.
+    node. ``train``, ``finetune`` and ``prototype`` models are made by the pipeline and raise
+    :class:`InputError`.
     """
     dest = Path(dest_dir)
     source = model_source(spec)

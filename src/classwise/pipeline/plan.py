@@ -246,19 +246,27 @@ def resolve_analyses(
 def _resolve_k1(
     settings: dict[str, Any], user_set: bool, dataset: str, classes: int | None, notes: list[str], source: str
 ) -> dict[str, Any] | None:
-    """Extrapolation observes k1 of the C classes that hold images: 2 <= k1 < C. A default
-    k1 >= C shrinks to C - 1."""
-    k1 = int(settings["k1"])
-    if classes is None or k1 < classes:
+    """Extrapolation observes k1 of the C classes that hold images and extrapolates to k2
+    (default C): every k1 in 2..k2-1, k2 <= C. A user's value that cannot apply is an error; the default k1 = 5
+    shrinks to k2 - 1."""
+    k2 = settings.get("k2")
+    if k2 is not None and classes is not None and int(k2) > classes:
+        raise InputError(
+            f"expected k2 <= C, the {classes} classes of dataset {dataset!r} that hold images; got {k2}",
+            path=source,
+            field="analyses.extrapolation.k2",
+        )
+    limit = classes if k2 is None else int(k2)
+    k1 = settings["k1"]
+    values = [int(k1)] if isinstance(k1, int) else [int(k) for k in k1]
+    if limit is None or max(values) < limit:
         return settings
     if user_set:
-        raise InputError(
-            f"expected 2 <= k1 < C, the {classes} classes of dataset {dataset!r} that hold images; got {k1}",
-            path=source,
-            field="analyses.extrapolation.k1",
-        )
-    if classes < 3:
-        notes.append(f"extrapolation on {dataset}: skipped, it needs 3 or more classes (it has {classes})")
+        what = f"C, the {limit} classes of dataset {dataset!r} that hold images" if k2 is None else f"k2 = {limit}"
+        raise InputError(f"expected 2 <= k1 < {what}; got {k1}", path=source, field="analyses.extrapolation.k1")
+    if limit < 3:
+        notes.append(f"extrapolation on {dataset}: skipped, it needs 3 or more classes (it has {limit})")
         return None
-    notes.append(f"extrapolation on {dataset}: k1 = {classes - 1} instead of the default {k1}, below its {classes} classes")
-    return {**settings, "k1": classes - 1}
+    below = f"below its {limit} classes" if k2 is None else f"below k2 = {limit}"
+    notes.append(f"extrapolation on {dataset}: k1 = {limit - 1} instead of the default {k1}, {below}")
+    return {**settings, "k1": limit - 1}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from classwise.errors import InputError
-from classwise.models.sources import checkpoint, finetune, robustbench, timm, torchvision, train
+from classwise.models.sources import checkpoint, finetune, prototype, robustbench, timm, torchvision, train
 from classwise.models.sources.base import ModelSource, parse_entry
 from classwise.models.spec import ModelSpec
 
@@ -29,6 +29,7 @@ MODEL_SOURCES: dict[str, ModelSource] = {
     "checkpoint": checkpoint.SOURCE,
     "train": train.SOURCE,
     "finetune": finetune.SOURCE,
+    "prototype": prototype.SOURCE,
 }
 SOURCES = tuple(MODEL_SOURCES)
 
