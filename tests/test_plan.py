@@ -189,7 +189,9 @@ def test_several_k1_and_a_k2_are_checked_against_each_dataset(tmp_path: Path) ->
     with pytest.raises(InputError, match=r"expected 2 <= k1 < k2 = 8; got \[2, 8\]") as error:
         _resolved(tmp_path, config, {"extrapolation": {"k1": [2, 8], "k2": 8}})
     assert error.value.field == "analyses.extrapolation.k1"
-    with pytest.raises(InputError, match="expected k2 <= C, the 10 classes of dataset 'digits' that hold images; got 11") as error:
+    with pytest.raises(
+        InputError, match="expected k2 <= C, the 10 classes of dataset 'digits' that hold images; got 11"
+    ) as error:
         _resolved(tmp_path, config, {"extrapolation": {"k1": [2], "k2": 11}})
     assert error.value.field == "analyses.extrapolation.k2"
     plan = _resolved(tmp_path, config, {"extrapolation": {"k2": 4}})  # the default k1 = 5 adapts
