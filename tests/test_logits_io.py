@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 
 from classwise.errors import InputError
-from classwise.logits_io import load_scores, save_logits, sidecar_path, write_npz_deterministic
+from classwise.logits_io import (
+    load_outputs,
+    load_scores,
+    save_logits,
+    save_predictions,
+    save_scores,
+    sidecar_path,
+    stored_kind,
+    write_npz_deterministic,
+)
 
 
 def _example(n: int = 12, c: int = 4, seed: int = 0) -> dict:
@@ -105,4 +114,89 @@ def test_failed_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(np.lib.format, "write_array", disk_full)
     with pytest.raises(OSError, match="No space left"):
         save_logits(tmp_path / "clean.npz", **_example(), metadata={})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_probabilities_are_cached_as_probs_and_float64_is_kept(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet(np.ones(3), size=5)
+    path = tmp_path / "p.npz"
+    save_scores(
+        path,
+        scores=probs,
+        kind="probs",
+        labels=np.array([0, 1, 2, 0, 1]),
+        sample_ids=np.array([f"s{i}" for i in range(5)]),
+        class_names=np.array(["a", "b", "c"]),
+        metadata={},
+    )
+    loaded = load_scores(path)
+    assert loaded.kind == "probs"
+    assert loaded.scores.dtype == np.float64
+    np.testing.assert_array_equal(loaded.scores, probs)
+    assert stored_kind(path) == "probs"
+
+
+def _hard_example(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
+    predictions = np.array([2, 0, 1, 1, 3])
+    labels = np.array([2, 1, 1, 0, 3])
+    path = tmp_path / "hard.npz"
+    save_predictions(
+        path,
+        predictions=predictions,
+        labels=labels,
+        sample_ids=np.array([f"s{i}" for i in range(5)]),
+        class_names=np.array(["a", "b", "c", "d"]),
+        metadata={"kind": "predictions"},
+    )
+    return path, predictions, labels
+
+
+def test_hard_predictions_are_read_as_their_one_hot_encoding(tmp_path: Path) -> None:
+    path, predictions, labels = _hard_example(tmp_path)
+    assert stored_kind(path) == "predictions"
+    loaded = load_outputs(path)
+    assert loaded.hard_predictions
+    assert loaded.scores.shape == (5, 4)
+    np.testing.assert_array_equal(loaded.scores.argmax(axis=1), predictions)
+    np.testing.assert_array_equal(loaded.scores.sum(axis=1), np.ones(5))
+    np.testing.assert_array_equal(loaded.labels, labels)
+    assert loaded.class_names.tolist() == ["a", "b", "c", "d"]
+    assert not load_outputs(tmp_path / "hard.npz").extra
+
+
+def test_a_reader_that_needs_scores_refuses_hard_predictions_naming_the_file(tmp_path: Path) -> None:
+    path, _, _ = _hard_example(tmp_path)
+    with pytest.raises(InputError, match="hard predictions only") as info:
+        load_scores(path)
+    assert str(path) in str(info.value)
+
+
+def test_scores_files_read_the_same_with_either_reader(tmp_path: Path) -> None:
+    path = tmp_path / "clean.npz"
+    save_logits(path, **_example(), metadata={})
+    first, second = load_scores(path), load_outputs(path)
+    assert not second.hard_predictions
+    np.testing.assert_array_equal(first.scores, second.scores)
+
+
+@pytest.mark.parametrize(
+    ("predictions", "expected"),
+    [
+        (np.array([0, 4, 1, 1, 1]), "predicted classes must lie in [0, 4): 4 at position 1"),
+        (np.array([0.0, 1.0, 1.0, 1.0, 1.0]), "expected integer class indices"),
+    ],
+)
+def test_bad_hard_predictions_are_refused_and_nothing_is_written(tmp_path: Path, predictions: np.ndarray, expected: str) -> None:
+    path = tmp_path / "hard.npz"
+    with pytest.raises(InputError) as info:
+        save_predictions(
+            path,
+            predictions=predictions,
+            labels=np.zeros(5, dtype=np.int64),
+            sample_ids=np.arange(5),
+            class_names=np.array(["a", "b", "c", "d"]),
+            metadata={},
+        )
+    assert expected in str(info.value)
     assert list(tmp_path.iterdir()) == []

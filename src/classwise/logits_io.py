@@ -17,6 +17,13 @@ A user-supplied file for ``classwise metrics`` needs only ``labels`` and either 
 are optional. The sidecar JSON records the model, the resolved preprocessing, the shift
 parameters and the code version.
 
+The outputs of a model the pipeline did not run (``source: predictions``) are cached in the
+same place and format: ``probs`` instead of ``logits`` when the user gave probabilities (float64
+kept as given), or, when the user has only hard predictions, ``predictions`` (int64, (N,): the
+predicted class index) and no score matrix at all. :func:`load_scores` refuses such a file with
+an error saying that it holds hard predictions only, so no reader that needs scores can misread
+it; :func:`load_outputs` reads it for the metrics that need only the predicted class.
+
 Files are written deterministically (fixed zip timestamps, no pickles) and atomically,
 so the same inputs give byte-identical files and an interrupted write leaves nothing.
 """
@@ -27,15 +34,41 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from classwise.atomic import atomic_path, write_json
 from classwise.errors import InputError
-from classwise.validation import ScoreKind, check_finite_rows, check_labels, check_probabilities, check_score_matrix
+from classwise.validation import (
+    ScoreKind,
+    check_finite_rows,
+    check_labels,
+    check_probabilities,
+    check_score_matrix,
+    rows_message,
+)
 
-__all__ = ["ScoreKind", "ScoresFile", "load_scores", "save_logits", "sidecar_path", "validate_scores", "write_npz_deterministic"]
+__all__ = [
+    "PREDICTIONS",
+    "OutputKind",
+    "ScoreKind",
+    "ScoresFile",
+    "load_outputs",
+    "load_scores",
+    "save_logits",
+    "save_predictions",
+    "save_scores",
+    "sidecar_path",
+    "stored_kind",
+    "validate_scores",
+    "write_npz_deterministic",
+]
+
+#: The array of a file of hard predictions (the predicted class index per sample).
+PREDICTIONS = "predictions"
+#: What a cached outputs file holds: a score matrix of either kind, or hard predictions only.
+OutputKind = Literal["logits", "probs", "predictions"]
 
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
@@ -51,6 +84,9 @@ class ScoresFile:
     class_names: np.ndarray
     path: str | None = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    #: The file holds hard predictions only (:func:`load_outputs`): ``scores`` is their one-hot
+    #: encoding, whose argmax is the prediction and whose ranks and values mean nothing.
+    hard_predictions: bool = False
 
     @property
     def n_samples(self) -> int:
@@ -95,21 +131,93 @@ def save_logits(
     class_names: np.ndarray,
     metadata: dict[str, Any],
 ) -> None:
-    """Validate and write a logits file and its sidecar JSON, atomically as a pair.
+    """Validate and write a logits file (float32) and its sidecar JSON, atomically as a pair
+    (:func:`save_scores`)."""
+    save_scores(
+        path,
+        scores=np.asarray(logits, dtype=np.float32),
+        kind="logits",
+        labels=labels,
+        sample_ids=sample_ids,
+        class_names=class_names,
+        metadata=metadata,
+    )
+
+
+def save_scores(
+    path: str | Path,
+    *,
+    scores: np.ndarray,
+    kind: ScoreKind,
+    labels: np.ndarray,
+    sample_ids: np.ndarray,
+    class_names: np.ndarray,
+    metadata: dict[str, Any],
+) -> None:
+    """Validate and write a scores file (array ``logits`` or ``probs``; float64 kept, any other
+    float dtype as float32) and its sidecar JSON, atomically as a pair.
 
     The ``.npz`` is renamed into place only after its sidecar is written, and the sidecar is
     removed again if that rename fails, so a failure (bad arrays, a full disk) leaves neither
     file nor a temporary; storage errors name the file that could not be written."""
-    logits = np.asarray(logits, dtype=np.float32)
+    scores = np.asarray(scores)
+    scores = scores if scores.dtype == np.float64 else scores.astype(np.float32)
     labels = np.asarray(labels, dtype=np.int64)
+    validate_scores(scores, labels, kind=kind, path=path)
+    _save_pair(path, {kind: scores, "labels": labels}, sample_ids, class_names, scores.shape[1], metadata)
+
+
+def save_predictions(
+    path: str | Path,
+    *,
+    predictions: np.ndarray,
+    labels: np.ndarray,
+    sample_ids: np.ndarray,
+    class_names: np.ndarray,
+    metadata: dict[str, Any],
+) -> None:
+    """Validate and write a file of hard predictions (array ``predictions``, int64 class
+    indices, no scores) and its sidecar JSON, atomically as a pair; the number of classes is
+    that of ``class_names``."""
+    class_names = np.asarray(class_names).astype(str)
+    predictions = _check_predictions(predictions, class_names.shape[0], path=path)
+    labels = check_labels(np.asarray(labels), predictions.shape[0], class_names.shape[0], path=path)
+    _save_pair(path, {PREDICTIONS: predictions, "labels": labels}, sample_ids, class_names, class_names.shape[0], metadata)
+
+
+def _check_predictions(predictions: np.ndarray, n_classes: int, *, path: str | Path | None) -> np.ndarray:
+    arr = np.asarray(predictions)
+    if arr.ndim != 1 or not arr.size:
+        raise InputError(f"expected a 1-D array of class indices, got shape {arr.shape}", path=path, field=PREDICTIONS)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(f"expected integer class indices, got dtype {arr.dtype}", path=path, field=PREDICTIONS)
+    bad = np.flatnonzero((arr < 0) | (arr >= n_classes))
+    if bad.size:
+        raise InputError(
+            f"predicted classes must lie in [0, {n_classes}): {int(arr[bad[0]])} at position {int(bad[0])}; "
+            f"out-of-range rows: {rows_message(bad)}",
+            path=path,
+            field=PREDICTIONS,
+        )
+    return arr.astype(np.int64, copy=False)
+
+
+def _save_pair(
+    path: str | Path,
+    arrays: dict[str, np.ndarray],
+    sample_ids: np.ndarray,
+    class_names: np.ndarray,
+    n_classes: int,
+    metadata: dict[str, Any],
+) -> None:
+    n = arrays["labels"].shape[0]
     sample_ids = np.asarray(sample_ids).astype(str)
     class_names = np.asarray(class_names).astype(str)
-    validate_scores(logits, labels, kind="logits", path=path)
-    if sample_ids.shape != labels.shape:
-        raise InputError(f"expected {labels.shape[0]} sample ids, got shape {sample_ids.shape}", path=path, field="sample_ids")
-    if class_names.shape != (logits.shape[1],):
-        raise InputError(f"expected {logits.shape[1]} class names, got shape {class_names.shape}", path=path, field="class_names")
-    arrays = {"logits": logits, "labels": labels, "sample_ids": sample_ids, "class_names": class_names}
+    if sample_ids.shape != (n,):
+        raise InputError(f"expected {n} sample ids, got shape {sample_ids.shape}", path=path, field="sample_ids")
+    if class_names.shape != (n_classes,):
+        raise InputError(f"expected {n_classes} class names, got shape {class_names.shape}", path=path, field="class_names")
+    arrays = {**arrays, "sample_ids": sample_ids, "class_names": class_names}
     sidecar = sidecar_path(path)
     sidecar_written = False
     try:
@@ -140,8 +248,45 @@ def validate_scores(
         check_probabilities(scores, field=kind, path=path)
 
 
+def stored_kind(path: str | Path) -> OutputKind:
+    """What an outputs file holds (``logits``, ``probs`` or ``predictions``), from the names of
+    its arrays alone (nothing is read or validated: cheap enough for the workflow's plan)."""
+    p = Path(path)
+    try:
+        with zipfile.ZipFile(p) as archive:
+            names = {name.removesuffix(".npy") for name in archive.namelist()}
+    except FileNotFoundError:
+        raise InputError("file does not exist", path=p) from None
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise InputError(f"not a readable .npz archive ({exc})", path=p) from exc
+    return _kind_of(names, p)
+
+
+def _kind_of(names: set[str], path: Path) -> OutputKind:
+    scores = [name for name in ("logits", "probs") if name in names]
+    if len(scores) == 2:
+        raise InputError("holds both 'logits' and 'probs'; keep exactly one", path=path)
+    if scores:
+        return scores[0]  # type: ignore[return-value]
+    if PREDICTIONS in names:
+        return "predictions"
+    raise InputError(f"missing array 'logits' (or 'probs', or '{PREDICTIONS}'); found {sorted(names)}", path=path, field="logits")
+
+
 def load_scores(path: str | Path) -> ScoresFile:
-    """Read and validate a scores file (``logits`` or ``probs`` plus ``labels``)."""
+    """Read and validate a scores file (``logits`` or ``probs`` plus ``labels``). A file of hard
+    predictions only is an :class:`InputError` saying so (read it with :func:`load_outputs`)."""
+    return _load(path, allow_predictions=False)
+
+
+def load_outputs(path: str | Path) -> ScoresFile:
+    """Read and validate a scores file or a file of hard predictions; the latter comes as the
+    one-hot encoding of the predictions with ``hard_predictions`` set (only its argmax, and
+    what follows from the confusion matrix, is meaningful)."""
+    return _load(path, allow_predictions=True)
+
+
+def _load(path: str | Path, *, allow_predictions: bool) -> ScoresFile:
     p = Path(path)
     if not p.exists():
         raise InputError("file does not exist", path=p)
@@ -151,19 +296,33 @@ def load_scores(path: str | Path) -> ScoresFile:
         raise InputError(f"not a readable .npz archive ({exc})", path=p) from exc
     with archive:
         names = set(archive.files)
-        if "logits" in names and "probs" in names:
-            raise InputError("holds both 'logits' and 'probs'; keep exactly one", path=p)
-        if "logits" in names:
-            kind: ScoreKind = "logits"
-        elif "probs" in names:
-            kind = "probs"
-        else:
-            raise InputError(f"missing array 'logits' (or 'probs'); found {sorted(names)}", path=p, field="logits")
+        stored = _kind_of(names, p)
+        if stored == PREDICTIONS and not allow_predictions:
+            raise InputError(
+                "holds hard predictions only (array 'predictions'), no scores: the metrics that rank or "
+                "weigh classes by score (W2CA, the top-k metrics, decisiveness, extrapolation) cannot be "
+                "computed from it",
+                path=p,
+                field=PREDICTIONS,
+            )
         if "labels" not in names:
             raise InputError(f"missing array 'labels'; found {sorted(names)}", path=p, field="labels")
-        scores = archive[kind]
         labels = archive["labels"]
-        validate_scores(scores, labels, kind=kind, path=p)
+        if stored == PREDICTIONS:
+            class_names = archive["class_names"].astype(str) if "class_names" in names else None
+            if class_names is None:
+                raise InputError(
+                    "a file of hard predictions needs 'class_names' (the number of classes)", path=p, field="class_names"
+                )
+            predictions = _check_predictions(archive[PREDICTIONS], class_names.shape[0], path=p)
+            scores = np.zeros((predictions.shape[0], class_names.shape[0]), dtype=np.float32)
+            scores[np.arange(predictions.shape[0]), predictions] = 1.0
+            kind: ScoreKind = "logits"
+            check_labels(labels, scores.shape[0], scores.shape[1], path=p)
+        else:
+            kind = stored  # type: ignore[assignment]
+            scores = archive[kind]
+            validate_scores(scores, labels, kind=kind, path=p)
         n, c = scores.shape
         sample_ids = archive["sample_ids"].astype(str) if "sample_ids" in names else np.arange(n).astype(str)
         class_names = archive["class_names"].astype(str) if "class_names" in names else np.arange(c).astype(str)
@@ -171,7 +330,7 @@ def load_scores(path: str | Path) -> ScoresFile:
             raise InputError(f"expected shape ({n},), got {sample_ids.shape}", path=p, field="sample_ids")
         if class_names.shape != (c,):
             raise InputError(f"expected shape ({c},), got {class_names.shape}", path=p, field="class_names")
-        extra = {name: archive[name] for name in names - {kind, "labels", "sample_ids", "class_names"}}
+        extra = {name: archive[name] for name in names - {stored, "labels", "sample_ids", "class_names"}}
     return ScoresFile(
         scores=scores,
         labels=labels.astype(np.int64, copy=False),
@@ -180,4 +339,5 @@ def load_scores(path: str | Path) -> ScoresFile:
         class_names=class_names,
         path=str(p),
         extra=extra,
+        hard_predictions=stored == PREDICTIONS,
     )
