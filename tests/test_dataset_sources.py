@@ -14,10 +14,14 @@ from classwise.data.sources import (
     DATASET_SOURCES,
     DOWNLOADED_SOURCES,
     TRAIN_SPLIT_SOURCES,
+    check_dataset_paths,
     dataset_classes,
     dataset_image_shape,
     dataset_source,
+    has_images,
+    input_files,
     job_parameters,
+    load_split,
     open_split,
     prepare_dataset,
 )
@@ -30,6 +34,7 @@ ENTRIES = {
     "image_folder": {"source": "image_folder", "root": "no/such/dir", "classes": ["a", "b", "c"]},
     "torchvision": {"source": "torchvision", "name": "cifar100", "root": "data/cifar"},
     "cifar10c": {"source": "cifar10c", "root": "data/c", "corruption": "fog", "severity": 3},
+    "labels": {"source": "labels", "path": "no/such.csv", "class_names": ["a", "b"]},
 }
 
 
@@ -55,6 +60,7 @@ def test_the_source_lists_the_workflow_reads() -> None:
         ("image_folder", 3, None),
         ("torchvision", 100, (3, 32, 32)),
         ("cifar10c", 10, (3, 32, 32)),
+        ("labels", 2, None),
     ],
 )
 def test_class_count_and_image_shape_from_the_config(source: str, classes: int, shape: tuple[int, ...] | None) -> None:
@@ -103,3 +109,55 @@ def test_the_workflow_s_questions_import_no_torch() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def _label_file(path: Path, rows: str) -> Path:
+    path.write_text("sample_id,label,class_name\n" + rows, encoding="utf-8")
+    return path
+
+
+def test_a_label_file_gives_the_samples_and_the_classes_without_images(tmp_path: Path) -> None:
+    path = _label_file(tmp_path / "labels.csv", "b,2,two\na,0,zero\nc,2,two\n")
+    entry = {"source": "labels", "path": str(path)}
+    assert not has_images(entry) and has_images(ENTRIES["sklearn_digits"])
+    assert input_files(entry) == [str(path)] and input_files(ENTRIES["image_folder"]) == []
+    assert dataset_classes("d", entry) == 3  # the largest label + 1: class 1 has no sample
+    split = open_split(entry, "test", name="d")
+    assert split.sample_ids.tolist() == ["b", "a", "c"]
+    assert split.labels.tolist() == [2, 0, 2]
+    assert split.class_names == ("zero", "1", "two")
+    named = open_split({**entry, "class_names": ["zero", "one", "two", "three"]}, "test", name="d")
+    assert named.class_names == ("zero", "one", "two", "three")
+    assert dataset_classes("d", {**entry, "class_names": ["zero", "one", "two", "three"]}) == 4
+
+
+@pytest.mark.parametrize(
+    ("rows", "class_names", "expected"),
+    [
+        ("a,0,x\na,1,y\n", None, "field 'sample_id': duplicate sample ids ['a']"),
+        ("a,0,x\nb,one,y\n", None, "field 'label': expected class indices (integers >= 0); rows 1 are not (e.g. 'one')"),
+        ("a,0,x\nb,-1,y\n", None, "field 'label': expected class indices"),
+        ("a,0,x\nb,0,y\n", None, "field 'class_name': label 0 has several names: ['x', 'y']"),
+        ("a,0,x\nb,2,y\n", ["x", "y"], "field 'label': label 2 is not a class of the 2 class_names"),
+        ("a,0,x\nb,1,z\n", ["x", "y"], "field 'class_name': names class 1 'z', the config's class_names 'y'"),
+    ],
+)
+def test_a_bad_label_file_stops_the_run_naming_the_file_and_the_column(
+    tmp_path: Path, rows: str, class_names: list[str] | None, expected: str
+) -> None:
+    path = _label_file(tmp_path / "labels.csv", rows)
+    entry = {"source": "labels", "path": str(path), **({"class_names": class_names} if class_names else {})}
+    with pytest.raises(InputError) as info:
+        check_dataset_paths(entry, "d")
+    assert expected in str(info.value) and str(path) in str(info.value)
+
+
+def test_a_missing_label_file_names_the_config_key(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"field 'datasets.d.path': file does not exist"):
+        check_dataset_paths({"source": "labels", "path": str(tmp_path / "nope.csv")}, "d")
+
+
+def test_a_set_of_labels_has_no_images_to_load(tmp_path: Path) -> None:
+    path = _label_file(tmp_path / "labels.csv", "a,0,x\n")
+    with pytest.raises(InputError, match="holds labels, no images"):
+        load_split({"source": "labels", "path": str(path)}, "test", name="d")

@@ -3,7 +3,9 @@
 
 Small sets (the digits demo, CIFAR, CIFAR-10-C) load into memory as an :class:`ImageSet`;
 image-file sets (ImageNet, GTSRB, any ImageFolder) open as a lazy :class:`ImageFileDataset`
-that inference decodes batch by batch with the model's own preprocessing. Loading never
+that inference decodes batch by batch with the model's own preprocessing; a set given by its
+labels alone (``source: labels``, for models whose outputs come from a file) opens as its
+sample ids, labels and class names. Loading never
 downloads: downloads happen in the workflow's local rules (see :func:`prepare_dataset`).
 
 Every source answers :class:`~classwise.data.sources.base.DatasetSource`; nothing outside this
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from classwise.data.imageset import ImageSet
-from classwise.data.sources import cifar10c, image_folder, imagenet_val, sklearn_digits, torchvision
+from classwise.data.sources import cifar10c, image_folder, imagenet_val, labels, sklearn_digits, torchvision
 from classwise.data.sources.base import BaseDatasetSource, DatasetSource, Split
 from classwise.errors import InputError
 
@@ -34,6 +36,8 @@ __all__ = [
     "dataset_classes_with_images",
     "dataset_image_shape",
     "dataset_source",
+    "has_images",
+    "input_files",
     "job_parameters",
     "load_split",
     "open_split",
@@ -46,6 +50,7 @@ DATASET_SOURCES: dict[str, DatasetSource] = {
     "image_folder": image_folder.SOURCE,
     "torchvision": torchvision.SOURCE,
     "cifar10c": cifar10c.SOURCE,
+    "labels": labels.SOURCE,
 }
 _UNKNOWN = BaseDatasetSource()
 """What an entry of no known source answers (the schema check reports the source itself)."""
@@ -93,6 +98,17 @@ def job_parameters(dataset: Mapping[str, Any]) -> dict[str, Any]:
     convention, so that Snakemake reruns every job that saw a split made under another one)."""
     source = DATASET_SOURCES.get(str(dataset.get("source")), _UNKNOWN)
     return source.job_parameters(dataset)
+
+
+def input_files(dataset: Mapping[str, Any]) -> list[str]:
+    """The files the user provides for a configured dataset that jobs reading it depend on."""
+    source = DATASET_SOURCES.get(str(dataset.get("source")), _UNKNOWN)
+    return source.input_files(dataset)
+
+
+def has_images(dataset: Mapping[str, Any]) -> bool:
+    """Whether a configured dataset holds images (False: labels only, ``source: labels``)."""
+    return DATASET_SOURCES.get(str(dataset.get("source")), _UNKNOWN).has_images
 
 
 def check_dataset_paths(dataset: Mapping[str, Any], name: str) -> None:

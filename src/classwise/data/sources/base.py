@@ -30,6 +30,9 @@ class DatasetSource(Protocol):
     downloaded: bool
     #: Whether it has a train split (else it is an evaluation set: ``test`` only).
     has_train_split: bool
+    #: Whether it holds images (else only labels and sample ids: models cannot run on it, only
+    #: their outputs from a file can be evaluated, and no shift can perturb it).
+    has_images: bool
 
     def classes(self, dataset: Mapping[str, Any]) -> int | None:
         """The class count, from the config and at most a directory listing (None: only loading
@@ -53,6 +56,11 @@ class DatasetSource(Protocol):
         """:class:`InputError` when a directory the user provides is missing."""
         ...
 
+    def input_files(self, dataset: Mapping[str, Any]) -> list[str]:
+        """Files the user provides that the jobs reading the split depend on (a change reruns
+        them); directories of images are not listed."""
+        ...
+
     def open_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> Any:
         """An :class:`ImageSet` or a lazy ``ImageFileDataset`` of ``split`` (checked to exist)."""
         ...
@@ -73,6 +81,7 @@ class BaseDatasetSource:
     required: tuple[str, ...] = ()
     downloaded = False
     has_train_split = False
+    has_images = True
 
     def classes(self, dataset: Mapping[str, Any]) -> int | None:
         return None
@@ -89,6 +98,9 @@ class BaseDatasetSource:
 
     def check_paths(self, dataset: Mapping[str, Any], name: str) -> None:
         return None
+
+    def input_files(self, dataset: Mapping[str, Any]) -> list[str]:
+        return []
 
     def load_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
         opened = self.open_split(dataset, split, name)  # type: ignore[attr-defined]
