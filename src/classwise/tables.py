@@ -64,6 +64,19 @@ def skipped_rows_note(rows: Sequence[str], skipped: Mapping[str, str]) -> str:
     return " ".join(f"Not shown: {', '.join(names)} ({reason})." for reason, names in by_reason.items())
 
 
+def unavailable_rows_note(rows: Sequence[str], skipped: Mapping[str, Mapping[str, str]]) -> str:
+    """One sentence per model and reason naming the table ``rows`` shown as ``n/a`` for that
+    model (``skipped`` maps a model to its metrics left out, with why); "" if none."""
+    sentences = []
+    for model, reasons in skipped.items():
+        by_reason: dict[str, list[str]] = {}
+        for row in rows:
+            if row in reasons:
+                by_reason.setdefault(reasons[row], []).append(row)
+        sentences += [f"n/a for {model}: {', '.join(names)} ({reason})." for reason, names in by_reason.items()]
+    return " ".join(sentences)
+
+
 def format_cell(entry: Mapping[str, Any], class_names: Sequence[str]) -> str:
     """``{"value": 0.08, "classes": [837]}`` -> ``"08.00 (sunglass)"``."""
     value = 100.0 * float(entry["value"])
@@ -80,11 +93,14 @@ def metric_table(
     rows: Sequence[str],
     *,
     source: str = "metrics",
+    skipped: Mapping[str, Mapping[str, str]] | None = None,
 ) -> pd.DataFrame:
     """Rows = metric names, columns = models (in the given order), string cells.
 
     Each document is a ``classwise metrics`` JSON (``metrics`` and ``class_names``). A row a
-    model lacks is an error naming the model and the metric: tables never silently blank.
+    model lacks is an error naming the model and the metric (tables never silently blank),
+    unless ``skipped`` (model -> metric -> why) says why it was left out: then ``n/a``
+    (:func:`unavailable_rows_note` says why).
     """
     columns: dict[str, list[str]] = {}
     for model, document in documents.items():
@@ -92,6 +108,9 @@ def metric_table(
         class_names = document.get("class_names") or [str(i) for i in range(int(document["n_classes"]))]
         cells = []
         for row in rows:
+            if row not in metrics and row in (skipped or {}).get(model, {}):
+                cells.append("n/a")
+                continue
             if row not in metrics:
                 raise InputError(f"model '{model}' has no metric '{row}'", path=source, field=row)
             cells.append(format_cell(metrics[row], class_names))

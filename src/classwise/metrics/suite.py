@@ -103,6 +103,29 @@ def skipped_worst_class_metrics(n_classes: int, *, k: int, ns: Sequence[int], wi
     return skipped
 
 
+#: Why the metrics that rank or weigh classes by score are missing for hard predictions.
+HARD_PREDICTIONS_REASON = "hard predictions only: no scores to rank the classes by"
+
+
+def score_metric_names(k: int, ns: Sequence[int]) -> tuple[str, ...]:
+    """The metrics of :func:`worst_class_family` that need scores, not only the predicted class:
+    the pair accuracies (the argmax within a pair), WSupCA (within a superclass) and the top-k
+    metrics."""
+    return ("W2CA", "W2CA_balanced", "WSupCA", f"A@{k}", f"WCA@{k}", *(f"W{n}CR@{k}" for n in ns))
+
+
+def without_score_metrics(
+    metrics: Mapping[str, MetricResult], skipped: Mapping[str, str], *, k: int, ns: Sequence[int]
+) -> tuple[dict[str, MetricResult], dict[str, str]]:
+    """``metrics`` of hard predictions (their one-hot encoding) less those that need scores,
+    which join ``skipped`` with :data:`HARD_PREDICTIONS_REASON` (a metric already skipped as
+    trivial keeps its reason)."""
+    dropped = set(score_metric_names(k, ns))
+    kept = {name: result for name, result in metrics.items() if name not in dropped}
+    reasons = {name: HARD_PREDICTIONS_REASON for name in score_metric_names(k, ns) if name != "WSupCA" or name in metrics}
+    return kept, {**reasons, **skipped}
+
+
 def nelson_family(
     probabilities: Probabilities,
     labels: np.ndarray,

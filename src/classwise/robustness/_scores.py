@@ -1,4 +1,7 @@
-"""Reading cached scores for the robustness analyses: a path or an already loaded file."""
+"""Reading cached scores for the robustness analyses: a path or an already loaded file.
+
+These analyses use the predicted class alone, so a file of hard predictions serves as well
+(:func:`classwise.logits_io.load_outputs`)."""
 
 from __future__ import annotations
 
@@ -6,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from classwise.logits_io import ScoresFile, load_scores
+from classwise.logits_io import ScoresFile, load_outputs
 
 
 def as_scores(source: ScoresFile | str | Path) -> ScoresFile:
-    """``source`` itself when already loaded, else :func:`classwise.logits_io.load_scores`."""
-    return source if isinstance(source, ScoresFile) else load_scores(source)
+    """``source`` itself when already loaded, else :func:`classwise.logits_io.load_outputs`."""
+    return source if isinstance(source, ScoresFile) else load_outputs(source)
 
 
 def predictions(scores: ScoresFile) -> np.ndarray:

@@ -15,8 +15,9 @@ import pandas as pd
 
 from classwise.atomic import atomic_open, write_json
 from classwise.labels.labelled_scores import LabelledScores, apply_label_view
-from classwise.logits_io import load_scores
+from classwise.logits_io import load_outputs, load_scores
 from classwise.metrics import decisiveness as nelson
+from classwise.metrics.cfps import cfps_max
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
 from classwise.metrics.suite import (
@@ -25,15 +26,20 @@ from classwise.metrics.suite import (
     nelson_family,
     per_class_table,
     skipped_worst_class_metrics,
+    without_score_metrics,
     worst_class_family,
 )
 from classwise.superclasses import validate_superclasses
 
 
-def load_view(logits_path: str | Path, label_view: str, view_labels_path: str | Path | None) -> LabelledScores:
+def load_view(
+    logits_path: str | Path, label_view: str, view_labels_path: str | Path | None, *, hard_predictions: bool = False
+) -> LabelledScores:
     """The scores of ``logits_path`` under a label view: ``original`` uses the stored labels,
-    any other view a ``sample_id,label`` file (:mod:`classwise.labels.views`) matched by id."""
-    scores_file = load_scores(logits_path)
+    any other view a ``sample_id,label`` file (:mod:`classwise.labels.views`) matched by id.
+    With ``hard_predictions`` a file of hard predictions is read too (as their one-hot encoding,
+    flagged), else it is an error saying that scores are needed."""
+    scores_file = load_outputs(logits_path) if hard_predictions else load_scores(logits_path)
     view_labels = None
     if view_labels_path is not None:
         from classwise.labels.views import aligned_labels
@@ -74,13 +80,19 @@ def worst_class_step(
 ) -> None:
     """Worst-class metrics (JSON), per-class recall/precision/CFPS (CSV) and the confusion
     matrix (CSV of counts, rows = true class, columns = predicted) of one logits file, and its
-    heatmap (rows normalised to the true class) when ``confusion_figure_path`` is given."""
-    view = load_view(logits_path, label_view, view_labels_path)
+    heatmap (rows normalised to the true class) when ``confusion_figure_path`` is given. A file
+    of hard predictions gives the metrics of the confusion matrix; those that need scores are
+    listed under ``skipped`` with why (and the per-class top-k recall is empty)."""
+    view = load_view(logits_path, label_view, view_labels_path, hard_predictions=True)
     n_classes = view.scores.shape[1]
     groups = validate_superclasses(superclasses, n_classes, path="config") if superclasses else None
     ranked = argmax_scores(view.scores, view.kind)
     stats = compute_stats(ranked, view.labels, n_classes=n_classes)
     metrics = worst_class_family(stats, ranked, superclasses=groups, k=k, ns=ns)
+    metrics["CFPS_max"] = cfps_max(stats.confusion)
+    skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
+    if view.hard_predictions:
+        metrics, skipped = without_score_metrics(metrics, skipped, k=k, ns=ns)
     document = {
         "n_samples": stats.n_samples,
         "n_classes": stats.n_classes,
@@ -88,9 +100,11 @@ def worst_class_step(
         "class_names": view.class_names.tolist(),
         "parameters": {"k": k, "n": list(ns), "superclasses": groups or {}},
         "metrics": {name: result.to_json() for name, result in metrics.items()},
-        "skipped": skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats)),
+        "skipped": skipped,
     }
     per_class = per_class_table(stats, k=k, class_names=view.class_names)
+    if view.hard_predictions:
+        per_class[f"top{k}_recall"] = np.nan  # no ranks without scores
     names = [str(name) for name in view.class_names]
     confusion = pd.DataFrame(stats.confusion, index=pd.Index(names, name="true"), columns=names)
     write_json(metrics_path, document)

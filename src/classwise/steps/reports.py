@@ -41,12 +41,17 @@ def worst_class_table_step(
         superclasses=bool(parameters["superclasses"]),
         balanced_pairs=first.get("label_view", "original") != "original",
     )
-    # the metrics job says which rows were trivial for its data (older documents: from C alone)
-    skipped = first.get("skipped") or skipped_worst_class_metrics(n_classes, k=k, ns=parameters["n"])
+    # the metrics job says which rows were trivial for its data (older documents: from C alone),
+    # or need scores that hard predictions lack: a row none has is left out, a row some lack is n/a
+    skipped = {
+        model: document.get("skipped") or skipped_worst_class_metrics(n_classes, k=k, ns=parameters["n"])
+        for model, document in documents.items()
+    }
+    everywhere = {row: why for row, why in next(iter(skipped.values())).items() if all(row in s for s in skipped.values())}
     all_rows = tables.paper_rows(parameters["n"], k, **layout)
-    rows = [row for row in all_rows if row not in skipped]
-    frame = tables.metric_table(documents, rows, source=str(next(iter(metrics_paths.values()))))
-    note = tables.skipped_rows_note(all_rows, skipped)
+    rows = [row for row in all_rows if row not in everywhere]
+    frame = tables.metric_table(documents, rows, source=str(next(iter(metrics_paths.values()))), skipped=skipped)
+    note = " ".join(filter(None, [tables.skipped_rows_note(all_rows, everywhere), tables.unavailable_rows_note(rows, skipped)]))
     paths = {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}
     tables.write_tables(frame, f"{caption} {note}" if note else caption, paths)
 

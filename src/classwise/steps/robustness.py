@@ -114,9 +114,9 @@ def targeted_success_step(
     for model, by_target in runs.items():
         frame = targeted_success_table(dict(by_target), clean=clean_paths[model])
         frames[model] = frame
-        from classwise.logits_io import load_scores
+        from classwise.logits_io import load_outputs
 
-        class_names = load_scores(clean_paths[model]).class_names.tolist()
+        class_names = load_outputs(clean_paths[model]).class_names.tolist()
         full = np.full(len(class_names), np.nan)
         full[frame.index.to_numpy(dtype=int)] = frame["success_rate"].to_numpy(dtype=np.float64)
         rates[model] = full
