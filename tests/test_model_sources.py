@@ -4,6 +4,7 @@ and the workflow's questions answered without torch."""
 from __future__ import annotations
 
 import inspect
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ ENTRIES = {
     "train": {"source": "train", "architecture": "cnn", "train_on": "digits"},
     "finetune": {"source": "finetune", "architecture": "resnet18", "weights": None, "train_on": "digits"},
     "prototype": {"source": "prototype", "backbone": {"source": "timm", "name": "resnet18"}, "train_on": "digits"},
+    "predictions": {"source": "predictions", "files": {"clean": "net_clean.npz"}},
 }
 DATASETS = {"digits": {"source": "sklearn_digits"}}
 
@@ -45,6 +47,14 @@ def test_rules_that_make_models_exist() -> None:
         assert f"rule {rule}:" in rules
 
 
+def test_rules_that_cache_outputs_exist() -> None:
+    rules = (ROOT / "workflow" / "rules" / "inference.smk").read_text(encoding="utf-8")
+    cached = {source.cached_by for source in MODEL_SOURCES.values()}
+    assert cached == {"infer", "import_predictions"}
+    for rule in cached:
+        assert f"rule {rule}:" in rules
+
+
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
@@ -55,9 +65,10 @@ def test_rules_that_make_models_exist() -> None:
         ("train", "out/models/m.pt"),
         ("finetune", "out/models/m.pt"),
         ("prototype", "out/models/m.pt"),
+        ("predictions", None),
     ],
 )
-def test_the_file_inference_reads(source: str, expected: str) -> None:
+def test_the_file_inference_reads(source: str, expected: str | None) -> None:
     entry = ENTRIES[source]
     assert model_source(entry).weights_input("m", entry, models_dir="out/models", resources="res") == expected
 
@@ -77,6 +88,7 @@ def test_random_torchvision_weights_read_no_file() -> None:
         ("train", 10),
         ("finetune", 10),
         ("prototype", 10),
+        ("predictions", None),
     ],
 )
 def test_classes_scored(source: str, expected: int | None) -> None:
@@ -85,7 +97,9 @@ def test_classes_scored(source: str, expected: int | None) -> None:
 
 
 def test_an_unknown_source_names_the_field_and_every_source() -> None:
-    with pytest.raises(InputError, match=r"field 'models.m.source': expected one of \['timm', .*'finetune', 'prototype'\]"):
+    with pytest.raises(
+        InputError, match=r"field 'models.m.source': expected one of \['timm', .*'finetune', 'prototype', 'predictions'\]"
+    ):
         parse_model_spec({"source": "keras"}, key="m", check_names=False)
 
 
@@ -125,7 +139,65 @@ def test_the_workflow_s_questions_import_no_model_library() -> None:
         "    source.weights_input(name, entry, models_dir='out', resources='res')\n"
         "    source.classes_scored(entry, datasets, {'digits': 10})\n"
         "    source.check_fit(name, entry, 'digits', datasets, 'hint', 'config')\n"
+        "    source.cached_by\n"
         "print(sorted(m for m in ('torch', 'timm', 'torchvision', 'albumentations') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def _predictions(files: object) -> dict[str, object]:
+    return {"source": "predictions", "files": files}
+
+
+@pytest.mark.parametrize(
+    ("files", "field", "text"),
+    [
+        ({}, "models.m.files", "expected a mapping shift -> file"),
+        ({"clean": 3}, "models.m.files.clean", "expected the path of a file"),
+        ({"clean": "net.json"}, "models.m.files.clean", "expected a .npz file (the logits-file format) or a .csv file"),
+        ({"clean": "a.npz", "d": {"clean": "b.npz"}}, "models.m.files.clean", "expected every value to be a file"),
+        ({"d": {"clean": "b.txt"}}, "models.m.files.d.clean", "expected a .npz file"),
+    ],
+)
+def test_a_bad_predictions_entry_names_the_field(files: object, field: str, text: str) -> None:
+    with pytest.raises(InputError, match=rf"field '{re.escape(field)}': {re.escape(text)}"):
+        parse_model_spec(_predictions(files), key="m", check_names=False)
+
+
+def test_files_per_dataset_must_name_datasets_of_the_config() -> None:
+    entry = _predictions({"mnist": {"clean": "a.npz"}})
+    with pytest.raises(InputError, match=r"field 'models.m.files.mnist': names dataset 'mnist', expected one of \['digits'\]"):
+        model_source(entry).check_run("m", entry, DATASETS, "config.yaml")
+
+
+def test_whether_a_model_has_scores_is_read_from_each_file_s_header(tmp_path: Path) -> None:
+    import numpy as np
+
+    scores, hard = tmp_path / "s.npz", tmp_path / "h.csv"
+    np.savez(scores, probs=np.full((2, 2), 0.5), sample_ids=np.array(["a", "b"]))
+    hard.write_text("sample_id,prediction\na,0\nb,1\n")
+    entry = _predictions({"digits": {"clean": str(scores), "noise": str(hard)}})
+    source = model_source(entry)
+    assert source.cached_by == "import_predictions"
+    assert source.has_scores("m", entry, "digits", "clean", "c.yaml")
+    assert not source.has_scores("m", entry, "digits", "noise", "c.yaml")
+    with pytest.raises(
+        InputError, match=r"c.yaml: field 'models.m.files.digits.pgd': no file of model 'm'.s outputs on shift 'pgd'"
+    ):
+        source.has_scores("m", entry, "digits", "pgd", "c.yaml")
+    flat = _predictions({"clean": str(tmp_path / "gone.npz")})
+    with pytest.raises(InputError, match=r"field 'models.m.files.clean': .*gone.npz: file does not exist"):
+        source.has_scores("m", flat, "digits", "clean", "c.yaml")
+
+
+def test_a_model_given_by_its_outputs_is_neither_downloaded_nor_run(tmp_path: Path) -> None:
+    from classwise.models.zoo import download_weights
+
+    entry = ENTRIES["predictions"]
+    spec = parse_model_spec(entry, check_names=False)
+    assert not model_source(entry).needs_download(spec)
+    with pytest.raises(InputError, match="nothing is downloaded"):
+        download_weights(spec, tmp_path / "m")
+    with pytest.raises(InputError, match="rule import_predictions reads its outputs"):
+        model_source(entry).inference_model("m", entry, None, "cpu")

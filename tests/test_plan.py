@@ -229,3 +229,85 @@ def test_confident_learning_without_clean_images_is_an_error(tmp_path: Path) -> 
     with pytest.raises(InputError, match="reads the reference model's clean probabilities") as error:
         _resolved(tmp_path, config, {})
     assert error.value.field == "datasets.digits.label_views.cl.kind"
+
+
+def _predictions_config(tmp_path: Path) -> dict[str, Any]:
+    """A labels-only dataset evaluated by two models given by files: one with scores, one with
+    hard predictions (the header is all the plan reads)."""
+    (tmp_path / "labels.csv").write_text("sample_id,label\na,0\nb,1\nc,2\n")
+    (tmp_path / "scores.csv").write_text("sample_id,score_0,score_1,score_2\n")
+    (tmp_path / "hard.csv").write_text("sample_id,prediction\n")
+    return {
+        "datasets": {"ids": {"source": "labels", "path": str(tmp_path / "labels.csv")}},
+        "models": {
+            "soft": {"source": "predictions", "files": {"clean": str(tmp_path / "scores.csv")}},
+            "hard": {"source": "predictions", "files": {"clean": str(tmp_path / "hard.csv")}},
+        },
+        "shifts": {"clean": True},
+    }
+
+
+def test_hard_predictions_are_found_before_any_job_and_skip_what_needs_scores(tmp_path: Path) -> None:
+    plan = _resolved(tmp_path, _predictions_config(tmp_path), {})
+    assert plan.classes["ids"] == 3 and plan.with_images == {"ids": False}
+    assert plan.hard_predictions == {("ids", "hard", "clean")}
+    assert plan.scored_models("ids", ["clean"]) == ["soft"]
+    assert any(note.startswith("model hard on ids: hard predictions only on ['clean'] (no scores)") for note in plan.notes)
+    assert plan.analyses["ids"]["subset_tests"] is None
+    assert "subset tests on ids: skipped, they split the samples by image features and it has no images" in plan.notes
+    assert plan.analysis_models[("ids", "extrapolation")] == ["soft"]
+    assert "extrapolation on ids: run without ['hard'], which have hard predictions only on ['clean']" in plan.notes
+
+
+def test_an_analysis_with_only_hard_predictions_to_read_is_skipped_with_a_note(tmp_path: Path) -> None:
+    config = _predictions_config(tmp_path)
+    del config["models"]["soft"]
+    plan = _resolved(tmp_path, config, {})
+    assert plan.analyses["ids"]["extrapolation"] is None
+    assert "extrapolation on ids: skipped, its models have hard predictions only (no scores) on ['clean']" in plan.notes
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "text"),
+    [
+        (
+            lambda c, t: c["models"].update(
+                net={"source": "checkpoint", "path": str(_state_dict(t)), "architecture": "x", "num_classes": 3}
+            ),
+            "datasets.ids.models",
+            "model 'net' (source checkpoint) runs on images, and dataset 'ids' (source labels) has labels, no images",
+        ),
+        (
+            lambda c, t: c["shifts"].update(corruptions=["gaussian_noise"]),
+            "datasets.ids.shifts",
+            "shift 'gaussian_noise_s3' (corruption) perturbs images, and dataset 'ids' (source labels) has labels",
+        ),
+        (
+            lambda c, t: c["models"]["soft"].update(files={"noise": str(t / "scores.csv")}),
+            "models.soft.files.clean",
+            "no file of model 'soft''s outputs on shift 'clean' of dataset 'ids'",
+        ),
+        (
+            lambda c, t: c["models"]["soft"].update(files={"clean": str(t / "gone.csv")}),
+            "models.soft.files.clean",
+            "file does not exist",
+        ),
+    ],
+)
+def test_what_a_labels_only_dataset_cannot_do_is_an_error_naming_the_field(tmp_path: Path, change, field: str, text: str) -> None:
+    config = _predictions_config(tmp_path)
+    change(config, tmp_path)
+    with pytest.raises(InputError) as error:
+        _plan(config)
+    assert error.value.field == field
+    assert text in str(error.value) and "my.yaml" in str(error.value)
+
+
+def test_confident_learning_refuses_a_reference_model_with_hard_predictions(tmp_path: Path) -> None:
+    config = _predictions_config(tmp_path)
+    config["datasets"]["ids"]["label_views"] = {"cl": {"kind": "confident_learning", "reference_model": "hard"}}
+    with pytest.raises(InputError, match="whose clean outputs on dataset 'ids' are hard predictions") as error:
+        _resolved(tmp_path, config, {})
+    assert error.value.field == "datasets.ids.label_views.cl.reference_model"
+    config["datasets"]["ids"]["label_views"]["cl"]["reference_model"] = "soft"
+    assert _resolved(tmp_path, config, {}).view_shifts[("ids", "cl")] == ["clean"]

@@ -120,7 +120,9 @@ rule run_reference_tests:
 
 rule summarise_reference_tests:
     input:
-        reports=lambda wildcards: per_model_analyses(wildcards, "reference_tests.csv"),
+        reports=lambda wildcards: per_model_analyses(
+            wildcards, "reference_tests.csv", "reference_tests"
+        ),
     output:
         markdown=f"{ANALYSES_DIR}/{VIEW}/reference_tests_summary.md",
         csv=report(
@@ -141,7 +143,7 @@ rule summarise_reference_tests:
     conda:
         "../../envs/metrics.yaml"
     params:
-        models=lambda wildcards: dataset_models(wildcards.dataset),
+        models=lambda wildcards: analysis_models(wildcards.dataset, "reference_tests"),
         reference=ANALYSES["reference_tests"]["reference"],
     script:
         "../../scripts/summarise_reference_tests.py"
@@ -203,7 +205,9 @@ rule evaluate_extrapolation:
 
 rule summarise_extrapolation:
     input:
-        tables=lambda wildcards: per_model_analyses(wildcards, "extrapolation.csv"),
+        tables=lambda wildcards: per_model_analyses(
+            wildcards, "extrapolation.csv", "extrapolation"
+        ),
     output:
         markdown=f"{ANALYSES_DIR}/{VIEW}/extrapolation_summary.md",
         csv=report(
@@ -224,7 +228,7 @@ rule summarise_extrapolation:
     conda:
         "../../envs/metrics.yaml"
     params:
-        models=lambda wildcards: dataset_models(wildcards.dataset),
+        models=lambda wildcards: analysis_models(wildcards.dataset, "extrapolation"),
         k1=lambda wildcards: analysis_settings(wildcards.dataset, "extrapolation")["k1"],
         k2=ANALYSES["extrapolation"]["k2"],
         repetitions=ANALYSES["extrapolation"]["repetitions"],

@@ -100,10 +100,15 @@ def metadata_file(wildcards):
     return ANALYSES["features"]["metadata"].get(wildcards.dataset, [])
 
 
-def per_model_analyses(wildcards, filename):
+def analysis_models(dataset, section):
+    """The models an analysis runs for on `dataset`: those with scores on its shifts."""
+    return PLAN.analysis_models.get((dataset, section), dataset_models(dataset))
+
+
+def per_model_analyses(wildcards, filename, section):
     return [
         f"{ANALYSES_DIR}/{wildcards.dataset}/{wildcards.labels}/{model}/{filename}"
-        for model in dataset_models(wildcards.dataset)
+        for model in analysis_models(wildcards.dataset, section)
     ]
 
 
@@ -114,7 +119,7 @@ def analysis_outputs():
         for labels in analysed_views(dataset, "subset_tests"):
             outputs += [
                 f"{ANALYSES_DIR}/{dataset}/{labels}/{model}/subset_tests.md"
-                for model in dataset_models(dataset)
+                for model in analysis_models(dataset, "subset_tests")
             ]
         for labels in reference_views(dataset):
             outputs.append(
@@ -126,7 +131,7 @@ def analysis_outputs():
             )
             outputs += [
                 f"{ANALYSES_DIR}/{dataset}/{labels}/{model}/extrapolation.png"
-                for model in dataset_models(dataset)
+                for model in analysis_models(dataset, "extrapolation")
             ]
     if ANALYSES["simulation"]["enabled"]:
         outputs.append(f"{ANALYSES_DIR}/extrapolation_simulation.md")

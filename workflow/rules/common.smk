@@ -6,7 +6,7 @@ import re
 from snakemake.utils import validate
 
 from classwise.pipeline.config_checks import check_references, check_schema
-from classwise.data.sources import dataset_source, job_parameters
+from classwise.data.sources import dataset_source, input_files, job_parameters
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
 from classwise.pipeline.plan import check_runs, resolve_views
@@ -131,6 +131,36 @@ def models_made_by(rule):
     return _alternatives(names) if names else "(?!)"
 
 
+def models_cached_by(rule):
+    """The names of the models whose cached outputs `rule` writes (infer runs the model,
+    import_predictions reads its files), as a wildcard constraint."""
+    names = [
+        name
+        for name, model in config["models"].items()
+        if model_source(model).cached_by == rule
+    ]
+    return _alternatives(names) if names else "(?!)"
+
+
+def predictions_file(wildcards):
+    """The user's file of a predictions model's outputs on (dataset, shift) (import_predictions)."""
+    from classwise.models.sources.predictions import outputs_file
+
+    model = config["models"][wildcards.model]
+    return outputs_file(model, wildcards.dataset, wildcards.shift)
+
+
+def dataset_inputs(wildcards):
+    """The marker of a downloaded dataset and the files the user gives for it (a label file)."""
+    dataset = config["datasets"][wildcards.dataset]
+    return dataset_marker(wildcards.dataset) + input_files(dataset)
+
+
+def scored_models(dataset, shifts):
+    """The models of `dataset` with scores on every one of `shifts` (not hard predictions only)."""
+    return PLAN.scored_models(dataset, shifts)
+
+
 def finetune_inputs(wildcards):
     """What finetune_model reads: the download manifest of the starting weights (none for
     weights: null) and the marker of its training set when that set is downloaded. The entry
@@ -233,11 +263,12 @@ def metric_inputs(wildcards):
     return inputs
 
 
-def per_model_metrics(wildcards, filename):
-    """One metrics file per model, keyed by model name, for the aggregating rules."""
+def per_model_metrics(wildcards, filename, models=None):
+    """One metrics file per model (default every model of the dataset), keyed by model name,
+    for the aggregating rules."""
     return {
         model: f"{OUT}/metrics/{wildcards.dataset}/{wildcards.labels}/{model}/{wildcards.shift}/{filename}"
-        for model in dataset_models(wildcards.dataset)
+        for model in (dataset_models(wildcards.dataset) if models is None else models)
     }
 
 
@@ -249,17 +280,17 @@ def final_outputs():
             for shift in view_shifts(dataset, labels):
                 tables = f"{OUT}/tables/{dataset}/{labels}/{shift}"
                 figures = f"{OUT}/figures/{dataset}/{labels}/{shift}"
-                outputs += [
-                    f"{tables}/{name}.md"
-                    for name in ("worst_class", "decisiveness", "gamma_sweep")
-                ]
+                # decisiveness needs scores: not for models with hard predictions only
+                scored = scored_models(dataset, [shift])
+                outputs.append(f"{tables}/worst_class.md")
+                if scored:
+                    outputs += [f"{tables}/decisiveness.md", f"{tables}/gamma_sweep.md"]
                 outputs += [
                     f"{figures}/per_class_recall.png",
                     f"{figures}/per_class_cfps.png",
                 ]
                 for model in dataset_models(dataset):
-                    outputs += [
-                        f"{figures}/confusion_{model}.png",
-                        f"{figures}/reliability_{model}.png",
-                    ]
+                    outputs.append(f"{figures}/confusion_{model}.png")
+                    if model in scored:
+                        outputs.append(f"{figures}/reliability_{model}.png")
     return outputs

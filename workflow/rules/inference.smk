@@ -1,5 +1,7 @@
 # Inference, once per (dataset, model, shift): results/logits/{dataset}/{model}/{shift}.npz
 # Corruptions and attacks are applied on the fly inside the job, seeded per sample.
+# A model given by files of its outputs (source: predictions) is not run: import_predictions
+# matches its file for the (dataset, shift) to the dataset's samples and writes the same cache.
 
 
 rule infer:
@@ -13,6 +15,8 @@ rule infer:
         f"{OUT}/logs/infer/{{dataset}}/{{model}}/{{shift}}.log",
     benchmark:
         f"{OUT}/benchmarks/infer/{{dataset}}/{{model}}/{{shift}}.tsv"
+    wildcard_constraints:
+        model=models_cached_by("infer"),
     conda:
         "../../envs/torch.yaml"
     # The demo's tiny models run fastest one thread per job, jobs in parallel; raise it for
@@ -27,3 +31,24 @@ rule infer:
         device=config["inference"]["device"],
     script:
         "../../scripts/infer.py"
+
+
+rule import_predictions:
+    input:
+        outputs=predictions_file,
+        data=dataset_inputs,
+    output:
+        logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
+        metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",
+    log:
+        f"{OUT}/logs/import_predictions/{{dataset}}/{{model}}/{{shift}}.log",
+    wildcard_constraints:
+        model=models_cached_by("import_predictions"),
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        model=model_config,
+        dataset=dataset_config,
+        shift=shift_spec,
+    script:
+        "../../scripts/import_predictions.py"

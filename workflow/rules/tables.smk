@@ -49,7 +49,13 @@ rule aggregate_worst_class_tables:
 
 rule aggregate_decisiveness_tables:
     input:
-        unpack(lambda wildcards: per_model_metrics(wildcards, "decisiveness.json")),
+        unpack(
+            lambda wildcards: per_model_metrics(
+                wildcards,
+                "decisiveness.json",
+                scored_models(wildcards.dataset, [wildcards.shift]),
+            )
+        ),
     output:
         table_markdown=f"{TABLES}/decisiveness.md",
         table_csv=report(
@@ -84,7 +90,7 @@ rule aggregate_decisiveness_tables:
     conda:
         "../../envs/metrics.yaml"
     params:
-        models=lambda wildcards: dataset_models(wildcards.dataset),
+        models=lambda wildcards: scored_models(wildcards.dataset, [wildcards.shift]),
     script:
         "../../scripts/aggregate_decisiveness_tables.py"
 

@@ -11,7 +11,9 @@ Two kinds of problem are told apart here:
   ``results/README.md``.
 
 Class counts come from the config and one directory listing (never from decoding images), so
-this runs at DAG-build time in milliseconds.
+this runs at DAG-build time in milliseconds. Whether a model given by files of its outputs
+(``source: predictions``) has scores on a shift is read from each file's header: with hard
+predictions only, the metrics and analyses that need scores are skipped for it, with a note.
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from classwise.data.sources import TRAIN_SPLIT_SOURCES, dataset_classes, dataset_classes_with_images, dataset_image_shape
+from classwise.data.sources import (
+    TRAIN_SPLIT_SOURCES,
+    dataset_classes,
+    dataset_classes_with_images,
+    dataset_image_shape,
+    has_images,
+)
 from classwise.errors import InputError
 from classwise.models.sources import model_source
 
@@ -39,6 +47,13 @@ __all__ = [
 
 #: The analyses resolved per dataset, and the config key naming the shift each one reads.
 ANALYSIS_SHIFT_KEYS = {"subset_tests": "shift", "reference_tests": "reference", "extrapolation": "shift"}
+#: The shift kinds that need no images (on a dataset given by its labels alone, only these run).
+SHIFT_KINDS_WITHOUT_IMAGES = ("clean",)
+#: What a model with hard predictions only (no scores) goes without, for the notes.
+WITHOUT_SCORES = (
+    "W2CA, WSupCA and the top-k metrics, the decisiveness metrics and reliability figure, and the "
+    "subset tests, reference tests and extrapolation"
+)
 
 
 def model_outputs(model: Mapping[str, Any], datasets: Mapping[str, Mapping[str, Any]]) -> int | None:
@@ -66,6 +81,16 @@ class Plan:
     view_shifts: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     analyses: dict[str, dict[str, dict[str, Any] | None]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Whether each dataset holds images (False: labels only).
+    with_images: dict[str, bool] = field(default_factory=dict)
+    #: (dataset, model, shift) whose cached outputs are hard predictions only (no scores).
+    hard_predictions: set[tuple[str, str, str]] = field(default_factory=set)
+    #: (dataset, analysis) -> the models it runs for (those with scores on its shifts).
+    analysis_models: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+    def scored_models(self, dataset: str, shifts: Sequence[str]) -> list[str]:
+        """The models evaluated on ``dataset`` that have scores on every one of ``shifts``."""
+        return [model for model in self.models[dataset] if not any((dataset, model, s) in self.hard_predictions for s in shifts)]
 
 
 def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: str = "config") -> Plan:
@@ -76,6 +101,7 @@ def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: 
         models=evaluated_models(config),
         classes={name: dataset_classes(name, dataset) for name, dataset in datasets.items()},
         classes_with_images={name: dataset_classes_with_images(name, dataset) for name, dataset in datasets.items()},
+        with_images={name: has_images(dataset) for name, dataset in datasets.items()},
     )
     for name, model in models.items():
         model_source(model).check_run(name, model, datasets, source)
@@ -91,7 +117,65 @@ def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: 
             _check_fit(model, models[model], dataset, datasets, plan.classes, source)
         _check_targets(dataset, datasets[dataset], shifts, plan.classes[dataset], source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
+        _check_without_images(dataset, datasets[dataset], names, models, shifts, source)
+        _find_hard_predictions(plan, config, dataset, shifts, source)
     return plan
+
+
+def _check_without_images(
+    dataset: str,
+    dataset_cfg: Mapping[str, Any],
+    names: Sequence[str],
+    models: Mapping[str, Mapping[str, Any]],
+    shifts: Mapping[str, Any],
+    source: str,
+) -> None:
+    """On a dataset given by its labels alone, no model can run and no shift can perturb an image."""
+    if has_images(dataset_cfg):
+        return
+    what = f"dataset {dataset!r} (source {dataset_cfg.get('source')}) has labels, no images"
+    running = [model for model in names if model_source(models[model]).cached_by == "infer"]
+    if running:
+        raise InputError(
+            f"model {running[0]!r} (source {models[running[0]].get('source', 'train')}) runs on images, and {what}; "
+            f"evaluate only models whose outputs come from files (source: predictions) on it, naming them with "
+            f"datasets.{dataset}.models",
+            path=source,
+            field=f"datasets.{dataset}.models",
+        )
+    for name in dataset_cfg.get("shifts", list(shifts)):
+        if shifts[name].kind not in SHIFT_KINDS_WITHOUT_IMAGES:
+            raise InputError(
+                f"shift {name!r} ({shifts[name].kind}) perturbs images, and {what}; evaluate only "
+                f"{list(SHIFT_KINDS_WITHOUT_IMAGES)} on it with datasets.{dataset}.shifts",
+                path=source,
+                field=f"datasets.{dataset}.shifts",
+            )
+
+
+def _evaluated_shifts(config: Mapping[str, Any], dataset: str, model: str, shifts: Mapping[str, Any]) -> list[str]:
+    """The shifts whose outputs of ``model`` on ``dataset`` the workflow reads: the untargeted
+    shifts, and the targeted attacks for the models of ``robustness.targeted_models``."""
+    targeted_models = (config.get("robustness") or {}).get("targeted_models") or []
+    evaluated = config["datasets"][dataset].get("shifts", list(shifts))
+    return [name for name in evaluated if "target" not in shifts[name].params or model in targeted_models]
+
+
+def _find_hard_predictions(plan: Plan, config: Mapping[str, Any], dataset: str, shifts: Mapping[str, Any], source: str) -> None:
+    """Record the (dataset, model, shift) whose outputs are hard predictions, one note per model."""
+    for model in plan.models[dataset]:
+        entry = config["models"][model]
+        hard = [
+            shift
+            for shift in _evaluated_shifts(config, dataset, model, shifts)
+            if not model_source(entry).has_scores(model, entry, dataset, shift, source)
+        ]
+        plan.hard_predictions.update((dataset, model, shift) for shift in hard)
+        if hard:
+            plan.notes.append(
+                f"model {model} on {dataset}: hard predictions only on {hard} (no scores), so it goes without "
+                f"{WITHOUT_SCORES} there"
+            )
 
 
 def _check_fit(
@@ -181,6 +265,13 @@ def resolve_views(
                         path=source,
                         field=f"{where}.reference_model",
                     )
+                if (dataset, view_cfg["reference_model"], "clean") in plan.hard_predictions:
+                    raise InputError(
+                        f"names model {view_cfg['reference_model']!r}, whose clean outputs on dataset {dataset!r} are "
+                        "hard predictions; confident learning needs its probabilities",
+                        path=source,
+                        field=f"{where}.reference_model",
+                    )
             covered = list(view_cfg["shifts"])
             user_set = "shifts" in user_config["datasets"][dataset].get("label_views", {}).get(view, {})
             unknown = [name for name in covered if name not in untargeted]
@@ -238,9 +329,31 @@ def resolve_analyses(
             if section == "extrapolation":
                 with_images = plan.classes_with_images.get(dataset, plan.classes[dataset])
                 settings = _resolve_k1(settings, "k1" in user, dataset, with_images, plan.notes, source)
+            if settings is not None:
+                settings = _resolve_models(
+                    plan, section, settings, dataset, list(shifts) if section == "reference_tests" else [shift]
+                )
             resolved[section] = settings
         plan.analyses[dataset] = resolved
     return plan
+
+
+def _resolve_models(plan: Plan, section: str, settings: dict[str, Any], dataset: str, shifts: list[str]) -> dict[str, Any] | None:
+    """Record the models ``section`` runs for on ``dataset``: those with scores on ``shifts`` (all
+    need scores; the subset tests also need images); None with a note when none is left."""
+    name = section.replace("_", " ")
+    if section == "subset_tests" and not plan.with_images.get(dataset, True):
+        plan.notes.append(f"{name} on {dataset}: skipped, they split the samples by image features and it has no images")
+        return None
+    scored = plan.scored_models(dataset, shifts)
+    left_out = [model for model in plan.models[dataset] if model not in scored]
+    if not scored:
+        plan.notes.append(f"{name} on {dataset}: skipped, its models have hard predictions only (no scores) on {shifts}")
+        return None
+    if left_out:
+        plan.notes.append(f"{name} on {dataset}: run without {left_out}, which have hard predictions only on {shifts}")
+    plan.analysis_models[(dataset, section)] = scored
+    return settings
 
 
 def _resolve_k1(

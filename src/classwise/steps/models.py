@@ -300,6 +300,40 @@ def infer_step(
     )
 
 
+def import_predictions_step(
+    *,
+    model_name: str,
+    model_cfg: Mapping[str, Any],
+    dataset_name: str,
+    dataset_cfg: Mapping[str, Any],
+    shift: Mapping[str, Any],
+    outputs_path: str | Path,
+    logits_path: str | Path,
+) -> None:
+    """Cache the outputs of a model the pipeline does not run (``source: predictions``) on one
+    (dataset, shift): the user's file, matched to the dataset's test samples by id and checked
+    against their labels and class count (:func:`classwise.predictions_io.import_outputs`),
+    written where inference would write it, with a sidecar JSON naming the file and its sha256."""
+    from classwise.predictions_io import import_outputs
+
+    evaluation = open_split(dict(dataset_cfg), "test", name=dataset_name)
+    metadata = {
+        "dataset": {"name": dataset_name, **_json_safe(dict(dataset_cfg))},
+        "model": {"name": model_name, **_json_safe(dict(model_cfg))},
+        "shift": dict(shift),
+        "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
+    }
+    import_outputs(
+        outputs_path,
+        sample_ids=np.asarray(evaluation.sample_ids),
+        labels=np.asarray(evaluation.labels),
+        class_names=np.asarray(evaluation.class_names),
+        dataset=dataset_name,
+        cache_path=logits_path,
+        metadata=metadata,
+    )
+
+
 def _check_input_shape(
     evaluation: Any, model_name: str, model_meta: Mapping[str, Any], data_config: Any, weights: str | None, dataset: str
 ) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from classwise.errors import InputError
-from classwise.models.sources import checkpoint, finetune, prototype, robustbench, timm, torchvision, train
+from classwise.models.sources import checkpoint, finetune, predictions, prototype, robustbench, timm, torchvision, train
 from classwise.models.sources.base import ModelSource, parse_entry
 from classwise.models.spec import ModelSpec
 
@@ -30,6 +30,7 @@ MODEL_SOURCES: dict[str, ModelSource] = {
     "train": train.SOURCE,
     "finetune": finetune.SOURCE,
     "prototype": prototype.SOURCE,
+    "predictions": predictions.SOURCE,
 }
 SOURCES = tuple(MODEL_SOURCES)
 

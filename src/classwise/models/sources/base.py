@@ -41,6 +41,10 @@ class ModelSource(Protocol):
     plain_file: bool
     #: The entry's keys that name a file the user provides (dry-run fixtures build stand-ins).
     user_files: tuple[str, ...]
+    #: The rule that writes the model's cached outputs ``logits/{dataset}/{model}/{shift}.npz``:
+    #: ``infer`` runs it on the dataset's images; ``import_predictions`` reads the outputs from
+    #: files the user gives (no images needed).
+    cached_by: str
 
     def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
         """The entry's keys (all but ``source``) validated, as a :class:`ModelSpec`; errors name
@@ -75,6 +79,12 @@ class ModelSource(Protocol):
     ) -> None:
         """:class:`InputError` when the model cannot run on ``dataset`` for a reason besides its
         class count (which :meth:`classes_scored` tells)."""
+        ...
+
+    def has_scores(self, model: str, entry: Mapping[str, Any], dataset: str, shift: str, config_path: str) -> bool:
+        """Whether the model's cached outputs on ``(dataset, shift)`` hold scores (False: hard
+        predictions only, so the metrics that need scores are skipped); :class:`InputError`
+        when the entry gives nothing for that pair."""
         ...
 
     def needs_download(self, spec: ModelSpec) -> bool:
@@ -117,6 +127,7 @@ class ZooSource:
     made_by: str | None = None
     plain_file = False
     user_files: tuple[str, ...] = ()
+    cached_by = "infer"
 
     def name_check_libraries(self, spec: ModelSpec) -> tuple[str, ...] | None:
         return (self.name,)
@@ -134,6 +145,9 @@ class ZooSource:
         self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
     ) -> None:
         return None
+
+    def has_scores(self, model: str, entry: Mapping[str, Any], dataset: str, shift: str, config_path: str) -> bool:
+        return True
 
     def needs_download(self, spec: ModelSpec) -> bool:
         return True

@@ -1,0 +1,171 @@
+"""``source: predictions``: a model the pipeline does not run, given by files of its outputs, one
+per evaluated shift (:mod:`classwise.predictions_io` reads the formats).
+
+Config shape (one entry of ``models:``)::
+
+    {source: predictions, files: {clean: net_clean.npz, gaussian_noise_s3: net_noise.csv}}
+    {source: predictions, files: {mnist: {clean: mnist.npz}, cifar10: {clean: cifar.csv}}}
+
+The first form gives the files of every dataset the model is evaluated on (the same file for
+each), the second one set per dataset. Each file is an ``.npz`` in the logits-file format
+(``logits``, ``probs`` or ``predictions``, with ``sample_ids``), a CSV
+``sample_id,label,score_0,...`` or a CSV of hard predictions ``sample_id,prediction``; paths are
+relative to the working directory. The rule ``import_predictions`` (not ``infer``) matches a file
+to the dataset's samples by id and writes it as the model's cached outputs, so every table,
+figure, label view and analysis downstream reads it as it reads a model the pipeline ran, and a
+changed file reruns them. A dataset and shift the model is evaluated on without a file is an
+error before any job; a file of hard predictions is read for its header before any job, so the
+metrics and analyses that need scores are skipped (and said so) rather than failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from classwise.errors import InputError
+from classwise.models.sources.base import Datasets
+from classwise.models.spec import ModelSpec, check_keys
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from classwise.models.data_config import DataConfig
+    from classwise.models.fetch import FetchedFile, FetchOptions
+
+_SUFFIXES = (".npz", ".csv")
+
+
+def _nested(files: Mapping[str, Any]) -> bool:
+    return any(isinstance(value, Mapping) for value in files.values())
+
+
+def outputs_file(entry: Mapping[str, Any], dataset: str, shift: str) -> str | None:
+    """The file of the model's outputs on ``(dataset, shift)`` (None: the entry gives none)."""
+    files = entry["files"]
+    if _nested(files):
+        files = files.get(dataset) or {}
+    value = files.get(shift)
+    return None if value is None else str(value)
+
+
+def _check_file(value: Any, field: str, config_path: str | Path | None) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"expected the path of a file of the model's outputs, got {value!r}", path=config_path, field=field)
+    if not value.lower().endswith((*_SUFFIXES, ".csv.gz")):
+        raise InputError(
+            f"expected a .npz file (the logits-file format) or a .csv file, got {value!r}", path=config_path, field=field
+        )
+
+
+class PredictionsSource:
+    name = "predictions"
+    made_by: str | None = None
+    plain_file = False
+    user_files: tuple[str, ...] = ()
+    cached_by = "import_predictions"
+
+    def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
+        check_keys(self.name, given, frozenset({"files"}), frozenset(), where, config_path)
+        files = given["files"]
+        here = f"{where}.files"
+        if not isinstance(files, Mapping) or not files:
+            raise InputError(
+                f"expected a mapping shift -> file (or dataset -> shift -> file), got {files!r}", path=config_path, field=here
+            )
+        nested = _nested(files)
+        for key, value in files.items():
+            if nested != isinstance(value, Mapping):
+                raise InputError(
+                    "expected every value to be a file (shift -> file) or every value a mapping (dataset -> shift -> "
+                    f"file), got {value!r}",
+                    path=config_path,
+                    field=f"{here}.{key}",
+                )
+            if nested:
+                if not value:
+                    raise InputError("expected a mapping shift -> file, got none", path=config_path, field=f"{here}.{key}")
+                for shift, path in value.items():
+                    _check_file(path, f"{here}.{key}.{shift}", config_path)
+            else:
+                _check_file(value, f"{here}.{key}", config_path)
+        return ModelSpec(source=self.name, options=dict(given), label=self.name, verbatim=True)
+
+    def name_check_libraries(self, spec: ModelSpec) -> tuple[str, ...] | None:
+        return None
+
+    def check_names(self, spec: ModelSpec) -> None:
+        return None
+
+    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
+        return None
+
+    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+        return None  # the import job checks the file's columns against the dataset's classes
+
+    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
+        """Files given per dataset name datasets of the config."""
+        files = entry.get("files") or {}
+        if _nested(files):
+            unknown = [name for name in files if name not in datasets]
+            if unknown:
+                raise InputError(
+                    f"names dataset {unknown[0]!r}, expected one of {sorted(datasets)}",
+                    path=config_path,
+                    field=f"models.{model}.files.{unknown[0]}",
+                )
+
+    def check_fit(
+        self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
+    ) -> None:
+        return None
+
+    def has_scores(self, model: str, entry: Mapping[str, Any], dataset: str, shift: str, config_path: str) -> bool:
+        """From the file's header (its array names, or its CSV columns); errors name the field."""
+        from classwise.predictions_io import file_has_scores
+
+        path = outputs_file(entry, dataset, shift)
+        nested = _nested(entry["files"])
+        field = f"models.{model}.files.{dataset + '.' if nested else ''}{shift}"
+        if path is None:
+            raise InputError(
+                f"no file of model {model!r}'s outputs on shift {shift!r} of dataset {dataset!r}; add one, or leave the "
+                f"shift out of datasets.{dataset}.shifts (or the model out of datasets.{dataset}.models)",
+                path=config_path,
+                field=field,
+            )
+        try:
+            return file_has_scores(path)
+        except InputError as exc:
+            raise InputError(str(exc), path=config_path, field=field) from None
+
+    def needs_download(self, spec: ModelSpec) -> bool:
+        return False
+
+    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+        raise InputError(f"models with source {self.name!r} are files of outputs, nothing is downloaded", field="source")
+
+    def owns_downloads(self, spec: ModelSpec) -> bool:
+        return False
+
+    def data_config(self, spec: ModelSpec) -> DataConfig:
+        raise InputError(f"models with source {self.name!r} take no images, so they have no preprocessing", field="source")
+
+    def local_weights(self, spec: ModelSpec) -> tuple[list[Path], Path] | None:
+        return None
+
+    def build(self, spec: ModelSpec, files: list[Path], base: Path) -> tuple[nn.Module, DataConfig]:
+        raise InputError(f"models with source {self.name!r} are not run by the pipeline", field="source")
+
+    def inference_model(
+        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+    ) -> tuple[Any, dict[str, Any], Any]:
+        raise InputError(
+            f"model {model!r} (source {self.name}) is not run by the pipeline: rule import_predictions reads its outputs "
+            "from its files",
+            field=f"models.{model}.source",
+        )
+
+
+SOURCE = PredictionsSource()
