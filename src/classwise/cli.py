@@ -116,6 +116,7 @@ _SUBCOMMAND_MODULES: dict[str, str] = {
     "compare": "classwise.metrics.compare_cli",
     "imagenet-cleaned-labels": "classwise.labels.cli",
     "extrapolate": "classwise.extrapolation.cli",
+    "check": "classwise.metrics.check_cli",
 }
 
 
