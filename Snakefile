@@ -5,6 +5,7 @@
 #   logits/{dataset}/{model}/{shift}.npz (+ .json)    cached logits, one inference per triple
 #   metrics/{dataset}/{labels}/{model}/{shift}/       metric JSON + per-class CSV
 #   tables/{dataset}/{labels}/{shift}/                paper-style tables (md, csv, tex)
+#   gates.md                                          the config's gates: pass / FAIL per run
 #   logs/, benchmarks/                                one log per job, timings of heavy rules
 from snakemake.utils import min_version
 
@@ -26,6 +27,7 @@ if not workflow.overwrite_configfiles:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/analyses_common.smk"
 include: "workflow/rules/robustness_common.smk"
+include: "workflow/rules/gates_common.smk"
 include: "workflow/rules/resources.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/inference.smk"
@@ -33,6 +35,7 @@ include: "workflow/rules/metrics.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/analyses.smk"
 include: "workflow/rules/robustness.smk"
+include: "workflow/rules/gates.smk"
 
 
 rule all:
@@ -42,3 +45,4 @@ rule all:
         f"{OUT}/README.md",
         analysis_outputs(),
         robustness_outputs(),
+        gate_outputs(),

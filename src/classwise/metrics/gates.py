@@ -23,7 +23,17 @@ import pandas as pd
 
 from classwise.errors import InputError
 
-__all__ = ["Gate", "GateResult", "check", "gates_from_config", "known_metric_names", "parse_bound", "results_table"]
+__all__ = [
+    "SCOPE_KEYS",
+    "Gate",
+    "GateResult",
+    "applies",
+    "check",
+    "gates_from_config",
+    "known_metric_names",
+    "parse_bound",
+    "results_table",
+]
 
 Bound = Literal["min", "max"]
 _SYMBOL = {"min": ">=", "max": "<="}
@@ -37,6 +47,16 @@ NELSON_METRICS = (
     "robustness_measured",
     "calibration_slope",
 )
+
+
+#: The scope keys of a gate in the workflow config -> the part of a run they restrict.
+SCOPE_KEYS = {"datasets": "dataset", "label_views": "labels", "models": "model", "shifts": "shift"}
+
+
+def applies(bounds: Mapping[str, Any], run: Mapping[str, str]) -> bool:
+    """Whether a config gate (``{min, max, datasets, label_views, models, shifts}``) applies to
+    ``run`` (``{dataset, labels, model, shift}``): every scope it gives names the run's part."""
+    return all(key not in bounds or run[part] in bounds[key] for key, part in SCOPE_KEYS.items())
 
 
 @dataclass(frozen=True)
