@@ -1,0 +1,152 @@
+"""Models given by files of their outputs (source: predictions) on a dataset given by its labels
+(source: labels), through Snakemake itself, on real model outputs: the cross-validated MNIST
+test-set probabilities of the label-errors study (../shared/data/mnist-predictions/).
+
+One module-scoped run of the issue's minimal config, plus a second model with hard predictions
+only and the config's gates (one of which fails): the worst-class table is checked against the
+library run on the published arrays, the hard model's score metrics are n/a with a note, and
+the failed gate fails the run after every other output is written. The test writes the label
+file and the predictions files itself, in its temporary directory, from the shared arrays.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import SHARED_DATA
+from snakemake_runner import job_counts, scheduled_jobs
+from snakemake_runner import run_snakemake as snakemake
+
+from classwise import tables
+from classwise.metrics.suite import HARD_PREDICTIONS_REASON, evaluate
+
+pytestmark = pytest.mark.workflow
+
+MNIST = SHARED_DATA / "mnist-predictions"
+NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+TABLES = Path("results/tables/mnist/original/clean")
+
+
+def _published() -> tuple[np.ndarray, np.ndarray]:
+    probs, labels = MNIST / "mnist_test_set_pyx.npy", MNIST / "mnist_test_set_original_labels.npy"
+    if not (probs.is_file() and labels.is_file()):
+        pytest.fail(f"the shared test data {MNIST} is missing (see /work/shared/data/README.md); this test needs it")
+    return np.load(probs), np.load(labels).astype(np.int64)
+
+
+def _config(gates: dict) -> dict:
+    return {
+        "datasets": {"mnist": {"source": "labels", "path": "labels.csv"}},
+        "models": {
+            "net": {"source": "predictions", "files": {"clean": "net_clean.npz"}},
+            "hard": {"source": "predictions", "files": {"clean": "hard_clean.csv"}},
+        },
+        "shifts": {"clean": True},
+        # only what this test checks (extrapolation would train CleaneX for minutes)
+        "analyses": {name: {"enabled": False} for name in ("subset_tests", "reference_tests", "extrapolation")},
+        "gates": gates,
+    }
+
+
+FAILING_GATES = {"WCA": {"min": 0.9}, "W2CA": {"min": 0.99, "models": ["net"]}, "CFPS_max": {"max": 0.1}}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory):
+    """The workdir after a run whose CFPS_max gate fails, and that run's result."""
+    probs, labels = _published()
+    workdir = tmp_path_factory.mktemp("predictions")
+    ids = np.array([f"mnist-test-{i:05d}" for i in range(labels.size)])
+    pd.DataFrame({"sample_id": ids, "label": labels, "class_name": np.array(NAMES)[labels]}).to_csv(
+        workdir / "labels.csv", index=False
+    )
+    order = np.random.default_rng(0).permutation(labels.size)  # matched by id, not by position
+    np.savez(workdir / "net_clean.npz", probs=probs[order], labels=labels[order], sample_ids=ids[order])
+    pd.DataFrame({"sample_id": ids[order], "prediction": probs.argmax(axis=1)[order]}).to_csv(
+        workdir / "hard_clean.csv", index=False
+    )
+    configfile = workdir / "config.yaml"
+    configfile.write_text(yaml.safe_dump(_config(FAILING_GATES), sort_keys=False))
+    return workdir, snakemake(workdir, configfile), (probs, labels)
+
+
+def test_the_metrics_land_where_they_land_for_any_model(run) -> None:
+    workdir, result, _ = run
+    assert "Error in rule enforce_gates" in result.stderr, result.stderr[-4000:]
+    for model in ("net", "hard"):
+        assert (workdir / "results/metrics/mnist/original" / model / "clean/worst_class.json").is_file()
+        assert (workdir / "results/figures/mnist/original/clean" / f"confusion_{model}.png").is_file()
+    assert (workdir / "results/logits/mnist/hard/clean.npz").is_file()
+    assert (workdir / "results/tables/mnist/robustness/classwise.md").is_file()
+
+
+def test_the_worst_class_table_agrees_with_the_library_on_the_published_arrays(run) -> None:
+    workdir, _, (probs, labels) = run
+    expected = evaluate(probs, labels, kind="probs", k=5, ns=[10, 100]).to_json()
+    frame = pd.read_csv(workdir / TABLES / "worst_class.csv", index_col=0, keep_default_na=False)
+    assert list(frame.columns) == ["net", "hard"]
+    rows = [row for row in tables.paper_rows([10, 100], 5, superclasses=False) if row not in expected["skipped"]]
+    assert list(frame.index) == rows == ["A", "WCA", "WCP", "W2CA", "A@5", "WCA@5"]
+    for row in rows:
+        assert frame.loc[row, "net"] == tables.format_cell(expected["metrics"][row], NAMES), row
+    assert frame.loc["A", "net"] == "99.13"  # the README's measured accuracy
+    for row in ("A", "WCA", "WCP"):  # the same argmax: the same confusion matrix
+        assert frame.loc[row, "hard"] == frame.loc[row, "net"]
+    for row in ("W2CA", "A@5", "WCA@5"):
+        assert frame.loc[row, "hard"] == "n/a"
+    caption = (workdir / TABLES / "worst_class.md").read_text().split("\n\n")[0]
+    assert f"n/a for hard: W2CA, A@5, WCA@5 ({HARD_PREDICTIONS_REASON})." in caption
+
+
+def test_hard_predictions_skip_what_needs_scores_and_the_readme_says_so(run) -> None:
+    workdir, _, _ = run
+    decisiveness = pd.read_csv(workdir / TABLES / "decisiveness.csv", index_col=0)
+    assert list(decisiveness.columns) == ["net"]
+    assert not (workdir / "results/figures/mnist/original/clean/reliability_hard.png").exists()
+    assert (workdir / "results/figures/mnist/original/clean/reliability_net.png").is_file()
+    readme = (workdir / "results/README.md").read_text()
+    assert "- model hard on mnist: hard predictions only on ['clean'] (no scores)" in readme
+    assert "- subset tests on mnist: skipped" not in readme  # disabled by the config, not skipped
+
+
+def test_a_failed_gate_fails_the_run_after_everything_else_is_written(run) -> None:
+    workdir, result, _ = run
+    assert result.returncode != 0
+    assert "classwise: gates failed: 2 of 5 gates failed" in result.stderr
+    assert (workdir / "results/README.md").is_file() and (workdir / TABLES / "gamma_sweep.md").is_file()
+    report = (workdir / "results/gates.md").read_text()
+    assert "| mnist | original | net | clean | CFPS_max <= 0.1 | 0.1609 | FAIL |" in report
+    assert "| mnist | original | net | clean | W2CA >= 0.99 | 0.9935 | pass |" in report
+    assert "| mnist | original | hard | clean | WCA >= 0.9 | 0.9851 | pass |" in report
+    assert not (workdir / "results/gates.passed").exists()
+
+
+def test_gates_that_pass_rerun_only_the_gates_and_a_changed_file_reruns_its_import(run) -> None:
+    workdir, _, _ = run
+    configfile = workdir / "config.yaml"
+    configfile.write_text(yaml.safe_dump(_config({**FAILING_GATES, "CFPS_max": {"max": 0.2}}), sort_keys=False))
+    result = snakemake(workdir, configfile)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert set(job_counts(result.stderr)) == {"check_gates", "enforce_gates", "all"}  # a run logs to stderr
+    assert (workdir / "results/gates.passed").read_text() == "all 5 gates passed\n"
+    hard = pd.read_csv(workdir / "hard_clean.csv")
+    hard.loc[0, "prediction"] = (hard.loc[0, "prediction"] + 1) % 10  # the user's file changes
+    hard.to_csv(workdir / "hard_clean.csv", index=False)
+    planned = scheduled_jobs(workdir, configfile)
+    assert planned["import_predictions"] == 1 and planned["compute_worst_class_metrics"] == 1
+
+
+def test_a_labels_only_dataset_refuses_a_shift_that_perturbs_images_before_any_job(run) -> None:
+    workdir, _, _ = run
+    config = _config({})
+    config["shifts"]["corruptions"] = ["gaussian_noise"]
+    configfile = workdir / "corrupted.yaml"
+    configfile.write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(workdir, configfile, "--dry-run")
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "corrupted.yaml: field 'datasets.mnist.shifts': shift 'gaussian_noise_s3' (corruption) perturbs images" in output
