@@ -278,6 +278,14 @@ def test_an_analysis_with_only_hard_predictions_to_read_is_skipped_with_a_note(t
             "model 'net' (source checkpoint) runs on images, and dataset 'ids' (source labels) has labels, no images",
         ),
         (
+            lambda c, t: (
+                c["datasets"].update(digits={"source": "sklearn_digits"}),
+                c["models"].update(lin={"source": "train", "architecture": "linear", "train_on": "digits"}),
+            ),
+            "datasets.ids.models",
+            "model 'lin' (source train) runs on images, and dataset 'ids' (source labels) has labels, no images",
+        ),
+        (
             lambda c, t: c["shifts"].update(corruptions=["gaussian_noise"]),
             "datasets.ids.shifts",
             "shift 'gaussian_noise_s3' (corruption) perturbs images, and dataset 'ids' (source labels) has labels",

@@ -113,11 +113,11 @@ def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: 
                 path=source,
                 field=f"datasets.{dataset}.models",
             )
+        _check_without_images(dataset, datasets[dataset], names, models, shifts, source)
         for model in names:
             _check_fit(model, models[model], dataset, datasets, plan.classes, source)
         _check_targets(dataset, datasets[dataset], shifts, plan.classes[dataset], source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
-        _check_without_images(dataset, datasets[dataset], names, models, shifts, source)
         _find_hard_predictions(plan, config, dataset, shifts, source)
     return plan
 
