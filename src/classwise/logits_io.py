@@ -263,11 +263,12 @@ def stored_kind(path: str | Path) -> OutputKind:
 
 
 def _kind_of(names: set[str], path: Path) -> OutputKind:
-    scores = [name for name in ("logits", "probs") if name in names]
-    if len(scores) == 2:
+    if "logits" in names and "probs" in names:
         raise InputError("holds both 'logits' and 'probs'; keep exactly one", path=path)
-    if scores:
-        return scores[0]  # type: ignore[return-value]
+    if "logits" in names:
+        return "logits"
+    if "probs" in names:
+        return "probs"
     if PREDICTIONS in names:
         return "predictions"
     raise InputError(f"missing array 'logits' (or 'probs', or '{PREDICTIONS}'); found {sorted(names)}", path=path, field="logits")

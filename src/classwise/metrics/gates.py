@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 Bound = Literal["min", "max"]
+_BOUNDS: tuple[Bound, ...] = ("min", "max")
 _SYMBOL = {"min": ">=", "max": "<="}
 #: The metrics of the decisiveness family (decisiveness.json), besides the worst-class family.
 NELSON_METRICS = (
@@ -109,10 +110,7 @@ def known_metric_names(k: int, ns: Sequence[int]) -> list[str]:
 def gates_from_config(section: Mapping[str, Mapping[str, Any]]) -> list[Gate]:
     """The gates of the workflow config's ``gates:`` (metric -> ``{min, max, ...}``)."""
     return [
-        Gate(metric, bound, float(bounds[bound]))  # type: ignore[arg-type]
-        for metric, bounds in section.items()
-        for bound in ("min", "max")
-        if bound in bounds
+        Gate(metric, bound, float(bounds[bound])) for metric, bounds in section.items() for bound in _BOUNDS if bound in bounds
     ]
 
 

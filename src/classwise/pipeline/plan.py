@@ -329,19 +329,24 @@ def resolve_analyses(
             if section == "extrapolation":
                 with_images = plan.classes_with_images.get(dataset, plan.classes[dataset])
                 settings = _resolve_k1(settings, "k1" in user, dataset, with_images, plan.notes, source)
-            if settings is not None:
-                settings = _resolve_models(
-                    plan, section, settings, dataset, list(shifts) if section == "reference_tests" else [shift]
-                )
             resolved[section] = settings
+        for section in ANALYSIS_SHIFT_KEYS:  # the models each analysis runs for
+            resolved[section] = _resolve_models(plan, section, resolved[section], dataset, list(shifts))
         plan.analyses[dataset] = resolved
     return plan
 
 
-def _resolve_models(plan: Plan, section: str, settings: dict[str, Any], dataset: str, shifts: list[str]) -> dict[str, Any] | None:
-    """Record the models ``section`` runs for on ``dataset``: those with scores on ``shifts`` (all
-    need scores; the subset tests also need images); None with a note when none is left."""
+def _resolve_models(
+    plan: Plan, section: str, settings: dict[str, Any] | None, dataset: str, dataset_shifts: list[str]
+) -> dict[str, Any] | None:
+    """Record the models ``section`` runs for on ``dataset`` (unless it is skipped: None): those
+    with scores on the shifts it reads (its shift; every shift of the dataset for the reference
+    tests), since all of them need scores, and the subset tests also images; None with a note
+    when none is left."""
+    if settings is None:
+        return None
     name = section.replace("_", " ")
+    shifts = dataset_shifts if section == "reference_tests" else [settings[ANALYSIS_SHIFT_KEYS[section]]]
     if section == "subset_tests" and not plan.with_images.get(dataset, True):
         plan.notes.append(f"{name} on {dataset}: skipped, they split the samples by image features and it has no images")
         return None
