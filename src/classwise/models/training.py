@@ -212,8 +212,8 @@ def _check_positive_int(value: Any, name: str, *, allow_zero: bool = False) -> N
 
 
 def _module_device(model: nn.Module) -> torch.device:
-    for tensor in model.parameters():
-        return tensor.device
-    for tensor in model.buffers():
-        return tensor.device
+    for parameter in model.parameters():
+        return parameter.device
+    for buffer in model.buffers():
+        return buffer.device
     return torch.device("cpu")
