@@ -233,8 +233,9 @@ def resolve_analyses(
                 plan.notes.append(f"reference tests on {dataset}: skipped, {shift!r} is its only shift")
                 continue
             if section == "extrapolation":
-                settings = _resolve_k1(settings, "k1" in user, dataset, plan.classes[dataset], plan.notes, source)
-            resolved[section] = settings
+                resolved[section] = _resolve_k1(settings, "k1" in user, dataset, plan.classes[dataset], plan.notes, source)
+            else:
+                resolved[section] = settings
         plan.analyses[dataset] = resolved
     return plan
 
