@@ -145,7 +145,12 @@ class ZooSource:
         return None
 
     def inference_model(
-        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+        # a mixin: the concrete source that inherits this is the ModelSource
+        self: ModelSource,
+        model: str,
+        entry: Mapping[str, Any],
+        weights: str | Path | None,
+        device: str,
     ) -> tuple[Any, dict[str, Any], Any]:
         from classwise.models.loading import load_with_source
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class CheckpointSource(ZooSource):
     name = "checkpoint"
     plain_file = True
-    user_files = ("path",)
+    user_files: tuple[str, ...] = ("path",)  # as the protocol declares it (a bare tuple is tuple[str])
 
     def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
         check_keys(
