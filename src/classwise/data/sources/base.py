@@ -82,8 +82,9 @@ class BaseDatasetSource:
     def check_paths(self, dataset: Mapping[str, Any], name: str) -> None:
         return None
 
-    def load_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
-        opened = self.open_split(dataset, split, name)  # type: ignore[attr-defined]
+    # a mixin: the concrete source that inherits this is the DatasetSource (with open_split)
+    def load_split(self: DatasetSource, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
+        opened = self.open_split(dataset, split, name)
         return opened if isinstance(opened, ImageSet) else opened.to_imageset()
 
     def prepare(self, dataset: Mapping[str, Any], name: str) -> Path:
