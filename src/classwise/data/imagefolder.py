@@ -577,6 +577,7 @@ def imagenet_val(
     if layout != "auto" and layout != detected:
         raise InputError(f"layout is {layout!r} but the directory looks {detected!r}", path=base, field="layout")
 
+    found: Sequence[str]  # the class folders (a list) or the devkit's wnids (a tuple)
     if detected == "imagefolder":
         found = _class_folders(base)
         not_wnid = [f for f in found if not WNID_RE.match(f)]

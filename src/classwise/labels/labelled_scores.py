@@ -7,6 +7,7 @@ other view supplies one label per sample, ``-1`` meaning "removed from this view
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def apply_label_view(
     view: str,
     view_labels: np.ndarray | None = None,
     *,
-    source: str | None = None,
+    source: str | Path | None = None,
 ) -> LabelledScores:
     """Return the scores and labels of ``view``; ``view_labels`` is required unless original."""
     if view == ORIGINAL:

@@ -164,7 +164,9 @@ def worst_n_pooled_exact_rows(hits: np.ndarray, support: np.ndarray, n: int) -> 
     return value.reshape(hits.shape[:-1]), chosen.reshape(hits.shape)
 
 
-def pair_values(wins_ab: np.ndarray, wins_ba: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, *, balanced: bool) -> np.ndarray:
+def pair_values(
+    wins_ab: np.ndarray, wins_ba: np.ndarray, n_a: np.ndarray | int, n_b: np.ndarray | int, *, balanced: bool
+) -> np.ndarray:
     """Restricted-argmax accuracy of pairs ``{a, b}`` from integer wins and supports
     (broadcast): pooled ``(W_ab + W_ba) / (n_a + n_b)`` or balanced
     ``(W_ab n_b + W_ba n_a) / (2 n_a n_b)``, each one correctly rounded division."""

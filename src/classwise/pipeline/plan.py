@@ -237,8 +237,9 @@ def resolve_analyses(
                 continue
             if section == "extrapolation":
                 with_images = plan.classes_with_images.get(dataset, plan.classes[dataset])
-                settings = _resolve_k1(settings, "k1" in user, dataset, with_images, plan.notes, source)
-            resolved[section] = settings
+                resolved[section] = _resolve_k1(settings, "k1" in user, dataset, with_images, plan.notes, source)
+            else:
+                resolved[section] = settings
         plan.analyses[dataset] = resolved
     return plan
 

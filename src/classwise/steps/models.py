@@ -44,7 +44,8 @@ def train_step(
     from classwise.models.training import train_model
 
     train = load_split(dict(dataset_cfg), "train", name=dataset_name)
-    input_shape = tuple(int(d) for d in train.images.shape[1:])
+    _, channels, height, width = train.images.shape  # an ImageSet's images are (N, C, H, W)
+    input_shape = (int(channels), int(height), int(width))
     options = dict(model_cfg.get("options", {}))
     model = build_model(
         model_cfg["architecture"],

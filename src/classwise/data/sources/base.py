@@ -78,7 +78,7 @@ class BaseDatasetSource:
         return None
 
     def classes_with_images(self, dataset: Mapping[str, Any]) -> int | None:
-        return self.classes(dataset)  # type: ignore[attr-defined]
+        return self.classes(dataset)
 
     def image_shape(self, dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
         return None
@@ -90,8 +90,9 @@ class BaseDatasetSource:
     def check_paths(self, dataset: Mapping[str, Any], name: str) -> None:
         return None
 
-    def load_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
-        opened = self.open_split(dataset, split, name)  # type: ignore[attr-defined]
+    # a mixin: the concrete source that inherits this is the DatasetSource (with open_split)
+    def load_split(self: DatasetSource, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
+        opened = self.open_split(dataset, split, name)
         return opened if isinstance(opened, ImageSet) else opened.to_imageset()
 
     def prepare(self, dataset: Mapping[str, Any], name: str) -> Path:
