@@ -40,6 +40,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, ImageFile
 
+from classwise._extras import install_command
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
 
@@ -613,7 +614,9 @@ def imagenet_val(
     if label_space == "imagenet1k":
         classes = imagenet1k_wnids()
         if classes is None:
-            raise InputError("label_space 'imagenet1k' needs timm's bundled wnid list (pip install timm)", field="label_space")
+            raise InputError(
+                f"label_space 'imagenet1k' needs timm's bundled wnid list: {install_command('models')}", field="label_space"
+            )
         unknown = sorted(set(found) - set(classes))
         if unknown:
             raise InputError(f"not ImageNet-1k wnids: {unknown[:10]}", path=base, field="classes")
