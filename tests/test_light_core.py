@@ -121,6 +121,7 @@ def test_a_feature_of_an_extra_names_the_extra_to_install(score_files):
             "pgd": message(lambda: classwise.pgd_attack),
             "plots": message(imports("import classwise.plots")),
             "pipeline": message(imports("import classwise.pipeline.plan")),
+            "torchmetrics": message(imports("from classwise.torchmetrics import WorstClassAccuracy")),
         }
         stderr = io.StringIO()
         with contextlib.redirect_stderr(stderr):
@@ -131,7 +132,7 @@ def test_a_feature_of_an_extra_names_the_extra_to_install(score_files):
         score_files,
     )
     expected = {"models": "models", "corruptions": "models", "pgd": "models", "plots": "pipeline", "pipeline": "pipeline"}
-    expected |= {"cleanex": "models"}
+    expected |= {"torchmetrics": "torchmetrics", "cleanex": "models"}
     for feature, extra in expected.items():
         assert f'pip install "classwise[{extra}]"' in report[feature], (feature, report[feature])
     assert all(message.startswith("MissingExtraError") for name, message in report.items() if name != "cleanex")
