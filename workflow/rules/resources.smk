@@ -3,6 +3,7 @@
 #   resources/models/{model}/manifest.json    timm / torchvision / RobustBench weights
 #   <dataset root>/...                         torchvision sets and CIFAR-10-C, then the marker
 #   resources/datasets/{dataset}.prepared.json
+#   resources/shift_sets/{dataset}/{key}.prepared.json   a published shift set (CIFAR-10-C, ImageNet-R, ...)
 #   resources/label-errors/{file}              label-errors and worst_classes files
 #   results/labels/{dataset}/{labels}.csv      one label view: sample_id,label (-1 = removed)
 
@@ -10,6 +11,7 @@
 localrules:
     download_model,
     prepare_dataset,
+    prepare_shift_set,
     download_label_file,
 
 
@@ -37,6 +39,21 @@ rule prepare_dataset:
         dataset=dataset_config,
     script:
         "../../scripts/prepare_dataset.py"
+
+
+rule prepare_shift_set:
+    output:
+        marker=f"{RESOURCES}/shift_sets/{{dataset}}/{{shift_set}}.prepared.json",
+    log:
+        f"{OUT}/logs/prepare_shift_set/{{dataset}}/{{shift_set}}.log",
+    wildcard_constraints:
+        shift_set=_alternatives(DOWNLOADED_SHIFT_SETS) or "(?!)",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        entry=shift_set_entry,
+    script:
+        "../../scripts/prepare_shift_set.py"
 
 
 rule download_label_file:

@@ -14,6 +14,13 @@ class ImagenetValSource(UserDirectorySource):
     def classes(self, dataset: Mapping[str, Any]) -> int | None:
         return 1000 if dataset.get("label_space") == "imagenet1k" else None
 
+    def class_ids(self, dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
+        from classwise.data.imagefolder import imagenet_val_class_ids
+
+        return imagenet_val_class_ids(
+            dataset["root"], layout=dataset.get("layout", "auto"), label_space=dataset.get("label_space", "found")
+        )
+
     def open_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> Any:
         from classwise.data.imagefolder import imagenet_val
 
