@@ -17,6 +17,8 @@ and figure reading the file is then the restricted evaluation without knowing ab
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from classwise.errors import InputError
@@ -47,3 +49,12 @@ def restrict_to_classes(scores: np.ndarray, labels: np.ndarray, classes: np.ndar
             field="labels",
         )
     return np.ascontiguousarray(scores[:, classes]), renumbered
+
+
+def restrict_superclasses(superclasses: Mapping[str, Sequence[int]], classes: np.ndarray) -> dict[str, list[int]]:
+    """Superclasses (members as base class indices) renumbered into a class subset's columns
+    (``classes``: the subset's base class indices); members outside the subset are dropped, and
+    so are superclasses left without a member (WSupCA then ranges over the subset's superclasses)."""
+    position = {int(base): i for i, base in enumerate(np.asarray(classes).tolist())}
+    restricted = {name: [position[int(m)] for m in members if int(m) in position] for name, members in superclasses.items()}
+    return {name: members for name, members in restricted.items() if members}

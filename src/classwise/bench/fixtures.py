@@ -12,8 +12,10 @@ Conventions:
   built at that path below ``workdir`` and left unchanged in the config, so a config whose paths
   are all relative runs *as shipped* with ``snakemake --directory workdir``.
 - **Absolute paths** are built below ``workdir/fixtures/`` and rewritten in the returned copy.
-- Downloaded inputs (torchvision sets, CIFAR-10-C, default label files, model weights) are left
-  alone: the workflow's local rules fetch them, and a dry run lists those rules as jobs.
+- Downloaded inputs (torchvision sets, CIFAR-10-C and the other downloaded shift sets, default
+  label files, model weights) are left alone: the workflow's local rules fetch them, and a dry
+  run lists those rules as jobs. Shift sets a user provides (ImageNet-C, ImageNet-Sketch) get
+  one image per class and folder in their official layout.
 - Image directories hold a few small random JPEGs per class (readable by the real loaders);
   every other file is an empty placeholder, enough for the DAG and nothing more.
 """
@@ -30,7 +32,7 @@ from PIL import Image
 
 from classwise.labels.views import required_files
 
-__all__ = ["IMAGENET_WNIDS", "dry_run_fixtures", "image_folder_fixture", "imagenet_val_fixture"]
+__all__ = ["IMAGENET_WNIDS", "dry_run_fixtures", "image_folder_fixture", "imagenet_c_fixture", "imagenet_val_fixture"]
 
 IMAGENET_WNIDS: tuple[str, ...] = ("n01440764", "n01443537", "n01484850")
 """The first three ImageNet-1k wnids (class indices 0, 1, 2)."""
@@ -51,6 +53,30 @@ def imagenet_val_fixture(root: str | Path, *, wnids: Sequence[str] = IMAGENET_WN
         for i in range(per_class):
             pixels = rng.integers(0, 256, size=(40 + 8 * c, 52, 3), dtype=np.uint8)
             Image.fromarray(pixels).save(folder / f"ILSVRC2012_val_{c * per_class + i + 1:08d}.JPEG")
+    return root
+
+
+def imagenet_c_fixture(
+    root: str | Path,
+    corruptions: Sequence[str],
+    severities: Sequence[int],
+    *,
+    wnids: Sequence[str] = IMAGENET_WNIDS,
+    per_class: int = 1,
+    seed: int = 0,
+) -> Path:
+    """ImageNet-C's layout, ``root/<corruption>/<severity>/<wnid>/ILSVRC2012_val_<k>.JPEG``, with
+    the file names :func:`imagenet_val_fixture` gives (so the ids pair with it). Returns ``root``."""
+    root = Path(root)
+    rng = np.random.default_rng(seed)
+    for corruption in corruptions:
+        for severity in severities:
+            for c, wnid in enumerate(wnids):
+                folder = root / corruption / str(severity) / wnid
+                folder.mkdir(parents=True, exist_ok=True)
+                for i in range(per_class):
+                    pixels = rng.integers(0, 256, size=(40, 52, 3), dtype=np.uint8)
+                    Image.fromarray(pixels).save(folder / f"ILSVRC2012_val_{c * per_class + i + 1:08d}.JPEG")
     return root
 
 
@@ -126,6 +152,7 @@ def dry_run_fixtures(config: Mapping[str, Any], workdir: str | Path) -> tuple[di
             dataset["root"] = builder.directory(dataset["root"], f"{where}.root")
             classes = dataset.get("classes") or ["class_a", "class_b"]
             image_folder_fixture(_resolve(workdir, dataset["root"]), classes)
+        _shift_set_fixtures(builder, workdir, dataset, where)
         for view, view_cfg in dataset.get("label_views", {}).items():
             directory = view_cfg.get("label_errors_dir")
             if directory:
@@ -140,6 +167,32 @@ def dry_run_fixtures(config: Mapping[str, Any], workdir: str | Path) -> tuple[di
     for name, path in metadata.items():
         metadata[name] = builder.file(path, f"analyses.features.metadata.{name}")
     return derived, builder.built
+
+
+def _shift_set_fixtures(builder: _Builder, workdir: Path, dataset: dict[str, Any], where: str) -> None:
+    """Tiny copies of the shift sets a user provides (ImageNet-C, ImageNet-Sketch, a folder of
+    ImageNet classes) in their official layouts; downloaded families are left to their rule."""
+    from classwise.data.shift_sets import SHIFT_FAMILIES
+    from classwise.data.shift_sets.base import COMMON_CORRUPTIONS, SEVERITIES
+
+    for key, entry in (dataset.get("shift_sets") or {}).items():
+        family = SHIFT_FAMILIES.get(entry.get("family", key))
+        if family is None or family.downloaded or "root" not in entry:
+            continue
+        entry["root"] = builder.directory(entry["root"], f"{where}.shift_sets.{key}.root")
+        root = _resolve(workdir, entry["root"])
+        wnids = entry.get("classes") or IMAGENET_WNIDS
+        if family.name == "imagenet_c":
+            corruptions = entry.get("corruptions", "all")
+            severities = entry.get("severities", "all")
+            imagenet_c_fixture(
+                root,
+                COMMON_CORRUPTIONS if corruptions == "all" else corruptions,
+                SEVERITIES if severities == "all" else severities,
+                wnids=wnids,
+            )
+        else:
+            image_folder_fixture(root, wnids, per_class=1, size=(40, 52), suffix=".JPEG")
 
 
 def _resolve(workdir: Path, value: str) -> Path:
