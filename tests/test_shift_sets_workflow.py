@@ -19,7 +19,7 @@ import pytest
 import yaml
 from config_matrix import checkpoint_entry, write_checkpoint
 from PIL import Image
-from snakemake_runner import run_snakemake
+from snakemake_runner import job_counts, run_snakemake
 
 from classwise.bench.fixtures import IMAGENET_WNIDS, imagenet_val_fixture
 from classwise.logits_io import load_scores
@@ -174,3 +174,20 @@ def test_corrupted_copies_get_transformation_tests_against_clean(run: Run) -> No
     for shift in table.index:
         shifted = _logits(work, shift).scores.argmax(axis=1)
         assert table.loc[shift, "flip_rate"] == pytest.approx(np.mean(clean != shifted))
+
+
+def test_adding_a_shift_set_schedules_only_its_own_jobs(run: Run) -> None:
+    work, config, result = run
+    assert result.returncode == 0, result.stderr[-4000:]
+    added = json.loads(json.dumps(config))
+    added["datasets"]["imagenet"]["shift_sets"]["mine"] = {
+        "family": "imagenet_folder",
+        "root": "data/sketch/sketch",
+        "classes": [IMAGENET_WNIDS[1]],
+    }
+    path = work / "added.yaml"
+    path.write_text(yaml.safe_dump(added))
+    targets = [f"results/metrics/imagenet/original/net/{shift}/per_class.csv" for shift in [*SHIFTS, "mine"]]
+    dry_run = run_snakemake(work, path, "--dry-run", *targets)
+    assert dry_run.returncode == 0, dry_run.stderr[-4000:]
+    assert job_counts(dry_run.stdout) == {"infer": 1, "compute_worst_class_metrics": 1}  # nothing of the other shifts

@@ -74,9 +74,8 @@ def unpack(archive: str | Path, root: str | Path, folder: str) -> Path:
             tar.extractall(staging, filter="data")
         if not (staging / folder).is_dir():
             raise InputError(f"holds no {folder}/ folder", path=archive, field="members")
-        if target.exists():
-            shutil.rmtree(target)  # an incomplete earlier attempt
-        (staging / folder).rename(target)
+        if not target.exists():  # else another job unpacked the same archive meanwhile (the folder only appears whole)
+            (staging / folder).rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
