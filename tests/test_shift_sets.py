@@ -349,3 +349,25 @@ def test_every_downloaded_family_names_a_published_sha256() -> None:
 def test_the_corruption_list_is_the_benchmarks_fifteen_then_four_extra() -> None:
     assert len(COMMON_CORRUPTIONS) == 19 == len(set(COMMON_CORRUPTIONS))
     assert COMMON_CORRUPTIONS[15:] == ("speckle_noise", "gaussian_blur", "spatter", "saturate")
+
+
+def test_expanding_and_checking_shift_sets_imports_no_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    val = imagenet_val_fixture(tmp_path / "val", per_class=1)
+    c_root = imagenet_c_fixture(tmp_path / "c", ["fog"], [1])
+    datasets = {
+        "imagenet": imagenet(
+            val, imagenet_c={"root": str(c_root), "corruptions": ["fog"], "severities": [1]}, imagenet_v2={}, imagenet_r={}
+        ),
+        "c10": cifar10(cifar10c={}, cifar10_1={}),
+    }
+    code = (
+        "import sys\n"
+        "from classwise.data.shift_sets import expand_shift_sets\n"
+        f"print(len(expand_shift_sets({datasets!r})['imagenet']))\n"
+        "print(sorted(m for m in ('torch', 'timm', 'torchvision', 'albumentations') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["5", "[]"]  # fog_s1, three V2 variants, R
