@@ -117,7 +117,10 @@ def test_the_run_succeeds_with_one_inference_job_per_shift(run: Run) -> None:
     assert result.returncode == 0, result.stderr[-4000:]
     logged = sorted(p.stem for p in (work / "results" / "logs" / "infer" / "imagenet" / "net").glob("*.log"))
     assert logged == sorted(SHIFTS)
-    marker = json.loads((work / "resources" / "shift_sets" / "imagenet" / "imagenet_v2.prepared.json").read_text())
+    marker_path = (
+        work / "resources" / "shift_sets" / "imagenet" / "imagenet_v2" / "imagenetv2-matched-frequency.tar.gz.prepared.json"
+    )
+    marker = json.loads(marker_path.read_text())
     assert marker["files"][0]["unpacked"] == "imagenetv2-matched-frequency-format-val"
     assert (work / "data" / "downloads" / "imagenetv2-matched-frequency-format-val" / "2").is_dir()
 
@@ -176,18 +179,18 @@ def test_corrupted_copies_get_transformation_tests_against_clean(run: Run) -> No
         assert table.loc[shift, "flip_rate"] == pytest.approx(np.mean(clean != shifted))
 
 
-def test_adding_a_shift_set_schedules_only_its_own_jobs(run: Run) -> None:
+def test_adding_a_shift_set_or_a_variant_schedules_only_its_own_jobs(run: Run) -> None:
     work, config, result = run
     assert result.returncode == 0, result.stderr[-4000:]
     added = json.loads(json.dumps(config))
-    added["datasets"]["imagenet"]["shift_sets"]["mine"] = {
-        "family": "imagenet_folder",
-        "root": "data/sketch/sketch",
-        "classes": [IMAGENET_WNIDS[1]],
-    }
+    sets = added["datasets"]["imagenet"]["shift_sets"]
+    sets["mine"] = {"family": "imagenet_folder", "root": "data/sketch/sketch", "classes": [IMAGENET_WNIDS[1]]}
+    sets["imagenet_v2"]["variants"].append("top-images")  # another file of a downloaded set
     path = work / "added.yaml"
     path.write_text(yaml.safe_dump(added))
-    targets = [f"results/metrics/imagenet/original/net/{shift}/per_class.csv" for shift in [*SHIFTS, "mine"]]
+    new = ["mine", "imagenet_v2_top_images"]
+    targets = [f"results/metrics/imagenet/original/net/{shift}/per_class.csv" for shift in [*SHIFTS, *new]]
     dry_run = run_snakemake(work, path, "--dry-run", *targets)
     assert dry_run.returncode == 0, dry_run.stderr[-4000:]
-    assert job_counts(dry_run.stdout) == {"infer": 1, "compute_worst_class_metrics": 1}  # nothing of the other shifts
+    # the new shifts' jobs and the new file's download; nothing of the other shifts
+    assert job_counts(dry_run.stdout) == {"prepare_shift_set": 1, "infer": 2, "compute_worst_class_metrics": 2}

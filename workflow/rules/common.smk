@@ -7,7 +7,13 @@ from snakemake.utils import validate
 
 from classwise.pipeline.config_checks import check_references, check_schema
 from classwise.data.sources import dataset_source, job_parameters
-from classwise.data.shift_sets import downloads, expand_shift_sets, merge_shifts
+from classwise.data.shift_sets import (
+    archive_record,
+    downloaded_files,
+    expand_shift_sets,
+    merge_shifts,
+    shift_archives,
+)
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
 from classwise.pipeline.plan import check_runs, resolve_views
@@ -180,36 +186,36 @@ def prepared_dataset(wildcards):
     return dataset_marker(wildcards.dataset)
 
 
-def shift_set_marker(dataset, key):
-    return f"{RESOURCES}/shift_sets/{dataset}/{key}.prepared.json"
-
-
 def inference_data(wildcards):
     """What infer reads besides the model: the dataset's download marker, or for a published
-    shift set the marker of its download (nothing for a directory the user provides)."""
+    shift set the markers of the downloaded files it reads (nothing for a directory the user
+    provides)."""
     spec = SHIFTS[wildcards.shift]
     if spec.kind != "dataset":
         return dataset_marker(wildcards.dataset)
     key = spec.params["set"]
     entry = config["datasets"][wildcards.dataset]["shift_sets"][key]
-    return [shift_set_marker(wildcards.dataset, key)] if downloads(entry, key) else []
+    return [
+        f"{RESOURCES}/shift_sets/{wildcards.dataset}/{key}/{name}.prepared.json"
+        for name in shift_archives(spec, entry)
+    ]
 
 
-def shift_set_entry(wildcards):
-    """A downloaded shift set's config entry (prepare_shift_set)."""
-    return canonical(
-        config["datasets"][wildcards.dataset]["shift_sets"][wildcards.shift_set]
-    )
+def shift_set_archive(wildcards):
+    """What one downloaded file of a shift set is (prepare_shift_set's params): its sha256 and
+    where it goes, not its url (a mirror reruns nothing)."""
+    entry = config["datasets"][wildcards.dataset]["shift_sets"][wildcards.shift_set]
+    record = archive_record(entry, wildcards.shift_set, wildcards.archive)
+    return canonical({key: value for key, value in record.items() if key != "url"})
 
 
-DOWNLOADED_SHIFT_SETS = sorted(
-    {
-        key
-        for dataset in DATASETS
-        for key, entry in (config["datasets"][dataset].get("shift_sets") or {}).items()
-        if downloads(entry, key)
-    }
-)
+# The downloaded shift sets and their files: wildcard values of prepare_shift_set.
+SHIFT_SET_DOWNLOADS = {
+    key: downloaded_files(entry, key)
+    for dataset in DATASETS
+    for key, entry in (config["datasets"][dataset].get("shift_sets") or {}).items()
+    if downloaded_files(entry, key)
+}
 
 
 def label_files_dir(dataset, view):

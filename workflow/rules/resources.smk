@@ -3,7 +3,7 @@
 #   resources/models/{model}/manifest.json    timm / torchvision / RobustBench weights
 #   <dataset root>/...                         torchvision sets and CIFAR-10-C, then the marker
 #   resources/datasets/{dataset}.prepared.json
-#   resources/shift_sets/{dataset}/{key}.prepared.json   a published shift set (CIFAR-10-C, ImageNet-R, ...)
+#   resources/shift_sets/{dataset}/{key}/{file}.prepared.json   one file of a published shift set
 #   resources/label-errors/{file}              label-errors and worst_classes files
 #   results/labels/{dataset}/{labels}.csv      one label view: sample_id,label (-1 = removed)
 
@@ -43,15 +43,17 @@ rule prepare_dataset:
 
 rule prepare_shift_set:
     output:
-        marker=f"{RESOURCES}/shift_sets/{{dataset}}/{{shift_set}}.prepared.json",
+        marker=f"{RESOURCES}/shift_sets/{{dataset}}/{{shift_set}}/{{archive}}.prepared.json",
     log:
-        f"{OUT}/logs/prepare_shift_set/{{dataset}}/{{shift_set}}.log",
+        f"{OUT}/logs/prepare_shift_set/{{dataset}}/{{shift_set}}/{{archive}}.log",
     wildcard_constraints:
-        shift_set=_alternatives(DOWNLOADED_SHIFT_SETS) or "(?!)",
+        shift_set=_alternatives(SHIFT_SET_DOWNLOADS) or "(?!)",
+        archive=_alternatives(sorted(set().union(*SHIFT_SET_DOWNLOADS.values())))
+        or "(?!)",
     conda:
         "../../envs/metrics.yaml"
     params:
-        entry=shift_set_entry,
+        archive=shift_set_archive,
     script:
         "../../scripts/prepare_shift_set.py"
 

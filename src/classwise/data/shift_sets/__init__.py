@@ -44,12 +44,14 @@ __all__ = [
     "SHIFT_FAMILIES",
     "ShiftFamily",
     "ShiftImages",
-    "downloads",
+    "archive_record",
+    "downloaded_files",
     "expand_shift_sets",
     "family_of",
     "merge_shifts",
     "open_shift",
     "prepare_shift_set",
+    "shift_archives",
 ]
 
 SHIFT_FAMILIES: dict[str, ShiftFamily] = {
@@ -92,9 +94,10 @@ def family_of(key: str, entry: Mapping[str, Any], where: str) -> ShiftFamily:
     return family
 
 
-def downloads(entry: Mapping[str, Any], key: str) -> bool:
-    """Whether a local rule downloads this entry's files."""
-    return SHIFT_FAMILIES[entry.get("family", key)].downloaded
+def downloaded_files(entry: Mapping[str, Any], key: str) -> list[str]:
+    """The names of the files a local rule downloads for this entry (none for a directory the
+    user provides)."""
+    return [Path(archive.filename).name for archive in SHIFT_FAMILIES[entry.get("family", key)].archives(entry)]
 
 
 def expand_shift_sets(datasets: Mapping[str, Mapping[str, Any]], *, source: str = "config") -> dict[str, dict[str, ShiftSpec]]:
@@ -185,9 +188,37 @@ def open_shift(shift: ShiftSpec | Mapping[str, Any], base: Mapping[str, Any], *,
     return family.open(params, class_ids, where)
 
 
-def prepare_shift_set(entry: Mapping[str, Any], *, dataset: str, key: str, **options: Any) -> list[dict[str, Any]]:
-    """Download and unpack an entry's published files into its ``root`` (a local rule's job);
-    one record per file (url, sha256, where it went)."""
+def shift_archives(shift: ShiftSpec, entry: Mapping[str, Any]) -> list[str]:
+    """The names of the downloaded files a shift reads (its entry ``entry``), one marker each in
+    the workflow, so that adding a corruption or a variant reruns no other shift's inference."""
+    family = SHIFT_FAMILIES[shift.params["family"]]
+    return [Path(archive.filename).name for archive in family.archives_for(entry, shift.params)]
+
+
+def archive_record(entry: Mapping[str, Any], key: str, name: str) -> dict[str, Any]:
+    """What a download of file ``name`` of an entry is: file, url and sha256 (a ``downloads``
+    override applied), the folder it unpacks to and the root it goes below."""
+    from classwise.data.shift_sets.base import DEFAULT_DOWNLOAD_ROOT
+
+    family = SHIFT_FAMILIES[entry.get("family", key)]
+    for archive in family.archives(entry):
+        if Path(archive.filename).name == name:
+            chosen = {"url": archive.url, "sha256": archive.sha256, **dict((entry.get("downloads") or {}).get(name, {}))}
+            return {
+                "file": archive.filename,
+                "url": chosen["url"],
+                "sha256": chosen["sha256"],
+                "unpacks_to": archive.unpacks_to,
+                "root": str(entry.get("root", DEFAULT_DOWNLOAD_ROOT)),
+            }
+    raise InputError(f"family {family.name!r} downloads no file {name!r}", field="archive")
+
+
+def prepare_shift_set(
+    entry: Mapping[str, Any], *, dataset: str, key: str, files: list[str] | None = None, **options: Any
+) -> list[dict[str, Any]]:
+    """Download and unpack an entry's published files (those named in ``files``, default all)
+    into its ``root`` (a local rule's job); one record per file (url, sha256, where it went)."""
     from classwise.data.shift_sets.archives import fetch_archives
     from classwise.data.shift_sets.base import DEFAULT_DOWNLOAD_ROOT
 
@@ -196,4 +227,5 @@ def prepare_shift_set(entry: Mapping[str, Any], *, dataset: str, key: str, **opt
     if not family.downloaded:
         return family.prepare(entry, where)  # type: ignore[return-value] - raises
     root = Path(entry.get("root", DEFAULT_DOWNLOAD_ROOT))
-    return fetch_archives(family.archives(entry), root, overrides=entry.get("downloads"), where=where, **options)
+    archives = [a for a in family.archives(entry) if files is None or Path(a.filename).name in files]
+    return fetch_archives(archives, root, overrides=entry.get("downloads"), where=where, **options)

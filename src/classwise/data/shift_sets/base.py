@@ -117,6 +117,10 @@ class ShiftFamily:
         """The files ``prepare`` downloads (none for user directories)."""
         return []
 
+    def archives_for(self, entry: Mapping[str, Any], params: Mapping[str, Any]) -> list[Archive]:
+        """The downloaded files one shift reads (its inference job waits for these only)."""
+        return self.archives(entry)
+
     def prepare(self, entry: Mapping[str, Any], where: str) -> Path:
         raise InputError(f"family '{self.name}' has nothing to download; give its directory as root", field=f"{where}.root")
 

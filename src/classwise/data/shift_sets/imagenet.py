@@ -263,6 +263,9 @@ class ImagenetV2(_ImagenetFamily):
         require_directory(self.directory(params), "<class index>/<images> folders", f"{where}.root")
         return self.read(self.directory(params), params, class_ids, where)
 
+    def archives_for(self, entry: Mapping[str, Any], params: Mapping[str, Any]) -> list[Archive]:
+        return [a for a in self.archives(entry) if a.unpacks_to == self.directory(params).name]
+
     def archives(self, entry: Mapping[str, Any]) -> list[Archive]:
         chosen = choices(entry, "variants", self.variants, self.variants, "")
         return [
