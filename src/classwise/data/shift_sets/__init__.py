@@ -225,7 +225,9 @@ def prepare_shift_set(
     where = f"datasets.{dataset}.shift_sets.{key}"
     family = family_of(key, entry, where)
     if not family.downloaded:
-        return family.prepare(entry, where)  # type: ignore[return-value] - raises
+        raise InputError(
+            f"{family.description} is not downloaded; give the directory that holds it as root", field=f"{where}.root"
+        )
     root = Path(entry.get("root", DEFAULT_DOWNLOAD_ROOT))
     archives = [a for a in family.archives(entry) if files is None or Path(a.filename).name in files]
     return fetch_archives(archives, root, overrides=entry.get("downloads"), where=where, **options)

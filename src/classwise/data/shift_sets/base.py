@@ -121,9 +121,6 @@ class ShiftFamily:
         """The downloaded files one shift reads (its inference job waits for these only)."""
         return self.archives(entry)
 
-    def prepare(self, entry: Mapping[str, Any], where: str) -> Path:
-        raise InputError(f"family '{self.name}' has nothing to download; give its directory as root", field=f"{where}.root")
-
 
 @dataclass(frozen=True)
 class Archive:
