@@ -10,6 +10,7 @@ with job_log(snakemake) as log:
         label_view=snakemake.wildcards.labels,
         view_labels_path=snakemake.input.labels or None,
         k1=snakemake.params.k1,
+        k2=snakemake.params.k2,
         repetitions=snakemake.params.repetitions,
         methods=snakemake.params.methods,
         cleanex_steps=snakemake.params.cleanex_steps,

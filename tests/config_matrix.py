@@ -6,6 +6,11 @@ pipeline trains), which shift kinds are evaluated on it, one or two models, supe
 confident-learning label view. The rows cover every pair of option values at least once
 (pairwise coverage, chosen greedily and deterministically), and are packed as the datasets of a
 few Snakemake runs, each run adding global options (``shifts.clean: false``, analyses off).
+
+The run with analyses also holds an ImageNet validation folder (three classes of the 1,000, scored
+by a 1,000-class checkpoint) with an ``imagenet_cleaned`` label view built from label-errors files
+the tests write in the official format, so each view kind a tiny run can build is run end to end
+(``cifar10_cleaned`` needs torchvision's CIFAR-10 files, whose md5s only the real archive matches).
 """
 
 from __future__ import annotations
@@ -92,13 +97,20 @@ def write_image_folder(root: Path, n_classes: int, *, per_class: int, seed: int)
     (root / "class_00" / "Thumbs.db").write_bytes(b"\x00not an image")
 
 
-def write_checkpoint(path: Path, n_classes: int, *, seed: int) -> None:
-    """A state dict of timm's tiny ``test_resnet`` (about 0.4 M parameters) for n_classes."""
+def write_checkpoint(path: Path, n_classes: int, *, seed: int, favoured: int = 0) -> None:
+    """A state dict of timm's tiny ``test_resnet`` (about 0.4 M parameters) for n_classes; with
+    ``favoured`` the first that many classes get a large bias, so a model of a big label space
+    predicts among the few classes a tiny fixture holds (and is right on some images)."""
     import timm
     import torch
 
     torch.manual_seed(seed)
     model = timm.create_model("test_resnet", num_classes=n_classes, pretrained=False)
+    if favoured:
+        with torch.no_grad():
+            head = model.get_classifier()
+            head.bias[:favoured] += 100.0
+            head.weight[:favoured] *= 100.0  # their own scores differ from image to image
     torch.save(model.state_dict(), path)
 
 
@@ -111,6 +123,70 @@ def checkpoint_entry(path: Path, n_classes: int) -> dict[str, Any]:
         "num_classes": n_classes,
         "data_config": {"input_size": [3, 16, 16]},
     }
+
+
+IMAGENET_VIEW_VOTES = {
+    # file index (1-based, class order of imagenet_val_fixture) -> (guessed label, mturk votes)
+    2: (1, {"given": 0, "guessed": 5, "neither": 0, "both": 0}),  # relabelled to class 1
+    3: (0, {"given": 1, "guessed": 1, "neither": 3, "both": 0}),  # removed: no agreement
+    5: (0, {"given": 5, "guessed": 0, "neither": 0, "both": 0}),  # kept
+}
+
+
+def write_imagenet_label_errors(directory: Path, image_root: Path) -> dict[str, int]:
+    """label-errors' ImageNet files (index-to-filepath, original labels, MTurk votes) for the
+    images below ``image_root/val``; returns the view's label of each image (``-1``: removed),
+    worked out by hand from :data:`IMAGENET_VIEW_VOTES`."""
+    import json
+
+    paths = sorted(str(p.relative_to(image_root)) for p in (image_root / "val").glob("*/*.JPEG"))
+    wnids = sorted({Path(p).parent.name for p in paths})
+    original = [wnids.index(Path(p).parent.name) for p in paths]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "imagenet_val_set_index_to_filepath.json").write_text(json.dumps(paths))
+    np.save(directory / "imagenet_val_set_original_labels.npy", np.array(original, dtype=np.int64))
+    entries, expected = [], {}
+    for row, path in enumerate(paths):
+        number = int(Path(path).stem.rsplit("_", 1)[1])
+        label = original[row]
+        if number in IMAGENET_VIEW_VOTES:
+            guessed, votes = IMAGENET_VIEW_VOTES[number]
+            url = f"https://labelerrors.com//static/imagenet/{path}"
+            entries.append({"id": row, "url": url, "given_original_label": label, "our_guessed_label": guessed, "mturk": votes})
+            label = label if votes["given"] == sum(votes.values()) else guessed if votes["guessed"] == sum(votes.values()) else -1
+        expected[path.removeprefix("val/")] = label
+    (directory / "imagenet_mturk.json").write_text(json.dumps(entries))
+    return expected
+
+
+def imagenet_dataset(workdir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ImageNet dataset entry (with its label view) and its model entry."""
+    from PIL import Image
+
+    from classwise.data.stand_ins import IMAGENET_WNIDS
+
+    root = workdir / "data" / "imagenet"
+    rng = np.random.default_rng(3)
+    for c, wnid in enumerate(IMAGENET_WNIDS):  # val/<wnid>/ILSVRC2012_val_<k>.JPEG, k = 1.. in class order
+        (root / "val" / wnid).mkdir(parents=True, exist_ok=True)
+        for i in range(2):
+            level = 40 + 80 * c + 30 * i  # brightness tells the class, so predictions differ
+            pixels = np.clip(rng.normal(level, 20, size=(20, 24, 3)), 0, 255).astype(np.uint8)
+            Image.fromarray(pixels).save(root / "val" / wnid / f"ILSVRC2012_val_{2 * c + i + 1:08d}.JPEG")
+    write_imagenet_label_errors(workdir / "label-errors", root)
+    checkpoint = workdir / "in1k.pth"
+    write_checkpoint(checkpoint, 1000, seed=0, favoured=3)
+    dataset = {
+        "source": "imagenet_val",
+        "root": str(root),
+        "label_space": "imagenet1k",
+        "models": ["in1k"],
+        "shifts": ["clean"],
+        "label_views": {
+            "cleaned": {"kind": "imagenet_cleaned", "variant": "aligned", "label_errors_dir": str(workdir / "label-errors")}
+        },
+    }
+    return dataset, checkpoint_entry(checkpoint, 1000)
 
 
 def trained_entry(architecture: str, train_on: str) -> dict[str, Any]:
@@ -130,7 +206,12 @@ def row_shifts(row: Mapping[str, Any]) -> list[str]:
 
 
 def build_config(
-    rows: list[tuple[int, dict[str, Any]]], workdir: Path, *, clean: bool = True, analyses: bool = True
+    rows: list[tuple[int, dict[str, Any]]],
+    workdir: Path,
+    *,
+    clean: bool = True,
+    analyses: bool = True,
+    imagenet: bool = False,
 ) -> dict[str, Any]:
     """One config whose datasets are ``rows`` (index, row); data and checkpoints go to workdir."""
     datasets: dict[str, Any] = {}
@@ -168,6 +249,8 @@ def build_config(
         if row["targeted"]:
             targeted_models.append(chosen[0])
         datasets[name] = dataset
+    if imagenet:
+        datasets["imagenet"], models["in1k"] = imagenet_dataset(workdir)
     config: dict[str, Any] = {
         "datasets": datasets,
         "models": models,
@@ -197,5 +280,5 @@ def runs(workdir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     rows = list(enumerate(pairwise_rows()))
     with_clean = [(i, row) for i, row in rows if row["clean"] or i % 2 == 0]
     without_clean = [(i, row) for i, row in rows if (i, row) not in with_clean]
-    yield "analyses_on", build_config(with_clean, workdir / "analyses_on")
+    yield "analyses_on", build_config(with_clean, workdir / "analyses_on", imagenet=True)
     yield "clean_off", build_config(without_clean, workdir / "clean_off", clean=False, analyses=False)

@@ -42,4 +42,12 @@ def test_captions_follow_the_job_s_wildcards_and_settings() -> None:
     extrapolation = {"shift": "clean", "k1": 2, "repetitions": 3}
     assert "3 seeded samples of 2 classes" in caption_of(_job("evaluate_extrapolation", wildcards, extrapolation))
     assert title_of(_job("evaluate_extrapolation", wildcards, extrapolation)).endswith("extrapolation from 2 sampled classes")
+    assert "extrapolated to all classes; RMSE against the exact expected accuracy on all classes over k = 2..C." in caption_of(
+        _job("evaluate_extrapolation", wildcards, extrapolation)
+    )
+    paper = {"shift": "clean", "k1": [10, 20], "k2": 100, "repetitions": 50, "methods": ["cleanex", "kde"]}
+    text = caption_of(_job("evaluate_extrapolation", wildcards, paper))
+    assert "50 seeded samples of 10 and 20 classes, each extrapolated to 100 classes" in text and "over k = 2..100." in text
+    assert "RMSE ratio to CleaneX's" in text
+    assert "from 10 and 20 sampled classes to 100:" in caption_of(_job("summarise_extrapolation", wildcards, paper))
     assert title_of(_job("compute_worst_class_metrics", wildcards, {})) == "net, pets, original labels, clean"

@@ -22,6 +22,7 @@ from config_matrix import (
     runs,
     write_checkpoint,
     write_image_folder,
+    write_imagenet_label_errors,
 )
 from snakemake_runner import run_snakemake
 
@@ -79,7 +80,30 @@ def test_every_sampled_config_runs_to_the_end_and_writes_its_worst_class_tables(
                     (results / "metrics" / dataset / "original" / model / shift / "worst_class.json").read_text()
                 )
                 assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
-                assert document["n_classes"] == (10 if dataset_cfg["source"] == "sklearn_digits" else len(recalls))
+                label_space = {"sklearn_digits": 10, "imagenet_val": 1000}.get(dataset_cfg["source"], len(recalls))
+                assert document["n_classes"] == label_space
+
+
+def test_an_imagenet_cleaned_view_runs_end_to_end_with_the_labels_worked_out_by_hand(
+    matrix: dict[str, Run], tmp_path: Path
+) -> None:
+    """Three of ImageNet's 1,000 classes, one image relabelled and one removed by the votes."""
+    run_dir, config, _ = matrix["analyses_on"]
+    expected = write_imagenet_label_errors(tmp_path, Path(config["datasets"]["imagenet"]["root"]))
+    assert sorted(expected.values()) == [-1, 0, 1, 1, 2, 2]  # the votes did relabel and remove
+    view = (run_dir / "results" / "labels" / "imagenet" / "cleaned.csv").read_text().splitlines()
+    assert dict(line.rsplit(",", 1) for line in view[1:]) == {key: str(label) for key, label in expected.items()}
+    scores = load_scores(run_dir / "results" / "logits" / "imagenet" / "in1k" / "clean.npz")
+    labels = np.array([expected[str(sample)] for sample in scores.sample_ids])
+    kept = labels >= 0
+    predicted = scores.scores.argmax(axis=1)[kept]
+    recalls = [np.mean(predicted[labels[kept] == c] == c) for c in np.unique(labels[kept])]
+    document = json.loads(
+        (run_dir / "results" / "metrics" / "imagenet" / "cleaned" / "in1k" / "clean" / "worst_class.json").read_text()
+    )
+    assert document["n_samples"] == int(kept.sum()) and document["n_classes"] == 1000
+    assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
+    assert "W10CR" in document["skipped"]  # 3 classes hold samples: the 10 worst would be all of them
 
 
 def test_without_a_pgd_shift_the_mean_confusion_directory_holds_a_note(matrix: dict[str, Run]) -> None:
@@ -130,5 +154,8 @@ def test_a_k1_the_user_set_that_cannot_apply_stops_before_any_job(tmp_path: Path
     result = run_snakemake(tmp_path, path, "--dry-run")
     assert result.returncode != 0
     message = result.stdout + result.stderr
-    assert f"{path}: field 'analyses.extrapolation.k1': expected 2 <= k1 < C, the 4 classes of dataset 'pets'; got 5" in message
+    assert (
+        f"{path}: field 'analyses.extrapolation.k1': expected 2 <= k1 < C, the 4 classes of dataset 'pets' that hold images; got 5"
+        in message
+    )
     assert not (tmp_path / "results").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.special import log_ndtr, ndtr, ndtri
 
@@ -223,3 +224,40 @@ def test_cleanex_progress_bar_changes_nothing_but_the_stream() -> None:
     np.testing.assert_array_equal(shown.c, silent.c)
     text = stream.getvalue()
     assert "CleaneX fit: 100%" in text and "20/20" in text and f"loss={silent.loss:.2e}" in text  # the final loss
+
+
+def _long_rmse(values: dict[str, list[float]]) -> pd.DataFrame:
+    rows = [
+        {"repetition": r, "method": m, "rmse": v, "seconds": 0.0} for r in range(3) for m, vs in values.items() for v in [vs[r]]
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_rmse_ratios_to_cleanex_are_paired_by_repetition_and_capped() -> None:
+    from classwise.extrapolation.simulation import RATIO_CAP, reference_comparison, rmse_ratios
+
+    rng = np.random.default_rng(4)
+    values = {m: rng.uniform(0.01, 0.1, 3).tolist() for m in ("naive", "cleanex", "kde")}
+    values["kde"][0] = 20 * values["cleanex"][0]  # two of three beyond the cap: the table's
+    values["kde"][1] = 50 * values["cleanex"][1]  # median (uncapped) is too
+    values["naive"][2] = values["cleanex"][2]  # a tie: not a CleaneX win
+    rmse = _long_rmse(values)
+    ratios = rmse_ratios(rmse)
+    assert list(ratios) == ["naive", "kde"]
+    comparison = reference_comparison(rmse)
+    for method in ("naive", "kde"):
+        naive_ratios = [values[method][r] / values["cleanex"][r] for r in range(3)]
+        np.testing.assert_allclose(ratios[method], [min(v, RATIO_CAP) for v in naive_ratios], rtol=1e-12)
+        assert comparison.loc[method, "ratio_median"] == pytest.approx(sorted(naive_ratios)[1])
+        wins = sum(values["cleanex"][r] < values[method][r] for r in range(3)) / 3
+        assert comparison.loc[method, "reference_wins"] == pytest.approx(wins)
+    assert ratios["kde"][1] == RATIO_CAP and comparison.loc["kde", "ratio_median"] == pytest.approx(20.0)
+
+
+def test_rmse_ratios_of_zero_errors() -> None:
+    from classwise.extrapolation.simulation import rmse_ratios
+
+    rmse = _long_rmse({"cleanex": [0.0, 0.0, 0.1], "kde": [0.0, 0.2, 0.1]})
+    np.testing.assert_array_equal(rmse_ratios(rmse)["kde"], [1.0, 4.0, 1.0])
+    with pytest.raises(InputError, match="'cleanex' among the methods"):
+        rmse_ratios(_long_rmse({"kde": [0.1, 0.1, 0.1]}))

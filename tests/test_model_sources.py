@@ -22,6 +22,7 @@ ENTRIES = {
     "checkpoint": {"source": "checkpoint", "path": "ckpt.pt", "architecture": "cnn", "num_classes": 7},
     "train": {"source": "train", "architecture": "cnn", "train_on": "digits"},
     "finetune": {"source": "finetune", "architecture": "resnet18", "weights": None, "train_on": "digits"},
+    "prototype": {"source": "prototype", "backbone": {"source": "timm", "name": "resnet18"}, "train_on": "digits"},
 }
 DATASETS = {"digits": {"source": "sklearn_digits"}}
 
@@ -39,7 +40,7 @@ def test_every_source_answers_the_whole_protocol() -> None:
 def test_rules_that_make_models_exist() -> None:
     rules = (ROOT / "workflow" / "rules" / "models.smk").read_text(encoding="utf-8")
     made = {source.made_by for source in MODEL_SOURCES.values()} - {None}
-    assert made == {"train_model", "finetune_model"}
+    assert made == {"train_model", "finetune_model", "compute_prototypes"}
     for rule in made:
         assert f"rule {rule}:" in rules
 
@@ -53,6 +54,7 @@ def test_rules_that_make_models_exist() -> None:
         ("checkpoint", "ckpt.pt"),
         ("train", "out/models/m.pt"),
         ("finetune", "out/models/m.pt"),
+        ("prototype", "out/models/m.pt"),
     ],
 )
 def test_the_file_inference_reads(source: str, expected: str) -> None:
@@ -67,7 +69,15 @@ def test_random_torchvision_weights_read_no_file() -> None:
 
 @pytest.mark.parametrize(
     ("source", "expected"),
-    [("timm", None), ("torchvision", 1000), ("robustbench", 100), ("checkpoint", 7), ("train", 10), ("finetune", 10)],
+    [
+        ("timm", None),
+        ("torchvision", 1000),
+        ("robustbench", 100),
+        ("checkpoint", 7),
+        ("train", 10),
+        ("finetune", 10),
+        ("prototype", 10),
+    ],
 )
 def test_classes_scored(source: str, expected: int | None) -> None:
     entry = ENTRIES[source]
@@ -75,18 +85,33 @@ def test_classes_scored(source: str, expected: int | None) -> None:
 
 
 def test_an_unknown_source_names_the_field_and_every_source() -> None:
-    with pytest.raises(InputError, match=r"field 'models.m.source': expected one of \['timm', .*'finetune'\]"):
+    with pytest.raises(InputError, match=r"field 'models.m.source': expected one of \['timm', .*'finetune', 'prototype'\]"):
         parse_model_spec({"source": "keras"}, key="m", check_names=False)
 
 
 def test_the_pipeline_s_models_are_not_downloaded(tmp_path: Path) -> None:
     from classwise.models.zoo import download_weights
 
-    for name in ("train", "finetune"):
+    for name in ("train", "finetune", "prototype"):
         spec = parse_model_spec(ENTRIES[name], check_names=False)
         with pytest.raises(InputError, match=f"source '{name}' are trained by the pipeline"):
             download_weights(spec, tmp_path / name)
         assert not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize(
+    ("backbone", "expected"),
+    [
+        ({"source": "timm", "name": "resnet18"}, "res/models/m/backbone/manifest.json"),
+        ({"source": "torchvision", "name": "resnet18", "weights": "IMAGENET1K_V1"}, "res/models/m/backbone/manifest.json"),
+        ({"source": "torchvision", "name": "resnet18", "weights": None}, None),
+        ({"source": "checkpoint", "path": "b.pth", "architecture": "resnet18", "library": "timm"}, "b.pth"),
+    ],
+)
+def test_the_file_a_prototype_classifier_reads_its_backbone_from(backbone: dict[str, object], expected: str | None) -> None:
+    from classwise.models.sources.prototype import backbone_input
+
+    assert backbone_input("m", {"source": "prototype", "backbone": backbone}, resources="res") == expected
 
 
 def test_the_workflow_s_questions_import_no_model_library() -> None:

@@ -173,9 +173,30 @@ def test_a_default_k1_shrinks_below_the_class_count_and_says_so(tmp_path: Path) 
 
 
 def test_a_k1_the_user_set_is_kept_or_refused_never_changed(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="expected 2 <= k1 < C, the 3 classes of dataset 'pets'; got 3") as error:
+    with pytest.raises(
+        InputError, match="expected 2 <= k1 < C, the 3 classes of dataset 'pets' that hold images; got 3"
+    ) as error:
         _resolved(tmp_path, _config(tmp_path), {"extrapolation": {"k1": 3}})
     assert error.value.field == "analyses.extrapolation.k1"
+
+
+def test_several_k1_and_a_k2_are_checked_against_each_dataset(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    config["datasets"] = {"digits": config["datasets"]["digits"]}  # 10 classes
+    plan = _resolved(tmp_path, config, {"extrapolation": {"k1": [2, 3], "k2": 8}})
+    assert plan.analyses["digits"]["extrapolation"]["k1"] == [2, 3]
+    assert not any(note.startswith("extrapolation") for note in plan.notes)
+    with pytest.raises(InputError, match=r"expected 2 <= k1 < k2 = 8; got \[2, 8\]") as error:
+        _resolved(tmp_path, config, {"extrapolation": {"k1": [2, 8], "k2": 8}})
+    assert error.value.field == "analyses.extrapolation.k1"
+    with pytest.raises(
+        InputError, match="expected k2 <= C, the 10 classes of dataset 'digits' that hold images; got 11"
+    ) as error:
+        _resolved(tmp_path, config, {"extrapolation": {"k1": [2], "k2": 11}})
+    assert error.value.field == "analyses.extrapolation.k2"
+    plan = _resolved(tmp_path, config, {"extrapolation": {"k2": 4}})  # the default k1 = 5 adapts
+    assert plan.analyses["digits"]["extrapolation"]["k1"] == 3
+    assert "extrapolation on digits: k1 = 3 instead of the default 5, below k2 = 4" in plan.notes
 
 
 def test_two_classes_skip_extrapolation(tmp_path: Path) -> None:

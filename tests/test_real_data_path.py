@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from cifar_fixtures import write_cifar100
 from snakemake_runner import job_counts, run_snakemake
 
 from classwise.bench.fixtures import IMAGENET_WNIDS, dry_run_fixtures, imagenet_val_fixture
@@ -54,6 +55,35 @@ def test_paper_configs_build_their_dag_on_fixtures(tmp_path: Path, config: str, 
         jobs = job_counts(result.stdout)
         assert jobs["infer"] == len(shipped["models"]) * PUBLISHED_SHIFTS[config]
         assert jobs["run_transformation_tests"] == len(shipped["models"])  # CIFAR-10-C / ImageNet-C against clean
+
+
+def test_the_cifar100_extrapolation_config_schedules_prototypes_then_the_paper_s_protocol(tmp_path: Path) -> None:
+    """accuracy-extrapolation-rroc.txt Figure 3 on CIFAR-100: with a tiny CIFAR-100 where the
+    config looks for it, a dry run lists the download of the backbone, the prototypes, one
+    inference and the extrapolation (both k1 in one job), and nothing the config turns off."""
+    shipped = yaml.safe_load((REPO / "config" / "extrapolation_cifar100.yaml").read_text())
+    extrapolation = shipped["analyses"]["extrapolation"]
+    assert extrapolation["k1"] == [10, 20] and extrapolation["k2"] == 100 and extrapolation["repetitions"] == 50
+    assert sorted(extrapolation["methods"]) == ["cleanex", "kde", "naive", "regression"]
+    write_cifar100(tmp_path / shipped["datasets"]["cifar100"]["root"])
+    result = run_snakemake(tmp_path, REPO / "config" / "extrapolation_cifar100.yaml", "--dry-run", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = job_counts(result.stdout)
+    for rule in (
+        "prepare_dataset",
+        "download_prototype_backbone",
+        "compute_prototypes",
+        "infer",
+        "evaluate_extrapolation",
+        "summarise_extrapolation",
+    ):
+        assert counts.get(rule) == 1, (rule, counts)
+    for rule in ("download_model", "train_model", "finetune_model", "run_subset_tests", "run_reference_tests"):
+        assert rule not in counts, rule
+    out = shipped["output_dir"]
+    assert "output: resources/models/resnet50_prototypes/backbone/manifest.json" in result.stdout
+    assert f"input: {out}/models/resnet50_prototypes.pt" in result.stdout  # infer reads the prototypes
+    assert not (tmp_path / "results").exists()
 
 
 def test_absolute_input_paths_get_fixtures_below_the_working_directory(tmp_path: Path) -> None:

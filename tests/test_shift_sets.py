@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from classwise.bench.fixtures import IMAGENET_WNIDS, image_folder_fixture, imagenet_c_fixture, imagenet_val_fixture
 from classwise.class_subsets import restrict_superclasses, restrict_to_classes
 from classwise.data.imagefolder import imagenet1k_wnids
 from classwise.data.shift_sets import SHIFT_FAMILIES, expand_shift_sets, merge_shifts, open_shift, prepare_shift_set
 from classwise.data.shift_sets.base import COMMON_CORRUPTIONS
 from classwise.data.shift_sets.cifar import CIFAR10_CLASSES, CIFAR100_CLASSES
+from classwise.data.stand_ins import IMAGENET_WNIDS, image_folder_fixture, imagenet_c_fixture, imagenet_val_fixture
 from classwise.errors import InputError
 from classwise.pipeline.plan import check_runs, resolve_views
 from classwise.shifts.spec import expand_shifts

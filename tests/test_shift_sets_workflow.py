@@ -21,7 +21,7 @@ from config_matrix import checkpoint_entry, write_checkpoint
 from PIL import Image
 from snakemake_runner import job_counts, run_snakemake
 
-from classwise.bench.fixtures import IMAGENET_WNIDS, imagenet_val_fixture
+from classwise.data.stand_ins import IMAGENET_WNIDS, imagenet_val_fixture
 from classwise.logits_io import load_scores
 
 pytestmark = pytest.mark.workflow

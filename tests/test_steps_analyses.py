@@ -100,6 +100,8 @@ def test_schema_defaults_follow_the_libraries() -> None:
     assert config["extrapolation"]["methods"] == list(METHODS)
     assert config["simulation"]["methods"] == list(METHODS)
     assert config["extrapolation"]["k1"] == 5  # half the demo's 10 classes
+    assert config["extrapolation"]["k2"] is None  # all the classes
+    assert _validated({"extrapolation": {"k1": [10, 20], "k2": 100}})["extrapolation"]["k1"] == [10, 20]
     schema = yaml.safe_load(SCHEMA.read_text())
     described = schema["properties"]["simulation"]["description"]
     assert f"k1 = [{PAPER_K1[0]}, {PAPER_K1[1]}], k2 = {PAPER_K2}" in described  # the paper's setting
@@ -109,6 +111,9 @@ def test_schema_defaults_follow_the_libraries() -> None:
     ("section", "expected"),
     [
         ({"extrapolation": {"k_one": 5}}, "k_one"),
+        ({"extrapolation": {"k1": [10, 1]}}, "less than the minimum of 2"),
+        ({"extrapolation": {"k1": []}}, "should be non-empty"),
+        ({"extrapolation": {"k2": 2}}, "less than the minimum of 3"),
         ({"subset_tests": {"correction": "bonferroni"}}, "bonferroni"),
         ({"reference_tests": {"thresholds": {"acuracy": {"absolute": 0.9}}}}, "acuracy"),
         ({"simulation": {"k2": "2000"}}, "2000"),
@@ -365,12 +370,104 @@ def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
     assert (tmp_path / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert outputs["markdown_path"].read_text().count("\n| ") == 4  # header + 3 methods
 
+    # Figure 3 E in the table: each method's RMSE ratio to CleaneX's, from the curves by hand
+    true = curves[curves["curve"] == "true"]["accuracy"].to_numpy()
+
+    def rmse(method: str, rep: int) -> float:
+        rows = curves[(curves["curve"] == "predicted") & (curves["method"] == method) & (curves["repetition"] == rep)]
+        return float(np.sqrt(np.mean((rows["accuracy"].to_numpy() - true) ** 2)))
+
+    for method in ("naive", "kde"):
+        ratios = [rmse(method, rep) / rmse("cleanex", rep) for rep in range(2)]
+        assert table.loc[method, "ratio_to_cleanex_median"] == pytest.approx(np.median(ratios), rel=1e-9)
+        assert table.loc[method, "cleanex_wins"] == pytest.approx(np.mean([r > 1 for r in ratios]))
+    assert np.isnan(table.loc["cleanex", "ratio_to_cleanex_median"])
+    assert "CleaneX wins" in outputs["markdown_path"].read_text()
+
     summary = _outputs(tmp_path, "summary")
     steps.extrapolation_summary_step(table_paths={"m1": outputs["csv_path"], "m2": outputs["csv_path"]}, caption="S.", **summary)
     frame = pd.read_csv(summary["csv_path"], index_col="method")
-    assert list(frame.columns) == ["m1", "m2"]
+    assert list(frame.columns) == ["k1", "m1", "m2"] and (frame["k1"] == 3).all()
     np.testing.assert_allclose(frame["m1"], table["rmse_mean"], rtol=1e-12)
     assert "±" in summary["markdown_path"].read_text()
+
+
+def _extrapolate(directory: Path, logits: Path, **settings: object) -> dict[str, Path]:
+    outputs = {
+        **_outputs(directory, "extrapolation"),
+        "curves_path": directory / "curves.csv",
+        "figure_path": directory / "figure.png",
+    }
+    options = {"repetitions": 3, "methods": ["naive", "kde"], "cleanex_steps": 3, "ties": "random", "device": "cpu", "seed": 1}
+    steps.extrapolation_step(
+        logits_path=logits,
+        label_view="original",
+        view_labels_path=None,
+        title="t",
+        caption="c",
+        **outputs,
+        **{**options, **settings},
+    )
+    return outputs
+
+
+def test_several_k1_and_a_k2_give_one_block_each_independent_of_the_others(tmp_path: Path) -> None:
+    logits = _save(tmp_path / "clean.npz", 0, 1.5)
+    both = _extrapolate(tmp_path / "both", logits, k1=[3, 2], k2=5)
+    alone = _extrapolate(tmp_path / "alone", logits, k1=2, k2=5)
+    table = pd.read_csv(both["csv_path"])
+    assert table["k1"].tolist() == [3, 3, 2, 2] and (table["k_max"] == 5).all()
+    single = pd.read_csv(alone["csv_path"])
+    np.testing.assert_allclose(table.loc[table["k1"] == 2, "rmse_mean"], single["rmse_mean"], rtol=1e-12)
+    curves = pd.read_csv(both["curves_path"], keep_default_na=False)
+    assert sorted(curves["k1"].unique()) == [2, 3] and curves["k"].max() == 5
+    assert "| k1 " in both["markdown_path"].read_text()  # rows of several k1 say which
+    assert "| k1 " not in alone["markdown_path"].read_text()
+    summary = _outputs(tmp_path, "summary")
+    steps.extrapolation_summary_step(table_paths={"m": both["csv_path"]}, caption="S.", **summary)
+    frame = pd.read_csv(summary["csv_path"])
+    assert frame[["k1", "method"]].values.tolist() == [[3, "naive"], [3, "kde"], [2, "naive"], [2, "kde"]]
+    with pytest.raises(InputError, match="analyses.extrapolation.k2"):
+        _extrapolate(tmp_path / "bad", logits, k1=2, k2=C + 1)
+    with pytest.raises(InputError, match="analyses.extrapolation.k1"):
+        _extrapolate(tmp_path / "bad", logits, k1=[2, 5], k2=5)
+
+
+def test_panel_e_draws_the_capped_rmse_ratios_to_cleanex_and_only_with_cleanex() -> None:
+    from classwise.extrapolation.simulation import Evaluation, rmse_ratios
+
+    rng = np.random.default_rng(0)
+    methods = ["cleanex", "regression", "kde"]
+    rmse = pd.DataFrame(
+        [{"repetition": r, "method": m, "rmse": rng.uniform(0.01, 0.1), "seconds": 0.0} for r in range(9) for m in methods]
+    )
+    rmse.loc[(rmse["method"] == "kde") & (rmse["repetition"] < 6), "rmse"] = 1.0  # ratio > 4 in most repetitions
+    ks = np.arange(2, 7)
+
+    def evaluation(chosen: list[str]) -> Evaluation:
+        return Evaluation(
+            k1=3,
+            ks=ks,
+            true_curve=1.0 / ks,
+            observed=np.ones((9, 2)),
+            predicted={m: np.ones((9, ks.size)) for m in chosen},
+            rmse=rmse[rmse["method"].isin(chosen)].reset_index(drop=True),
+        )
+
+    figure = steps.extrapolation_figure(evaluation(methods), title="t")
+    panel = next(ax for ax in figure.axes if "RMSE ratio to CleaneX (capped at 4)" in ax.get_title())
+    assert panel.get_title().startswith("E: ")  # after A-C (curves) and D (RMSE), as in the paper
+    assert [t.get_text() for t in panel.get_xticklabels()] == ["regression / cleanex", "kde / cleanex"]
+    wide = rmse.pivot(index="repetition", columns="method", values="rmse")
+    lines = panel.get_lines()  # per box: 2 whiskers, 2 caps, the box, the median; then the line at 1
+    assert len(lines) == 2 * 6 + 1 and list(lines[-1].get_ydata()) == [1.0, 1.0]
+    for box, method in enumerate(("regression", "kde")):
+        naive = np.minimum(wide[method].to_numpy() / wide["cleanex"].to_numpy(), 4.0)
+        np.testing.assert_allclose(rmse_ratios(rmse)[method], naive, rtol=1e-12)
+        assert lines[6 * box + 5].get_ydata()[0] == pytest.approx(np.median(naive))
+    assert lines[6 + 5].get_ydata()[0] == 4.0  # kde's median ratio, capped
+    without = steps.extrapolation_figure(evaluation(["regression", "kde"]), title="t")
+    assert not any("ratio" in ax.get_title() for ax in without.axes)
 
 
 def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: Path) -> None:
@@ -453,6 +550,7 @@ def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_
             fromdict=dict(
                 shift="clean",
                 k1=3,
+                k2=None,
                 repetitions=1,
                 methods=["naive", "cleanex"],
                 cleanex_steps=4,

@@ -4,7 +4,7 @@
 #   analyses/{dataset}/{labels}/{model}/subset_tests_all.csv every (feature, subset, metric) test
 #   analyses/{dataset}/{labels}/{model}/reference_tests.*    reference shift vs every other shift
 #   analyses/{dataset}/{labels}/reference_tests_summary.*    the reports summarised across models
-#   analyses/{dataset}/{labels}/{model}/extrapolation.*      RMSE of each method from k1 to C classes
+#   analyses/{dataset}/{labels}/{model}/extrapolation.*      RMSE of each method from k1 to k2 (C) classes
 #   analyses/{dataset}/{labels}/{model}/extrapolation_curves.csv, extrapolation.png (Figure 3)
 #   analyses/{dataset}/{labels}/extrapolation_summary.*      RMSE per method and model
 #   analyses/extrapolation_simulation.* (.png, .json)        the paper's simulation (Figure 2)
@@ -190,6 +190,7 @@ rule evaluate_extrapolation:
     params:
         shift=ANALYSES["extrapolation"]["shift"],
         k1=lambda wildcards: analysis_settings(wildcards.dataset, "extrapolation")["k1"],
+        k2=ANALYSES["extrapolation"]["k2"],
         repetitions=ANALYSES["extrapolation"]["repetitions"],
         methods=ANALYSES["extrapolation"]["methods"],
         cleanex_steps=ANALYSES["extrapolation"]["cleanex_steps"],
@@ -225,6 +226,7 @@ rule summarise_extrapolation:
     params:
         models=lambda wildcards: dataset_models(wildcards.dataset),
         k1=lambda wildcards: analysis_settings(wildcards.dataset, "extrapolation")["k1"],
+        k2=ANALYSES["extrapolation"]["k2"],
         repetitions=ANALYSES["extrapolation"]["repetitions"],
     script:
         "../../scripts/summarise_extrapolation.py"

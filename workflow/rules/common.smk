@@ -158,13 +158,36 @@ def finetune_inputs(wildcards):
     return inputs
 
 
+def prototype_inputs(wildcards):
+    """What compute_prototypes reads: the backbone (its download manifest or checkpoint file;
+    nothing for random torchvision weights) and the marker of its training set when that set is
+    downloaded. The entry is validated here, so a bad backbone stops the run before any job.
+    """
+    from classwise.models.sources import parse_model_spec
+    from classwise.models.sources.prototype import backbone_input
+
+    model = config["models"][wildcards.model]
+    parse_model_spec(model, key=wildcards.model, config_path=CONFIG_SOURCE)
+    inputs = {"data": training_data(wildcards)}
+    backbone = backbone_input(wildcards.model, model, resources=RESOURCES)
+    if backbone is not None:
+        inputs["backbone"] = backbone
+    return inputs
+
+
+def prototype_backbone(wildcards):
+    """The backbone entry of a prototype classifier (download_prototype_backbone)."""
+    return canonical(config["models"][wildcards.model]["backbone"])
+
+
 def training_data(wildcards):
     """The marker of a model's training set when that set is downloaded (else nothing)."""
     return dataset_marker(training_dataset(wildcards))
 
 
 def training_dataset_config(wildcards):
-    """The job parameters of a model's training set (train_model, finetune_model)."""
+    """The job parameters of a model's training set (train_model, finetune_model,
+    compute_prototypes)."""
     return job_parameters(config["datasets"][training_dataset(wildcards)])
 
 
@@ -230,6 +253,8 @@ def label_view_inputs(wildcards):
     if names:
         directory = label_files_dir(wildcards.dataset, wildcards.labels)
         inputs["files"] = [f"{directory}/{name}" for name in names]
+    if view_cfg.get("paper_file"):
+        inputs["paper_file"] = view_cfg["paper_file"]
     if view_cfg["kind"] == "confident_learning":
         inputs["reference"] = logits_path(
             wildcards.dataset, view_cfg["reference_model"], "clean"

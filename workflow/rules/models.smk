@@ -3,10 +3,15 @@
 #   finetune_model   source: finetune, a torchvision model fine-tuned on a dataset's train split,
 #                    starting from weights that download_finetune_base fetches into
 #                    resources/models/{model}/base/ (a local rule: it needs the network)
+#   compute_prototypes  source: prototype, a marginal classifier: the mean backbone feature of
+#                    each class of a dataset's train split, cosine-scored; the backbone's
+#                    weights are fetched by download_prototype_backbone into
+#                    resources/models/{model}/backbone/ (a local rule)
 
 
 localrules:
     download_finetune_base,
+    download_prototype_backbone,
 
 
 rule train_model:
@@ -76,3 +81,48 @@ rule finetune_model:
         device=config["inference"]["device"],
     script:
         "../../scripts/finetune_model.py"
+
+
+rule download_prototype_backbone:
+    output:
+        manifest=f"{RESOURCES}/models/{{model}}/backbone/manifest.json",
+    log:
+        f"{OUT}/logs/download_prototype_backbone/{{model}}.log",
+    wildcard_constraints:
+        model=models_made_by("compute_prototypes"),
+    conda:
+        "../../envs/torch.yaml"
+    params:
+        model=prototype_backbone,
+    script:
+        "../../scripts/download_model.py"
+
+
+rule compute_prototypes:
+    input:
+        unpack(prototype_inputs),
+    output:
+        prototypes=f"{OUT}/models/{{model}}.pt",
+    log:
+        f"{OUT}/logs/compute_prototypes/{{model}}.log",
+    benchmark:
+        f"{OUT}/benchmarks/compute_prototypes/{{model}}.tsv"
+    wildcard_constraints:
+        model=models_made_by("compute_prototypes"),
+    conda:
+        "../../envs/torch.yaml"
+    # One forward pass of the backbone over the train split, as inference does: a GPU job on
+    # a cluster (inference.device picks the device); threads also decode image files.
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=120,
+    params:
+        model=model_config,
+        dataset_name=training_dataset,
+        dataset=training_dataset_config,
+        batch_size=config["inference"]["batch_size"],
+        device=config["inference"]["device"],
+    script:
+        "../../scripts/compute_prototypes.py"

@@ -266,8 +266,8 @@ def bench_throughput(
     import torch
     from torch.utils.data import DataLoader
 
-    from classwise.bench.fixtures import image_folder_fixture
     from classwise.data.sources import open_split
+    from classwise.data.stand_ins import image_folder_fixture
     from classwise.inference import predict_logits, resolve_device
     from classwise.logits_io import load_scores
     from classwise.models.data_config import preprocess_image

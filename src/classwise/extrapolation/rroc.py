@@ -140,6 +140,14 @@ def subsample_classes(scores: np.ndarray, labels: np.ndarray, classes: np.ndarra
     return scores[np.ix_(rows, classes)], remap[labels[rows]]
 
 
+def with_images_only(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and labels restricted to the classes that hold samples (all of them: unchanged)."""
+    present = np.unique(labels)
+    if present.size == scores.shape[1]:
+        return scores, labels
+    return subsample_classes(scores, labels, present)
+
+
 def correct_scores(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """``s_y(x)`` for every sample, ``(N,)``, in the dtype of ``scores``."""
     return scores[np.arange(scores.shape[0]), labels]

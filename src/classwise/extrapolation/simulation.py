@@ -106,6 +106,44 @@ class Evaluation:
         return out
 
 
+#: Figure 3 (E) of the paper draws the RMSE ratios capped at this value.
+RATIO_CAP = 4.0
+
+
+def rmse_ratios(rmse: pd.DataFrame, reference: str = "cleanex", *, cap: float | None = RATIO_CAP) -> dict[str, np.ndarray]:
+    """Per method other than ``reference``: its RMSE divided by ``reference``'s, repetition by
+    repetition (``rmse``: the long table of :class:`Evaluation`), as Figure 3 (E) of the paper
+    draws them: above 1, ``reference`` is better. Values above ``cap`` become ``cap`` (None:
+    uncapped); ``x / 0`` is infinite (then ``cap``), ``0 / 0`` is 1 (the two are equal)."""
+    wide = rmse.pivot(index="repetition", columns="method", values="rmse")
+    if reference not in wide.columns:
+        raise InputError(f"expected {reference!r} among the methods, got {list(wide.columns)}", field="methods")
+    base = wide[reference].to_numpy()
+    out = {}
+    for method in dict.fromkeys(rmse["method"]):  # the table's method order
+        if method == reference:
+            continue
+        other = wide[method].to_numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where((base == 0) & (other == 0), 1.0, other / base)
+        out[method] = ratio if cap is None else np.minimum(ratio, cap)
+    return out
+
+
+def reference_comparison(rmse: pd.DataFrame, reference: str = "cleanex") -> pd.DataFrame:
+    """Per method other than ``reference``: the median of its RMSE ratio to ``reference``
+    (:func:`rmse_ratios`, uncapped) and the share of repetitions in which ``reference`` has the
+    strictly lower RMSE (``reference_wins``)."""
+    ratios = rmse_ratios(rmse, reference, cap=None)
+    return pd.DataFrame(
+        {
+            "ratio_median": [float(np.median(r)) for r in ratios.values()],
+            "reference_wins": [float(np.mean(r > 1.0)) for r in ratios.values()],
+        },
+        index=pd.Index(list(ratios), name="method"),
+    )
+
+
 def evaluate_methods(
     scores: np.ndarray,
     labels: np.ndarray,

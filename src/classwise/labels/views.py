@@ -70,11 +70,12 @@ LABEL_FILES: dict[str, tuple[str, str]] = {
 }
 
 _FILES_OF_KIND: dict[str, tuple[str, ...]] = {
-    "imagenet_cleaned": (
+    # imagenet_cleaned: the paper variant reads the published labels, the aligned one the votes
+    "imagenet_cleaned/paper": ("imagenet_val_set_index_to_filepath.json", "worst_classes_new_labels.csv"),
+    "imagenet_cleaned/aligned": (
         "imagenet_mturk.json",
         "imagenet_val_set_index_to_filepath.json",
         "imagenet_val_set_original_labels.npy",
-        "worst_classes_new_labels.csv",
     ),
     "cifar10_cleaned": ("cifar10_mturk.json", "cifar10_test_set_original_labels.npy"),
     "confident_learning": (),
@@ -82,11 +83,21 @@ _FILES_OF_KIND: dict[str, tuple[str, ...]] = {
 
 
 def required_files(view: Mapping[str, Any], *, field: str = "label_view") -> tuple[str, ...]:
-    """The label-errors files a view is built from (none for confident learning)."""
+    """The label-errors files a view is built from: those its kind (and ImageNet variant) reads,
+    without the published label file when the view names its own ``paper_file``; none for
+    confident learning."""
     kind = view.get("kind")
     if kind not in VIEW_KINDS:
         raise InputError(f"unknown kind {kind!r}; expected one of {list(VIEW_KINDS)}", field=f"{field}.kind")
-    return _FILES_OF_KIND[kind]
+    if kind != "imagenet_cleaned":
+        return _FILES_OF_KIND[kind]
+    variant = view.get("variant")
+    if variant not in ("paper", "aligned"):
+        raise InputError(f"expected 'paper' or 'aligned', got {variant!r}", field=f"{field}.variant")
+    files = _FILES_OF_KIND[f"{kind}/{variant}"]
+    if view.get("paper_file"):
+        files = tuple(name for name in files if name != "worst_classes_new_labels.csv")
+    return files
 
 
 def download_label_files(dest_dir: str | Path, names: tuple[str, ...] | list[str]) -> list[Path]:

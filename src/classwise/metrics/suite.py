@@ -50,14 +50,14 @@ def worst_class_family(
     """The metrics of worst-class-metrics.txt (Table 1 rows), plus the exact and balanced variants.
 
     ``W{n}CR`` is the paper's heuristic (the n individually worst classes, pooled) and
-    ``W{n}CR_exact`` the true minimum over n-subsets. Metrics that are trivial for C classes are
-    left out (:func:`skipped_worst_class_metrics` says which and why): n >= C, and the top-k
-    metrics for k >= C.
+    ``W{n}CR_exact`` the true minimum over n-subsets. Metrics that are trivial are left out
+    (:func:`skipped_worst_class_metrics` says which and why): W{n}CR for n at least the number
+    of classes with samples (they range over those), and the top-k metrics for k >= C.
     """
     if k < 1:
         raise InputError(f"k must be >= 1, got {k}", field="k")
     c = stats.n_classes
-    valid_ns = [n for n in ns if 1 <= n < c]
+    valid_ns = [n for n in ns if 1 <= n < classes_with_samples(stats)]
     out: dict[str, MetricResult] = {
         "A": wc.accuracy(stats),
         "WCA": wc.worst_class_accuracy(stats),
@@ -80,17 +80,25 @@ def worst_class_family(
     return out
 
 
-def skipped_worst_class_metrics(n_classes: int, *, k: int, ns: Sequence[int]) -> dict[str, str]:
-    """The metrics :func:`worst_class_family` leaves out for ``n_classes`` classes, with why."""
+def classes_with_samples(stats: ClassificationStats) -> int:
+    """How many classes have at least one sample (a folder may hold part of a label space)."""
+    return int(np.count_nonzero(stats.support))
+
+
+def skipped_worst_class_metrics(n_classes: int, *, k: int, ns: Sequence[int], with_samples: int | None = None) -> dict[str, str]:
+    """The metrics :func:`worst_class_family` leaves out for ``n_classes`` classes of which
+    ``with_samples`` (default: all) have samples, with why."""
     skipped: dict[str, str] = {}
+    present = n_classes if with_samples is None else with_samples
+    which = "classes" if present == n_classes else "classes with samples"
     for n in ns:
-        if n >= n_classes:
-            reason = f"n = {n} >= {n_classes} classes: the n worst classes would be every class"
+        if n >= present:
+            reason = f"n = {n} >= {present} {which}: the n worst classes would be every class"
             for name in (f"W{n}CR", f"W{n}CR_exact", f"W{n}CR@{k}"):
                 skipped[name] = reason
     if k >= n_classes:
         reason = f"k = {k} >= {n_classes} classes: every label is among the top k, so the value is 1"
-        for name in (f"A@{k}", f"WCA@{k}", *(f"W{n}CR@{k}" for n in ns if n < n_classes)):
+        for name in (f"A@{k}", f"WCA@{k}", *(f"W{n}CR@{k}" for n in ns if n < present)):
             skipped[name] = reason
     return skipped
 
@@ -201,7 +209,7 @@ def evaluate(
     nelson_metrics, calibration = nelson_family(probabilities, labels, gamma=gamma, bins=bins)
     metrics.update(nelson_metrics)
     metrics["CFPS_max"] = cfps_metrics.cfps_max(stats.confusion)
-    skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns)
+    skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
     if bootstrap is None:
         return Evaluation(metrics=metrics, stats=stats, calibration=calibration, skipped=skipped)
     replicates = boot.bootstrap_replicates(

@@ -30,7 +30,7 @@ Conventions:
   ``base`` (the starting weights), ``training`` (the summary), ``config`` (the entry) and
   ``state_dict`` (the torchvision model's own keys, without the normalisation wrapper). It is
   therefore also a plain ``checkpoint`` source file (``library: torchvision``), and
-  :func:`load_finetuned` loads it through :func:`classwise.models.zoo.load_model` that way.
+  :func:`load_finetuned` loads it through the checkpoint source that way.
 """
 
 from __future__ import annotations
@@ -219,12 +219,14 @@ def load_base_state(
     sha256 checked) through the zoo's torchvision loader; ``None`` for ``weights: null``."""
     if entry.get("weights") is None:
         return None
-    from classwise.models.zoo import load_model, parse_model_spec
+    from classwise.models.loading import load_with_source
+    from classwise.models.sources.base import parse_entry
+    from classwise.models.sources.torchvision import SOURCE as TORCHVISION
 
     if manifest is None:
         raise InputError("needs the downloaded starting weights (run the download rule first)", field=f"models.{key}.weights")
-    spec = parse_model_spec(base_model_config(entry), key=key, check_names=False)
-    wrapped, _ = load_model(spec, manifest, device="cpu")
+    spec = parse_entry(TORCHVISION, base_model_config(entry), key=key, check_names=False)
+    wrapped, _ = load_with_source(TORCHVISION, spec, manifest, device="cpu")
     return {name: value.detach().clone() for name, value in wrapped.model.state_dict().items()}
 
 
@@ -426,8 +428,10 @@ def load_finetuned(
 ) -> tuple[PixelSpaceModel, dict[str, Any], DataConfig]:
     """The fine-tuned model at ``path`` (``[0, 1]`` images in, logits out, eval mode, on
     ``device``), its metadata and its data config, loaded as a ``checkpoint`` source with
-    ``library: torchvision`` through :func:`classwise.models.zoo.load_model`."""
-    from classwise.models.zoo import load_model, parse_model_spec
+    ``library: torchvision`` through the checkpoint source."""
+    from classwise.models.loading import load_with_source
+    from classwise.models.sources.base import parse_entry
+    from classwise.models.sources.checkpoint import SOURCE as CHECKPOINT
 
     meta = read_finetuned(path)
     entry = {
@@ -438,6 +442,6 @@ def load_finetuned(
         "num_classes": int(meta["num_classes"]),
         "data_config": {name: meta["data_config"][name] for name in _DATA_CONFIG_KEYS},
     }
-    spec = parse_model_spec(entry, key=key, config_path=path)
-    model, config = load_model(spec, path, device=device)
+    spec = parse_entry(CHECKPOINT, entry, key=key, config_path=path)
+    model, config = load_with_source(CHECKPOINT, spec, path, device=device)
     return model, meta, config

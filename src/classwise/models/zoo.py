@@ -10,6 +10,7 @@ Config shapes (one entry of ``models:``)::
      num_classes: 43, data_config: {input_size: [3, 64, 64]}}
     {source: train, architecture: cnn, ...}                    # the demo; trained by the pipeline
     {source: finetune, architecture: resnet18, ...}            # fine-tuned by the pipeline
+    {source: prototype, backbone: {...}, train_on: cifar100}   # class prototypes, by the pipeline
 
 What each source does is its module's under :mod:`classwise.models.sources`; this module is
 the manifest and the steps every source shares.
@@ -23,20 +24,19 @@ images, together with the resolved :class:`~classwise.models.data_config.DataCon
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from classwise.atomic import write_json
-from classwise.data.downloads import sha256_file
 from classwise.errors import InputError
 from classwise.models.data_config import DataConfig
 from classwise.models.fetch import DEFAULT_FETCH, FetchOptions
+from classwise.models.loading import load_with_source
+from classwise.models.manifest import MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION, read_manifest, relative_to
 from classwise.models.sources import SOURCES, model_source, parse_model_spec
 from classwise.models.spec import ModelSpec
-from classwise.models.wrapper import PixelSpaceModel, wrap_pixel_space
+from classwise.models.wrapper import PixelSpaceModel
 
 __all__ = [
     "MANIFEST_NAME",
@@ -50,10 +50,6 @@ __all__ = [
     "read_manifest",
     "resolve_data_config",
 ]
-
-MANIFEST_NAME = "manifest.json"
-MANIFEST_FORMAT = "classwise-model-weights"
-MANIFEST_VERSION = 1
 
 
 def needs_download(spec: ModelSpec) -> bool:
@@ -74,7 +70,8 @@ def download_weights(
     a download (torchvision with ``weights: null``, ``checkpoint``) only get a manifest (for a
     checkpoint: its path and sha256). With ``verify`` the model is built from the files once, so
     weights that do not fit fail here (and the files fetched are removed) rather than on a compute
-    node. ``train`` and ``finetune`` models are made by the pipeline and raise :class:`InputError`.
+    node. ``train``, ``finetune`` and ``prototype`` models are made by the pipeline and raise
+    :class:`InputError`.
     """
     dest = Path(dest_dir)
     source = model_source(spec)
@@ -100,7 +97,7 @@ def download_weights(
         "resolved": resolved,
         "files": [
             {
-                "path": _relative(f.path, dest),
+                "path": relative_to(f.path, dest),
                 "url": f.url,
                 "sha256": f.sha256,
                 "size": f.size,
@@ -113,36 +110,6 @@ def download_weights(
     target = dest / MANIFEST_NAME
     write_json(target, manifest)
     return target
-
-
-def _relative(path: Path, base: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path.resolve())
-
-
-def read_manifest(path: str | Path) -> dict[str, Any]:
-    """The manifest at ``path`` (a manifest file or the directory holding ``manifest.json``)."""
-    source = Path(path)
-    if source.is_dir():
-        source = source / MANIFEST_NAME
-    if not source.is_file():
-        raise InputError(f"no model manifest here (expected {MANIFEST_NAME}; run the download first)", path=source)
-    try:
-        manifest = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the model manifest ({exc})", path=source) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        raise InputError(f"not a model manifest (format is not {MANIFEST_FORMAT!r})", path=source, field="format")
-    if manifest.get("version") != MANIFEST_VERSION:
-        raise InputError(
-            f"unsupported manifest version {manifest.get('version')!r}; expected {MANIFEST_VERSION}",
-            path=source,
-            field="version",
-        )
-    manifest["_path"] = str(source)
-    return manifest
 
 
 def resolve_data_config(spec: ModelSpec) -> DataConfig:
@@ -169,56 +136,4 @@ def load_model(
     ``checkpoint`` (its ``path``) and torchvision with ``weights: null``. ``device`` may be
     ``"auto"`` (CUDA when available).
     """
-    files, base = _weight_files(spec, weights, verify_sha256)
-    model, config = model_source(spec).build(spec, files, base)
-    wrapped = wrap_pixel_space(model, config)
-    if device == "auto":
-        from classwise.inference import resolve_device
-
-        device = resolve_device("auto")
-    wrapped.to(device)
-    return wrapped, config
-
-
-def _weight_files(spec: ModelSpec, weights: str | Path | None, verify_sha256: bool) -> tuple[list[Path], Path]:
-    """The weight files to load and the directory they belong to."""
-    source = model_source(spec)
-    if weights is None:
-        local = source.local_weights(spec)
-        if local is not None:
-            return local
-        raise InputError(f"model {spec.label} needs its downloaded weights (the directory with {MANIFEST_NAME})", field="weights")
-    location = Path(weights)
-    is_manifest = location.is_dir() or location.name == MANIFEST_NAME
-    if not is_manifest:
-        if not location.is_file():
-            raise InputError("weights file does not exist", path=location)
-        if source.plain_file:
-            return [location], location.parent
-        raise InputError(f"expected the download directory or its {MANIFEST_NAME} for source {spec.source!r}", path=location)
-    manifest = read_manifest(location)
-    where = Path(manifest["_path"])
-    if manifest.get("spec") != spec.to_dict():
-        raise InputError(
-            f"these weights were downloaded for {manifest.get('spec')}, but the config entry is {spec.to_dict()}; download again",
-            path=where,
-            field="spec",
-        )
-    base = where.parent
-    files = []
-    for record in manifest.get("files", []):
-        path = Path(record["path"])
-        path = path if path.is_absolute() else base / path
-        if not path.is_file():
-            raise InputError("a file listed in the model manifest is missing; download again", path=path)
-        if verify_sha256:
-            actual = sha256_file(path)
-            if actual != record["sha256"]:
-                raise InputError(
-                    f"checksum mismatch: the manifest {where} records sha256 {record['sha256']}, the file has "
-                    f"sha256 {actual}; download again",
-                    path=path,
-                    field="sha256",
-                )
-        files.append(path)
-    return files, base
+    return load_with_source(model_source(spec), spec, weights, device=device, verify_sha256=verify_sha256)

@@ -28,6 +28,35 @@ def _subset_tests(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
     )
 
 
+def _k1(p: Mapping[str, Any]) -> str:
+    """``k1`` as a phrase: ``5``, or ``10 and 20`` for several."""
+    k1 = p["k1"]
+    return " and ".join(str(k) for k in k1) if isinstance(k1, (list, tuple)) else str(k1)
+
+
+def _k2(p: Mapping[str, Any]) -> tuple[str, str]:
+    """Where the curves end: (``all classes``, ``C``) or (``k2 classes``, ``k2``)."""
+    k2 = p.get("k2")
+    return ("all classes", "C") if k2 is None else (f"{k2} classes", str(k2))
+
+
+def _extrapolation(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
+    target, end = _k2(p)
+    comparison = (
+        " With CleaneX: each other method's RMSE ratio to CleaneX's (median; above 1, CleaneX is better) and the "
+        "share of repetitions in which CleaneX has the lower RMSE."
+        if "cleanex" in p.get("methods", ())
+        else ""
+    )
+    return (
+        f"Accuracy extrapolation for {w['model']} on {w['dataset']} "
+        f"({w['labels']} labels, shift {p['shift']}): "
+        f"{p['repetitions']} seeded samples of {_k1(p)} classes, each "
+        f"extrapolated to {target}; "
+        f"RMSE against the exact expected accuracy on all classes over k = 2..{end}.{comparison}"
+    )
+
+
 CAPTIONS: dict[str, Text] = {
     "run_subset_tests": _subset_tests,
     "run_reference_tests": lambda w, p: (
@@ -42,17 +71,11 @@ CAPTIONS: dict[str, Text] = {
         f"labels, reference {p['reference']}): tests per status, "
         "the worst status, and the failing and warning tests (shift:metric) per model."
     ),
-    "evaluate_extrapolation": lambda w, p: (
-        f"Accuracy extrapolation for {w['model']} on {w['dataset']} "
-        f"({w['labels']} labels, shift {p['shift']}): "
-        f"{p['repetitions']} seeded samples of {p['k1']} classes, each "
-        "extrapolated to all classes; "
-        "RMSE against the exact expected accuracy on all classes over k = 2..C."
-    ),
+    "evaluate_extrapolation": _extrapolation,
     "summarise_extrapolation": lambda w, p: (
         f"Accuracy extrapolation on {w['dataset']} ({w['labels']} labels) from "
-        f"{p['k1']} sampled classes to all: RMSE mean +- sd over "
-        f"{p['repetitions']} repetitions, per method and model."
+        f"{_k1(p)} sampled classes to {p.get('k2') or 'all'}: "
+        f"RMSE mean +- sd over {p['repetitions']} repetitions, per k1, method and model."
     ),
     "simulate_extrapolation": lambda w, p: (
         "Simulation of accuracy-extrapolation-rroc.txt: prototypes in d = 5 dimensions, "
@@ -75,7 +98,7 @@ CAPTIONS: dict[str, Text] = {
 
 TITLES: dict[str, Text] = {
     "evaluate_extrapolation": lambda w, p: (
-        f"{w['model']} on {w['dataset']} ({w['labels']} labels): extrapolation from {p['k1']} sampled classes"
+        f"{w['model']} on {w['dataset']} ({w['labels']} labels): extrapolation from {_k1(p)} sampled classes"
     ),
     "compute_worst_class_metrics": lambda w, p: f"{w['model']}, {w['dataset']}, {w['labels']} labels, {w['shift']}",
     "compute_decisiveness_metrics": lambda w, p: f"{w['model']} on {w['dataset']} ({w['shift']})",

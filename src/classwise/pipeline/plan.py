@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from classwise.data.sources import TRAIN_SPLIT_SOURCES, dataset_classes, dataset_image_shape
+from classwise.data.sources import TRAIN_SPLIT_SOURCES, dataset_classes, dataset_classes_with_images, dataset_image_shape
 from classwise.errors import InputError
 from classwise.models.sources import model_source
 
@@ -64,6 +64,8 @@ class Plan:
     #: Dataset -> every shift evaluated on it (``datasets.<name>.shifts``, default the shifts of
     #: ``shifts:`` and the dataset's own shift sets), targeted attacks included.
     shifts: dict[str, list[str]] = field(default_factory=dict)
+    #: The classes that hold images (fewer than ``classes`` when a folder holds part of a label space).
+    classes_with_images: dict[str, int | None] = field(default_factory=dict)
     #: (dataset, label view) -> the shifts its metric tables cover; ``original`` included.
     view_shifts: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     analyses: dict[str, dict[str, dict[str, Any] | None]] = field(default_factory=dict)
@@ -109,6 +111,7 @@ def check_runs(
         models=evaluated_models(config),
         classes={name: dataset_classes(name, dataset) for name, dataset in datasets.items()},
         shifts=evaluated_shifts(config, shifts, shift_sets or {}, source=source),
+        classes_with_images={name: dataset_classes_with_images(name, dataset) for name, dataset in datasets.items()},
     )
     for name, model in models.items():
         model_source(model).check_run(name, model, datasets, source)
@@ -283,7 +286,8 @@ def resolve_analyses(
                 plan.notes.append(f"reference tests on {dataset}: skipped, {shift!r} is its only shift")
                 continue
             if section == "extrapolation":
-                settings = _resolve_k1(settings, "k1" in user, dataset, plan.classes[dataset], plan.notes, source)
+                with_images = plan.classes_with_images.get(dataset, plan.classes[dataset])
+                settings = _resolve_k1(settings, "k1" in user, dataset, with_images, plan.notes, source)
             resolved[section] = settings
         plan.analyses[dataset] = resolved
     return plan
@@ -292,18 +296,27 @@ def resolve_analyses(
 def _resolve_k1(
     settings: dict[str, Any], user_set: bool, dataset: str, classes: int | None, notes: list[str], source: str
 ) -> dict[str, Any] | None:
-    """Extrapolation observes k1 of the C classes: 2 <= k1 < C. A default k1 >= C shrinks to C - 1."""
-    k1 = int(settings["k1"])
-    if classes is None or k1 < classes:
+    """Extrapolation observes k1 of the C classes that hold images and extrapolates to k2
+    (default C): every k1 in 2..k2-1, k2 <= C. A user's value that cannot apply is an error; the default k1 = 5
+    shrinks to k2 - 1."""
+    k2 = settings.get("k2")
+    if k2 is not None and classes is not None and int(k2) > classes:
+        raise InputError(
+            f"expected k2 <= C, the {classes} classes of dataset {dataset!r} that hold images; got {k2}",
+            path=source,
+            field="analyses.extrapolation.k2",
+        )
+    limit = classes if k2 is None else int(k2)
+    k1 = settings["k1"]
+    values = [int(k1)] if isinstance(k1, int) else [int(k) for k in k1]
+    if limit is None or max(values) < limit:
         return settings
     if user_set:
-        raise InputError(
-            f"expected 2 <= k1 < C, the {classes} classes of dataset {dataset!r}; got {k1}",
-            path=source,
-            field="analyses.extrapolation.k1",
-        )
-    if classes < 3:
-        notes.append(f"extrapolation on {dataset}: skipped, it needs 3 or more classes (it has {classes})")
+        what = f"C, the {limit} classes of dataset {dataset!r} that hold images" if k2 is None else f"k2 = {limit}"
+        raise InputError(f"expected 2 <= k1 < {what}; got {k1}", path=source, field="analyses.extrapolation.k1")
+    if limit < 3:
+        notes.append(f"extrapolation on {dataset}: skipped, it needs 3 or more classes (it has {limit})")
         return None
-    notes.append(f"extrapolation on {dataset}: k1 = {classes - 1} instead of the default {k1}, below its {classes} classes")
-    return {**settings, "k1": classes - 1}
+    below = f"below its {limit} classes" if k2 is None else f"below k2 = {limit}"
+    notes.append(f"extrapolation on {dataset}: k1 = {limit - 1} instead of the default {k1}, {below}")
+    return {**settings, "k1": limit - 1}

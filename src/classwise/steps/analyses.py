@@ -396,27 +396,45 @@ def reference_summary_step(
 
 
 # ---------------------------------------------------------------------------- extrapolation
-def _curves_frame(evaluation: Any) -> pd.DataFrame:
-    """Long table ``curve, method, repetition, k, accuracy`` of every curve of an evaluation:
-    ``true`` (exact, all classes), ``observed`` (exact, the sampled classes, k <= k1) and
-    ``predicted`` (each method and repetition)."""
-    parts = [
-        pd.DataFrame({"curve": "true", "method": "", "repetition": -1, "k": evaluation.ks, "accuracy": evaluation.true_curve})
-    ]
-    observed_ks = np.arange(2, evaluation.k1 + 1)
-    for rep, curve in enumerate(evaluation.observed):
-        parts.append(pd.DataFrame({"curve": "observed", "method": "", "repetition": rep, "k": observed_ks, "accuracy": curve}))
-    for method, curves in evaluation.predicted.items():
-        for rep, curve in enumerate(curves):
+def _k1_values(k1: int | Sequence[int]) -> list[int]:
+    """``analyses.extrapolation.k1`` as a list: one value or several."""
+    return [int(k1)] if isinstance(k1, (int, np.integer)) else [int(k) for k in k1]
+
+
+def _curves_frame(evaluations: Sequence[Any]) -> pd.DataFrame:
+    """Long table ``k1, curve, method, repetition, k, accuracy`` of every curve of the
+    evaluations: ``true`` (exact, all classes), ``observed`` (exact, the sampled classes,
+    k <= k1) and ``predicted`` (each method and repetition)."""
+
+    def curves(evaluation: Any) -> pd.DataFrame:
+        parts = [
+            pd.DataFrame({"curve": "true", "method": "", "repetition": -1, "k": evaluation.ks, "accuracy": evaluation.true_curve})
+        ]
+        observed_ks = np.arange(2, evaluation.k1 + 1)
+        for rep, curve in enumerate(evaluation.observed):
             parts.append(
-                pd.DataFrame({"curve": "predicted", "method": method, "repetition": rep, "k": evaluation.ks, "accuracy": curve})
+                pd.DataFrame({"curve": "observed", "method": "", "repetition": rep, "k": observed_ks, "accuracy": curve})
             )
-    return pd.concat(parts, ignore_index=True)
+        for method, predicted in evaluation.predicted.items():
+            for rep, curve in enumerate(predicted):
+                parts.append(
+                    pd.DataFrame(
+                        {"curve": "predicted", "method": method, "repetition": rep, "k": evaluation.ks, "accuracy": curve}
+                    )
+                )
+        frame = pd.concat(parts, ignore_index=True)
+        frame.insert(0, "k1", evaluation.k1)
+        return frame
+
+    return pd.concat([curves(evaluation) for evaluation in evaluations], ignore_index=True)
 
 
 def _rmse_table(evaluation: Any) -> pd.DataFrame:
-    """Per method: RMSE mean / median / sd over the repetitions, and the mean predicted accuracy
-    at the largest k beside the true one."""
+    """Per method: RMSE mean / median / sd over the repetitions, the mean predicted accuracy at
+    the largest k beside the true one, and, when CleaneX ran, the median of each other method's
+    RMSE ratio to CleaneX's and the share of repetitions CleaneX wins (Figure 3 E)."""
+    from classwise.extrapolation.simulation import reference_comparison
+
     summary = evaluation.summary().set_index("method")
     k_max = int(evaluation.ks[-1])
     frame = pd.DataFrame(
@@ -432,43 +450,40 @@ def _rmse_table(evaluation: Any) -> pd.DataFrame:
         },
         index=summary.index,
     )
+    if "cleanex" in frame.index:
+        comparison = reference_comparison(evaluation.rmse, "cleanex")
+        frame["ratio_to_cleanex_median"] = comparison["ratio_median"].reindex(frame.index)
+        frame["cleanex_wins"] = comparison["reference_wins"].reindex(frame.index)
     frame.index.name = "method"
     return frame
 
 
 def _rmse_display(frame: pd.DataFrame) -> pd.DataFrame:
     k_max = int(frame["k_max"].iloc[0])
-    return pd.DataFrame(
-        {
-            "RMSE mean": frame["rmse_mean"].map(_number),
-            "RMSE median": frame["rmse_median"].map(_number),
-            "RMSE sd": frame["rmse_sd"].map(_number),
-            f"predicted A_{k_max}": frame["predicted_at_k_max"].map(_number),
-            f"true A_{k_max}": frame["true_at_k_max"].map(_number),
-        },
-        index=frame.index,
-    )
+    columns = {
+        "RMSE mean": frame["rmse_mean"].map(_number),
+        "RMSE median": frame["rmse_median"].map(_number),
+        "RMSE sd": frame["rmse_sd"].map(_number),
+        f"predicted A_{k_max}": frame["predicted_at_k_max"].map(_number),
+        f"true A_{k_max}": frame["true_at_k_max"].map(_number),
+    }
+    if "cleanex_wins" in frame.columns:
+        columns["RMSE / CleaneX (median)"] = frame["ratio_to_cleanex_median"].map(lambda v: "" if pd.isna(v) else _number(v, 2))
+        columns["CleaneX wins"] = frame["cleanex_wins"].map(lambda v: "" if pd.isna(v) else f"{100 * v:.0f}%")
+    display = pd.DataFrame(columns, index=frame.index)
+    if frame["k1"].nunique() > 1:
+        display.insert(0, "k1", frame["k1"].astype(str))
+    return display
 
 
-def plot_extrapolation(evaluation: Any, *, title: str, path: str | Path) -> Path:
-    """Figure 3 of accuracy-extrapolation-rroc.txt for one evaluation: one panel per method
-    with its predicted curves (one per repetition, coloured), the observed curves on the
-    sampled classes (grey), the true curve (black) and ``k1`` (dotted); then the RMSE
-    distribution per method (D) and, with CleaneX, the RMSE ratio of each other method to
-    CleaneX's (E; above 1 means CleaneX is better)."""
-    from matplotlib.figure import Figure
-
-    from classwise.plots import save_png
+def _plot_block(axes: Sequence[Any], evaluation: Any, prefix: str) -> None:
+    """The panels of one evaluation: one per method (A, B, ...), the RMSE boxes (D of the paper)
+    and, with CleaneX, the RMSE ratios to CleaneX capped at 4 (E of the paper)."""
+    from classwise.extrapolation.simulation import RATIO_CAP, rmse_ratios
 
     methods = list(evaluation.predicted)
     rmse = evaluation.rmse
     per_method = {m: rmse.loc[rmse["method"] == m, "rmse"].to_numpy() for m in methods}
-    others = [m for m in methods if m != "cleanex"] if "cleanex" in methods else []
-    n_panels = len(methods) + 1 + (1 if others else 0)
-    n_cols = min(3, n_panels)
-    n_rows = math.ceil(n_panels / n_cols)
-    fig = Figure(figsize=(4.2 * n_cols, 3.5 * n_rows), layout="constrained")
-    axes = [fig.add_subplot(n_rows, n_cols, i + 1) for i in range(n_panels)]
     observed_ks = np.arange(2, evaluation.k1 + 1)
     letters = "ABCDEFGH"
     for i, method in enumerate(methods):
@@ -479,28 +494,58 @@ def plot_extrapolation(evaluation: Any, *, title: str, path: str | Path) -> Path
             ax.plot(evaluation.ks, curve, color=METHOD_COLOURS.get(method, "tab:red"), linewidth=1.0, alpha=0.8)
         ax.plot(evaluation.ks, evaluation.true_curve, color="black", linewidth=1.6)
         ax.axvline(evaluation.k1, color="0.3", linestyle=":", linewidth=1.0)
-        ax.set_title(f"{letters[i]}: {method} (mean RMSE {per_method[method].mean():.4f})", fontsize=9)
+        ax.set_title(f"{prefix}{letters[i]}: {method} (mean RMSE {per_method[method].mean():.4f})", fontsize=9)
         ax.set_xlabel("number of classes k")
         ax.set_ylabel("expected accuracy")
         ax.grid(alpha=0.25)
     ax = axes[len(methods)]
     ax.boxplot([per_method[m] for m in methods], showfliers=False)
     ax.set_xticks(range(1, len(methods) + 1), methods, fontsize=8)
-    ax.set_title(f"{letters[len(methods)]}: RMSE over {len(rmse['repetition'].unique())} repetitions", fontsize=9)
+    ax.set_title(f"{prefix}{letters[len(methods)]}: RMSE over {len(rmse['repetition'].unique())} repetitions", fontsize=9)
     ax.set_ylabel("RMSE")
     ax.grid(alpha=0.25)
-    if others:
+    if "cleanex" in methods and len(methods) > 1:
         ax = axes[len(methods) + 1]
-        cleanex = per_method["cleanex"]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = [np.minimum(per_method[m] / cleanex, 4.0) for m in others]
-        ax.boxplot(ratios, showfliers=False)
+        ratios = rmse_ratios(rmse, "cleanex", cap=RATIO_CAP)
+        ax.boxplot(list(ratios.values()), showfliers=False)
         ax.axhline(1.0, color="tab:orange", linestyle=":", linewidth=1.2)
-        ax.set_xticks(range(1, len(others) + 1), [f"{m} / cleanex" for m in others], fontsize=8)
-        ax.set_title(f"{letters[len(methods) + 1]}: RMSE ratio to CleaneX (capped at 4)", fontsize=9)
+        ax.set_xticks(range(1, len(ratios) + 1), [f"{m} / cleanex" for m in ratios], fontsize=8)
+        ax.set_title(f"{prefix}{letters[len(methods) + 1]}: RMSE ratio to CleaneX (capped at {RATIO_CAP:g})", fontsize=9)
         ax.grid(alpha=0.25)
+
+
+def _panels(evaluation: Any) -> int:
+    methods = list(evaluation.predicted)
+    return len(methods) + 1 + (1 if "cleanex" in methods and len(methods) > 1 else 0)
+
+
+def extrapolation_figure(evaluations: Any, *, title: str) -> Any:
+    """Figure 3 of accuracy-extrapolation-rroc.txt for one evaluation per ``k1`` (one block of
+    rows each): one panel per method with its predicted curves (one per repetition, coloured),
+    the observed curves on the sampled classes (grey), the true curve (black) and ``k1``
+    (dotted); then the RMSE distribution per method (D) and, with CleaneX, the RMSE ratio of each
+    other method to CleaneX's (E; above 1 means CleaneX is better; capped at 4)."""
+    from matplotlib.figure import Figure
+
+    evaluations = [evaluations] if not isinstance(evaluations, Sequence) else list(evaluations)
+    n_cols = min(3, max(_panels(e) for e in evaluations))
+    rows = [math.ceil(_panels(e) / n_cols) for e in evaluations]
+    fig = Figure(figsize=(4.2 * n_cols, 3.5 * sum(rows)), layout="constrained")
+    first_row = 0
+    for evaluation, n_rows in zip(evaluations, rows):
+        start = first_row * n_cols
+        axes = [fig.add_subplot(sum(rows), n_cols, start + i + 1) for i in range(_panels(evaluation))]
+        _plot_block(axes, evaluation, f"k1 = {evaluation.k1}, " if len(evaluations) > 1 else "")
+        first_row += n_rows
     fig.suptitle(title, fontsize=10)
-    return save_png(fig, path)
+    return fig
+
+
+def plot_extrapolation(evaluations: Any, *, title: str, path: str | Path) -> Path:
+    """:func:`extrapolation_figure` written as a PNG."""
+    from classwise.plots import save_png
+
+    return save_png(extrapolation_figure(evaluations, title=title), path)
 
 
 def extrapolation_step(
@@ -508,7 +553,7 @@ def extrapolation_step(
     logits_path: str | Path,
     label_view: str,
     view_labels_path: str | Path | None,
-    k1: int,
+    k1: int | Sequence[int],
     repetitions: int,
     methods: Sequence[str],
     cleanex_steps: int,
@@ -522,49 +567,73 @@ def extrapolation_step(
     latex_path: str | Path,
     curves_path: str | Path,
     figure_path: str | Path,
+    k2: int | None = None,
     threads: int | None = None,
     progress: IO[str] | None = None,
 ) -> None:
-    """Honest extrapolation on real logits: ``repetitions`` seeded samples of ``k1`` of the
-    ``C`` classes (:func:`classwise.extrapolation.simulation.evaluate_methods`), each method
-    extrapolating from them to ``C``, against the exact expected accuracy on all ``C`` classes.
+    """Honest extrapolation on real logits: for each ``k1`` (one value or several),
+    ``repetitions`` seeded samples of ``k1`` of the ``C`` classes
+    (:func:`classwise.extrapolation.simulation.evaluate_methods`), each method extrapolating from
+    them to ``k2`` (default ``C``), against the exact expected accuracy among ``k`` of all ``C``
+    classes, ``k = 2..k2``. Every ``k1`` draws its class samples from the same ``seed``, so the
+    results of one ``k1`` do not depend on which others are listed.
 
-    The scores are the raw logits (a linear head scores each class independently of the
-    others, as the method assumes; a softmax would not). Writes the RMSE table, every curve
+    Only the classes that hold samples take part (a folder with part of a label space, e.g.
+    ImageNet-R's 200 of 1,000 classes): a class without samples has no accuracy to extrapolate,
+    and dropping its column is what a marginal classifier allows. The scores are the raw logits
+    (a linear head scores each class independently of the others, as the method assumes; a
+    softmax would not). Writes the RMSE table (one block of rows per ``k1``), every curve
     (``curves_path``) and the Figure-3-shaped figure.
     """
+    from classwise.extrapolation.rroc import with_images_only
     from classwise.extrapolation.simulation import evaluate_methods
 
     if "cleanex" in methods:  # the other methods do not use torch
         limit_threads(threads)
     view = load_view(logits_path, label_view, view_labels_path)
-    n_classes = int(view.scores.shape[1])
-    if not 2 <= int(k1) < n_classes:
+    scores, labels = with_images_only(view.scores, view.labels)
+    n_classes = int(scores.shape[1])
+    if n_classes < view.scores.shape[1]:
+        log.info("%d of the %d classes hold samples: extrapolating among those", n_classes, view.scores.shape[1])
+    k_max = n_classes if k2 is None else int(k2)
+    if k2 is not None and not 3 <= k_max <= n_classes:
         raise InputError(
-            f"expected 2 <= k1 < {n_classes} (the classes of {logits_path}), got {k1}",
+            f"expected 3 <= k2 <= {n_classes} (the classes of {logits_path} that hold samples), got {k2}",
+            field="analyses.extrapolation.k2",
+        )
+    k1s = _k1_values(k1)
+    outside = [k for k in k1s if not 2 <= k < k_max]
+    if outside or not k1s:
+        bound = "the classes that hold samples in" if k2 is None else "k2, at most the classes that hold samples in"
+        raise InputError(
+            f"expected 2 <= k1 < {k_max} ({bound} {logits_path}), got {k1}",
             field="analyses.extrapolation.k1",
         )
     if view.kind != "logits":
         log.warning("extrapolating from probabilities: the method assumes marginal scores such as logits")
-    evaluation = evaluate_methods(
-        view.scores,
-        view.labels,
-        int(k1),
-        n_classes,
-        int(repetitions),
-        int(seed),
-        methods=tuple(methods),
-        cleanex_steps=int(cleanex_steps),
-        ties=ties,
-        device=device,
-        progress=progress,
-    )
-    seconds = evaluation.rmse.groupby("method", sort=False)["seconds"].sum()
-    log.info("seconds per method: %s", {m: round(float(s), 2) for m, s in seconds.items()})
-    frame = _rmse_table(evaluation)
+    evaluations = [
+        evaluate_methods(
+            scores,
+            labels,
+            k,
+            k_max,
+            int(repetitions),
+            int(seed),
+            methods=tuple(methods),
+            cleanex_steps=int(cleanex_steps),
+            ties=ties,
+            device=device,
+            progress=progress,
+        )
+        for k in k1s
+    ]
+    for evaluation in evaluations:
+        seconds = evaluation.rmse.groupby("method", sort=False)["seconds"].sum()
+        log.info("k1 = %d, seconds per method: %s", evaluation.k1, {m: round(float(s), 2) for m, s in seconds.items()})
+    frame = pd.concat([_rmse_table(evaluation) for evaluation in evaluations])
     log.info("RMSE:\n%s", frame.to_string())
-    _write_csv(curves_path, _curves_frame(evaluation))
-    plot_extrapolation(evaluation, title=title, path=figure_path)
+    _write_csv(curves_path, _curves_frame(evaluations))
+    plot_extrapolation(evaluations, title=title, path=figure_path)
     _write_table(_rmse_display(frame), caption, markdown_path, csv_path, latex_path, data=frame)
 
 
@@ -576,21 +645,22 @@ def extrapolation_summary_step(
     csv_path: str | Path,
     latex_path: str | Path,
 ) -> None:
-    """RMSE per method (rows) and model (columns) from the per-model tables: ``mean ± sd``;
-    the CSV holds the means."""
+    """RMSE per ``k1`` and method (rows) and model (columns) from the per-model tables:
+    ``mean ± sd``; the CSV holds the means."""
     means: dict[str, pd.Series] = {}
     cells: dict[str, pd.Series] = {}
     for model, path in table_paths.items():
-        frame = pd.read_csv(path, index_col="method")
-        missing = [c for c in ("rmse_mean", "rmse_sd") if c not in frame.columns]
+        frame = pd.read_csv(path)
+        missing = [c for c in ("method", "k1", "rmse_mean", "rmse_sd") if c not in frame.columns]
         if missing:
             raise InputError(f"not an extrapolation table: missing columns {missing}", path=path)
+        frame = frame.set_index(["k1", "method"])
         means[model] = frame["rmse_mean"]
         cells[model] = frame["rmse_mean"].map(_number) + " ± " + frame["rmse_sd"].map(_number)
     data = pd.DataFrame(means)
-    data.index.name = "method"
     display = pd.DataFrame(cells).reindex(data.index).fillna("n/a")
-    display.index.name = "method"
+    data, display = (table.reset_index(level="k1").rename_axis("method") for table in (data, display))
+    display["k1"] = display["k1"].astype(str)
     _write_table(display, caption, markdown_path, csv_path, latex_path, data=data)
 
 

@@ -21,6 +21,7 @@ from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
 from classwise.metrics.suite import (
     argmax_scores,
+    classes_with_samples,
     nelson_family,
     per_class_table,
     skipped_worst_class_metrics,
@@ -91,7 +92,7 @@ def worst_class_step(
         "class_names": view.class_names.tolist(),
         "parameters": {"k": k, "n": list(ns), "superclasses": groups or {}},
         "metrics": {name: result.to_json() for name, result in metrics.items()},
-        "skipped": skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns),
+        "skipped": skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats)),
     }
     per_class = per_class_table(stats, k=k, class_names=view.class_names)
     names = [str(name) for name in view.class_names]

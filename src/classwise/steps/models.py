@@ -118,6 +118,71 @@ def finetune_step(
     )
 
 
+def prototypes_step(
+    *,
+    model_name: str,
+    model_cfg: Mapping[str, Any],
+    dataset_name: str,
+    dataset_cfg: Mapping[str, Any],
+    backbone_weights: str | Path | None,
+    prototypes_path: str | Path,
+    batch_size: int,
+    device: str = "auto",
+    progress: TextIO | None = None,
+    threads: int | None = None,
+) -> None:
+    """Compute the class prototypes of a ``source: prototype`` model on its dataset's train split
+    and save the classifier file (:mod:`classwise.models.prototypes`).
+
+    ``backbone_weights`` is the backbone's download manifest, checkpoint file, or None (random
+    torchvision weights). The train images go through exactly the path inference takes (the
+    backbone's resize and crop for image files, in-memory sets as stored, then ``resize``), in
+    batches, so the features of the whole split are never held at once."""
+    limit_threads(threads)
+    from tqdm import tqdm
+
+    from classwise.inference import predict_logits
+    from classwise.models.prototypes import FeatureExtractor, add_class_sums, class_prototypes, save_prototypes
+    from classwise.models.sources import parse_model_spec
+    from classwise.models.sources.prototype import load_backbone
+    from classwise.models.wrapper import wrap_pixel_space
+    from classwise.shifts.spec import ShiftSpec
+
+    spec = parse_model_spec(model_cfg, key=model_name, check_names=False)
+    resize = model_cfg.get("resize")
+    backbone, data_config, record = load_backbone(model_cfg, backbone_weights or None, key=model_name)
+    extractor = wrap_pixel_space(FeatureExtractor(backbone, resize), data_config)
+    train = open_split(dict(dataset_cfg), "train", name=dataset_name)
+    n_classes = len(train.class_names)
+    clean = ShiftSpec(name="clean", kind="clean", params={})
+    batches, total = _batches(train, data_config, batch_size, workers=max(1, int(threads or 1)), chunk=64 * batch_size)
+    sums: np.ndarray | None = None
+    counts = np.zeros(n_classes, dtype=np.int64)
+    bar = tqdm(total=total, desc=f"{model_name} prototypes", unit="img", file=progress, disable=progress is None)
+    for batch in batches:
+        features = predict_logits(extractor, batch, clean, base_seed=0, batch_size=batch_size, device=device, progress=None)
+        if sums is None:
+            sums = np.zeros((n_classes, features.shape[1]), dtype=np.float64)
+        add_class_sums(sums, counts, features, batch.labels)
+        bar.update(len(batch))
+    bar.close()
+    if sums is None:
+        raise InputError("the train split has no readable images", field=f"datasets.{dataset_name}")
+    save_prototypes(
+        prototypes_path,
+        backbone=backbone,
+        library=str(spec.library),
+        architecture=str(spec.architecture),
+        prototypes=class_prototypes(sums, counts, train.class_names),
+        counts=counts,
+        class_names=list(train.class_names),
+        resize=resize,
+        data_config=data_config,
+        backbone_record=record,
+        config={"model": model_name, "train_on": dataset_name, **dict(model_cfg)},
+    )
+
+
 def load_inference_model(
     model_name: str, model_cfg: Mapping[str, Any], weights_path: str | Path | None, device: str
 ) -> tuple[Any, dict[str, Any], Any]:
@@ -133,12 +198,16 @@ def load_inference_model(
     return model_source(model_cfg).inference_model(model_name, model_cfg, weights_path, device)
 
 
-def _batches(evaluation: Any, data_config: Any, batch_size: int, workers: int) -> tuple[Any, int]:
-    """Image batches of the evaluation set (decoded lazily for image-file sets) and its size."""
+def _batches(evaluation: Any, data_config: Any, batch_size: int, workers: int, *, chunk: int | None = None) -> tuple[Any, int]:
+    """Image batches of the evaluation set (decoded lazily for image-file sets) and its size; an
+    in-memory set comes whole, or in slices of ``chunk`` images when given."""
     from classwise.data.imageset import ImageSet
 
     if isinstance(evaluation, ImageSet):
-        return [evaluation], len(evaluation)
+        if chunk is None:
+            return [evaluation], len(evaluation)
+        n = len(evaluation)
+        return (evaluation.subset(np.arange(i, min(i + chunk, n))) for i in range(0, n, chunk)), n
     if data_config is None:
         raise InputError(
             "image-file datasets need a model with a data config (timm, torchvision, robustbench or "

@@ -41,11 +41,12 @@ def worst_class_table_step(
         superclasses=bool(parameters["superclasses"]),
         balanced_pairs=first.get("label_view", "original") != "original",
     )
-    rows = tables.paper_rows(parameters["n"], k, n_classes=n_classes, **layout)
+    # the metrics job says which rows were trivial for its data (older documents: from C alone)
+    skipped = first.get("skipped") or skipped_worst_class_metrics(n_classes, k=k, ns=parameters["n"])
+    all_rows = tables.paper_rows(parameters["n"], k, **layout)
+    rows = [row for row in all_rows if row not in skipped]
     frame = tables.metric_table(documents, rows, source=str(next(iter(metrics_paths.values()))))
-    note = tables.skipped_rows_note(
-        tables.paper_rows(parameters["n"], k, **layout), skipped_worst_class_metrics(n_classes, k=k, ns=parameters["n"])
-    )
+    note = tables.skipped_rows_note(all_rows, skipped)
     paths = {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}
     tables.write_tables(frame, f"{caption} {note}" if note else caption, paths)
 

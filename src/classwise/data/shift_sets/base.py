@@ -113,8 +113,13 @@ class ShiftFamily:
         """The shift's images with the base dataset's labels and class names."""
         raise NotImplementedError
 
+    def write_stand_in(self, entry: Mapping[str, Any], root: Path) -> None:
+        """A few small images at ``root`` in the layout of a directory the user provides, for dry
+        runs and benchmarks (:mod:`classwise.data.stand_ins`; downloaded families need none)."""
+        raise NotImplementedError(f"family '{self.name}' is downloaded; it needs no stand-in")
+
     def archives(self, entry: Mapping[str, Any]) -> list[Archive]:
-        """The files ``prepare`` downloads (none for user directories)."""
+        """The files the local rule downloads (none for user directories)."""
         return []
 
     def archives_for(self, entry: Mapping[str, Any], params: Mapping[str, Any]) -> list[Archive]:

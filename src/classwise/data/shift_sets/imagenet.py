@@ -175,6 +175,12 @@ class ImagenetC(_ImagenetFamily):
         self.check_layout(params, class_ids, where)
         return self.read(self.directory(params), params, class_ids, where)
 
+    def write_stand_in(self, entry: Mapping[str, Any], root: Path) -> None:
+        from classwise.data.stand_ins import IMAGENET_WNIDS, imagenet_c_fixture
+
+        corruptions = choices(entry, "corruptions", COMMON_CORRUPTIONS, COMMON_CORRUPTIONS, "")
+        imagenet_c_fixture(root, corruptions, severities(entry, ""), wnids=entry.get("classes") or IMAGENET_WNIDS)
+
 
 class ImagenetFolders(_ImagenetFamily):
     """One set of ``<wnid>/`` class folders: ImageNet-R, ImageNet-A (downloaded, restricted to their
@@ -219,6 +225,11 @@ class ImagenetFolders(_ImagenetFamily):
 
     def archives(self, entry: Mapping[str, Any]) -> list[Archive]:
         return [] if self.archive is None else [self.archive]
+
+    def write_stand_in(self, entry: Mapping[str, Any], root: Path) -> None:
+        from classwise.data.stand_ins import IMAGENET_WNIDS, image_folder_fixture
+
+        image_folder_fixture(root, entry.get("classes") or IMAGENET_WNIDS, per_class=1, size=(40, 52), suffix=".JPEG")
 
 
 class ImagenetV2(_ImagenetFamily):

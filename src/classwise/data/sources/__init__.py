@@ -32,6 +32,7 @@ __all__ = [
     "check_dataset_paths",
     "dataset_class_ids",
     "dataset_classes",
+    "dataset_classes_with_images",
     "dataset_image_shape",
     "dataset_source",
     "job_parameters",
@@ -73,6 +74,12 @@ def dataset_classes(name: str, dataset: Mapping[str, Any]) -> int | None:
     """The class count C of a configured dataset, or None where only loading it would tell."""
     source = DATASET_SOURCES.get(str(dataset.get("source")))
     return None if source is None else source.classes(dataset)
+
+
+def dataset_classes_with_images(name: str, dataset: Mapping[str, Any]) -> int | None:
+    """How many classes of a configured dataset hold images, or None where unknown."""
+    source = DATASET_SOURCES.get(str(dataset.get("source")))
+    return None if source is None else source.classes_with_images(dataset)
 
 
 def dataset_image_shape(dataset: Mapping[str, Any]) -> tuple[int, ...] | None:

@@ -36,6 +36,11 @@ class DatasetSource(Protocol):
         the images would tell)."""
         ...
 
+    def classes_with_images(self, dataset: Mapping[str, Any]) -> int | None:
+        """How many of the classes hold images (fewer than :meth:`classes` when a directory holds
+        part of a label space), from at most a directory listing; None where unknown."""
+        ...
+
     def image_shape(self, dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
         """(channels, height, width) of a set held in memory at its own size, else None."""
         ...
@@ -76,6 +81,9 @@ class BaseDatasetSource:
 
     def classes(self, dataset: Mapping[str, Any]) -> int | None:
         return None
+
+    def classes_with_images(self, dataset: Mapping[str, Any]) -> int | None:
+        return self.classes(dataset)  # type: ignore[attr-defined]
 
     def image_shape(self, dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
         return None

@@ -31,5 +31,11 @@ class ImageFolderSource(UserDirectorySource):
             on_bad_image=dataset.get("on_bad_image", "error"),
         )
 
+    def write_stand_in(self, dataset: Mapping[str, Any], root: Path) -> None:
+        """A few random images per class the entry names (two made-up classes otherwise)."""
+        from classwise.data.stand_ins import image_folder_fixture
+
+        image_folder_fixture(root, dataset.get("classes") or ["class_a", "class_b"])
+
 
 SOURCE = ImageFolderSource()

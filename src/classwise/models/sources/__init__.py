@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from classwise.errors import InputError
-from classwise.models import spec as _spec
-from classwise.models.sources import checkpoint, finetune, robustbench, timm, torchvision, train
-from classwise.models.sources.base import ModelSource
+from classwise.models.sources import checkpoint, finetune, prototype, robustbench, timm, torchvision, train
+from classwise.models.sources.base import ModelSource, parse_entry
 from classwise.models.spec import ModelSpec
 
 __all__ = ["MODEL_SOURCES", "SOURCES", "ModelSource", "model_source", "parse_model_spec"]
@@ -30,6 +29,7 @@ MODEL_SOURCES: dict[str, ModelSource] = {
     "checkpoint": checkpoint.SOURCE,
     "train": train.SOURCE,
     "finetune": finetune.SOURCE,
+    "prototype": prototype.SOURCE,
 }
 SOURCES = tuple(MODEL_SOURCES)
 
@@ -65,13 +65,4 @@ def parse_model_spec(
     name = entry.get("source")
     if name not in MODEL_SOURCES:
         raise InputError(f"expected one of {list(SOURCES)}, got {name!r}", path=config_path, field=f"{where}.source")
-    source = MODEL_SOURCES[name]
-    given = {k: v for k, v in entry.items() if k != "source" and k not in ignore}
-    spec = source.parse(given, where, config_path)
-    if check_names:
-        try:
-            _spec.remembered_check(spec, source.name_check_libraries(spec), source.check_names)
-        except InputError as exc:
-            message = str(exc).split(": ", 1)[-1] if exc.field else str(exc)
-            raise InputError(message, path=config_path, field=f"{where}.{exc.field or 'name'}") from None
-    return spec
+    return parse_entry(MODEL_SOURCES[name], entry, key=key, config_path=config_path, check_names=check_names, ignore=ignore)

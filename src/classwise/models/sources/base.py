@@ -13,11 +13,12 @@ build from weight files, load for inference.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from classwise.errors import InputError
+from classwise.models import spec as _spec
 from classwise.models.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class ModelSource(Protocol):
     made_by: str | None
     #: Whether a plain weights file (not a download manifest) may be loaded.
     plain_file: bool
+    #: The entry's keys that name a file the user provides (dry-run fixtures build stand-ins).
+    user_files: tuple[str, ...]
 
     def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
         """The entry's keys (all but ``source``) validated, as a :class:`ModelSpec`; errors name
@@ -113,6 +116,7 @@ class ZooSource:
     name = ""
     made_by: str | None = None
     plain_file = False
+    user_files: tuple[str, ...] = ()
 
     def name_check_libraries(self, spec: ModelSpec) -> tuple[str, ...] | None:
         return (self.name,)
@@ -143,11 +147,10 @@ class ZooSource:
     def inference_model(
         self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
     ) -> tuple[Any, dict[str, Any], Any]:
-        from classwise.models.sources import parse_model_spec
-        from classwise.models.zoo import load_model
+        from classwise.models.loading import load_with_source
 
-        spec = parse_model_spec(entry, key=model, check_names=False)
-        loaded, data_config = load_model(spec, weights, device=device)
+        spec = parse_entry(self, entry, key=model, check_names=False)
+        loaded, data_config = load_with_source(self, spec, weights, device=device)
         return loaded, {"name": model, "weights": str(weights), **json_safe(spec.to_dict())}, data_config
 
 
@@ -199,6 +202,30 @@ class PipelineSource(ZooSource):
 
     def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
         raise InputError(f"models with source {self.name!r} are trained by the pipeline, not downloaded", field="source")
+
+
+def parse_entry(
+    source: ModelSource,
+    entry: Mapping[str, Any],
+    *,
+    key: str = "model",
+    config_path: str | Path | None = None,
+    check_names: bool = True,
+    ignore: Collection[str] = (),
+) -> ModelSpec:
+    """``entry`` (a ``models:`` entry named ``key``) parsed by ``source``, its names checked
+    against the model library when ``check_names`` (see
+    :func:`classwise.models.sources.parse_model_spec`, which picks the source by ``source:``)."""
+    where = f"models.{key}"
+    given = {k: v for k, v in entry.items() if k != "source" and k not in ignore}
+    spec = source.parse(given, where, config_path)
+    if check_names:
+        try:
+            _spec.remembered_check(spec, source.name_check_libraries(spec), source.check_names)
+        except InputError as exc:
+            message = str(exc).split(": ", 1)[-1] if exc.field else str(exc)
+            raise InputError(message, path=config_path, field=f"{where}.{exc.field or 'name'}") from None
+    return spec
 
 
 def json_safe(value: Any) -> Any:

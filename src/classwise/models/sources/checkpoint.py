@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 class CheckpointSource(ZooSource):
     name = "checkpoint"
     plain_file = True
+    user_files = ("path",)
 
     def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
         check_keys(

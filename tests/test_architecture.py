@@ -1,0 +1,85 @@
+"""The house's shape, checked on the import graph (docs/architecture.md): no import cycle in the
+library, and model sources dispatched only by their registry. The layers (bench > pipeline >
+steps, cli > library) are an import-linter contract in pyproject.toml, run by make lint."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import grimp
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for other in edges[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_in_the_library() -> None:
+    """Imports inside functions count; imports for type checking only do not."""
+    graph = grimp.build_graph("classwise", exclude_type_checking_imports=True)
+    edges = {m: {o for o in graph.find_modules_directly_imported_by(m) if o.startswith("classwise")} for m in graph.modules}
+    assert _cycles(edges) == []
+
+
+def test_no_source_dispatch_outside_the_registries() -> None:
+    """A model's or a dataset's source is asked through its registry entry, never compared to a
+    name elsewhere (docs/architecture.md: adding a source is one module and one registry line)."""
+    registries = (REPO / "src/classwise/models/sources", REPO / "src/classwise/data/sources")
+    dispatch = re.compile(r"""source["'\]]*\s*==""")
+    found = []
+    for path in [
+        *sorted((REPO / "src").rglob("*.py")),
+        *sorted((REPO / "workflow").rglob("*.smk")),
+        *sorted((REPO / "scripts").glob("*.py")),
+    ]:
+        if any(registry in path.parents for registry in registries):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if dispatch.search(line):
+                found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_the_dispatch_pattern_finds_a_source_branch() -> None:
+    pattern = re.compile(r"""source["'\]]*\s*==""")
+    assert pattern.search('if spec.source == "timm":')
+    assert pattern.search('if entry["source"] == "checkpoint":')
+    assert not pattern.search("source = MODEL_SOURCES[name]")
