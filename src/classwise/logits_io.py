@@ -12,6 +12,9 @@ array          dtype / shape               meaning
 ``class_names`` unicode, (C,)              human-readable class names, in index order
 =============  ==========================  ============================================
 
+A shift restricted to a class subset (ImageNet-R, ImageNet-A: :mod:`classwise.class_subsets`)
+adds ``class_indices`` (int64, (C,)): the base dataset's class index of each column.
+
 A user-supplied file for ``classwise metrics`` needs only ``labels`` and either ``logits``
 (any float dtype) or ``probs`` (rows on the simplex); ``sample_ids`` and ``class_names``
 are optional. The sidecar JSON records the model, the resolved preprocessing, the shift
@@ -94,8 +97,11 @@ def save_logits(
     sample_ids: np.ndarray,
     class_names: np.ndarray,
     metadata: dict[str, Any],
+    class_indices: np.ndarray | None = None,
 ) -> None:
     """Validate and write a logits file and its sidecar JSON, atomically as a pair.
+
+    ``class_indices`` (a class-subset shift only): the base dataset's class index of each column.
 
     The ``.npz`` is renamed into place only after its sidecar is written, and the sidecar is
     removed again if that rename fails, so a failure (bad arrays, a full disk) leaves neither
@@ -110,6 +116,14 @@ def save_logits(
     if class_names.shape != (logits.shape[1],):
         raise InputError(f"expected {logits.shape[1]} class names, got shape {class_names.shape}", path=path, field="class_names")
     arrays = {"logits": logits, "labels": labels, "sample_ids": sample_ids, "class_names": class_names}
+    if class_indices is not None:
+        arrays["class_indices"] = np.asarray(class_indices, dtype=np.int64)
+        if arrays["class_indices"].shape != (logits.shape[1],):
+            raise InputError(
+                f"expected {logits.shape[1]} class indices, got shape {arrays['class_indices'].shape}",
+                path=path,
+                field="class_indices",
+            )
     sidecar = sidecar_path(path)
     sidecar_written = False
     try:

@@ -1,11 +1,12 @@
 # Inference, once per (dataset, model, shift): results/logits/{dataset}/{model}/{shift}.npz
-# Corruptions and attacks are applied on the fly inside the job, seeded per sample.
+# Corruptions and attacks are applied on the fly inside the job, seeded per sample; a published
+# shift set (datasets.<name>.shift_sets) is read from its own files.
 
 
 rule infer:
     input:
         unpack(model_weights),
-        data=prepared_dataset,
+        data=inference_data,
     output:
         logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
         metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",

@@ -29,6 +29,8 @@ class LabelledScores:
     view: str
     kind: ScoreKind = "logits"
     class_names: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
+    #: A class-subset shift's base class index per column (:mod:`classwise.class_subsets`), else None.
+    class_indices: np.ndarray | None = None
 
 
 def apply_label_view(
@@ -49,6 +51,7 @@ def apply_label_view(
             view,
             scores_file.kind,
             scores_file.class_names,
+            scores_file.extra.get("class_indices"),
         )
     if view_labels is None:
         raise InputError(f"label view '{view}' needs a label file", path=source, field="labels")
@@ -73,4 +76,5 @@ def apply_label_view(
         view,
         scores_file.kind,
         scores_file.class_names,
+        scores_file.extra.get("class_indices"),
     )

@@ -32,6 +32,7 @@ __all__ = [
     "dataset_classes",
     "dataset_image_shape",
     "evaluated_models",
+    "evaluated_shifts",
     "model_outputs",
     "resolve_analyses",
     "resolve_views",
@@ -60,6 +61,9 @@ class Plan:
 
     models: dict[str, list[str]]
     classes: dict[str, int | None]
+    #: Dataset -> every shift evaluated on it (``datasets.<name>.shifts``, default the shifts of
+    #: ``shifts:`` and the dataset's own shift sets), targeted attacks included.
+    shifts: dict[str, list[str]] = field(default_factory=dict)
     #: The classes that hold images (fewer than ``classes`` when a folder holds part of a label space).
     classes_with_images: dict[str, int | None] = field(default_factory=dict)
     #: (dataset, label view) -> the shifts its metric tables cover; ``original`` included.
@@ -68,13 +72,45 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
-def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: str = "config") -> Plan:
+def evaluated_shifts(
+    config: Mapping[str, Any], shifts: Mapping[str, Any], shift_sets: Mapping[str, Mapping[str, Any]], *, source: str = "config"
+) -> dict[str, list[str]]:
+    """Dataset -> the shifts evaluated on it. ``shifts`` are every shift of the config (name ->
+    spec), ``shift_sets`` each dataset's published shifts (:func:`classwise.data.shift_sets.expand_shift_sets`).
+    A dataset's ``shifts`` list may name the shifts of ``shifts:`` and its own shift sets only."""
+    evaluated = {}
+    for name, dataset in config["datasets"].items():
+        own = list(shift_sets.get(name, {}))
+        on_the_fly = [shift for shift, spec in shifts.items() if spec.kind != "dataset"]
+        if "shifts" not in dataset:
+            evaluated[name] = [*on_the_fly, *own]
+            continue
+        foreign = [shift for shift in dataset["shifts"] if shift not in on_the_fly and shift not in own]
+        if foreign:
+            raise InputError(
+                f"names shift {foreign[0]!r}, a shift set of another dataset; expected some of {[*on_the_fly, *own]}",
+                path=source,
+                field=f"datasets.{name}.shifts",
+            )
+        evaluated[name] = list(dataset["shifts"])
+    return evaluated
+
+
+def check_runs(
+    config: Mapping[str, Any],
+    *,
+    shifts: Mapping[str, Any],
+    source: str = "config",
+    shift_sets: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Plan:
     """Raise :class:`InputError` for a model that cannot run where the config sends it; return
-    the models and class counts per dataset. ``shifts`` are the expanded shifts (name -> spec)."""
+    the models, class counts and shifts per dataset. ``shifts`` are the expanded shifts (name ->
+    spec), ``shift_sets`` each dataset's published shifts (see :func:`evaluated_shifts`)."""
     datasets, models = config["datasets"], config["models"]
     plan = Plan(
         models=evaluated_models(config),
         classes={name: dataset_classes(name, dataset) for name, dataset in datasets.items()},
+        shifts=evaluated_shifts(config, shifts, shift_sets or {}, source=source),
         classes_with_images={name: dataset_classes_with_images(name, dataset) for name, dataset in datasets.items()},
     )
     for name, model in models.items():
@@ -89,7 +125,7 @@ def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: 
             )
         for model in names:
             _check_fit(model, models[model], dataset, datasets, plan.classes, source)
-        _check_targets(dataset, datasets[dataset], shifts, plan.classes[dataset], source)
+        _check_targets(dataset, plan.shifts[dataset], shifts, plan.classes[dataset], source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
     return plan
 
@@ -116,12 +152,10 @@ def _check_fit(
     model_source(model).check_fit(model_name, model, dataset, datasets, hint, source)
 
 
-def _check_targets(
-    dataset: str, dataset_cfg: Mapping[str, Any], shifts: Mapping[str, Any], classes: int | None, source: str
-) -> None:
+def _check_targets(dataset: str, evaluated: list[str], shifts: Mapping[str, Any], classes: int | None, source: str) -> None:
     if classes is None:
         return
-    for name in dataset_cfg.get("shifts", list(shifts)):
+    for name in evaluated:
         target = shifts[name].params.get("target") if name in shifts else None
         if target is not None and int(target) >= classes:
             raise InputError(
@@ -158,11 +192,13 @@ def resolve_views(
     """Fill ``plan.view_shifts``. The original labels cover every untargeted shift of a dataset
     (targeted attacks feed the targeted-success analysis, not the metric tables); another view
     covers its ``shifts``, whose default ``[clean]`` becomes the original's shifts when clean is
-    not evaluated on the dataset. A confident-learning view needs its reference model's clean
-    probabilities on the dataset."""
+    not evaluated on the dataset. A view labels the dataset's own samples, so it never covers a
+    natural-shift set (samples of its own) or a class-subset shift (other label indices). A
+    confident-learning view needs its reference model's clean probabilities on the dataset."""
     for dataset, dataset_cfg in config["datasets"].items():
-        evaluated = list(dataset_cfg.get("shifts", list(shifts)))
+        evaluated = plan.shifts.get(dataset) or list(dataset_cfg.get("shifts", list(shifts)))
         untargeted = [name for name in evaluated if "target" not in shifts[name].params]
+        viewable = [name for name in untargeted if _labels_apply(shifts[name])]
         plan.view_shifts[(dataset, "original")] = untargeted
         for view, view_cfg in dataset_cfg.get("label_views", {}).items():
             where = f"datasets.{dataset}.label_views.{view}"
@@ -190,14 +226,28 @@ def resolve_views(
                     path=source,
                     field=f"{where}.shifts",
                 )
+            elsewhere = [name for name in covered if name not in viewable]
+            if user_set and elsewhere:
+                raise InputError(
+                    f"names shift {elsewhere[0]!r}, a published set with samples or classes of its own, which the view's "
+                    f"labels of dataset {dataset!r} do not cover; expected some of {viewable}",
+                    path=source,
+                    field=f"{where}.shifts",
+                )
             if not user_set and not set(covered) <= set(untargeted):
-                covered = untargeted
+                covered = viewable
                 plan.notes.append(
                     f"label view {view} of {dataset}: evaluated on {covered}, since its default shift "
                     "'clean' is not evaluated on the dataset"
                 )
             plan.view_shifts[(dataset, view)] = covered
     return plan
+
+
+def _labels_apply(spec: Any) -> bool:
+    """Whether the dataset's own labels (a label view) apply to a shift: its samples are the
+    dataset's (not a natural-shift set) in the full label space (not a class subset)."""
+    return bool(getattr(spec, "paired", True)) and not bool(getattr(spec, "restricted", False))
 
 
 def resolve_analyses(

@@ -45,6 +45,11 @@ class DatasetSource(Protocol):
         """(channels, height, width) of a set held in memory at its own size, else None."""
         ...
 
+    def class_ids(self, dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The identifiers of the classes in label order that shift sets name their class
+        folders after (ImageNet wnids), from at most a directory listing; None where unknown."""
+        ...
+
     def job_parameters(self, dataset: Mapping[str, Any]) -> dict[str, Any]:
         """The entry as a job's parameters: whatever change must rerun the jobs that read it."""
         ...
@@ -81,6 +86,9 @@ class BaseDatasetSource:
         return self.classes(dataset)
 
     def image_shape(self, dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
+        return None
+
+    def class_ids(self, dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
         return None
 
     def job_parameters(self, dataset: Mapping[str, Any]) -> dict[str, Any]:
