@@ -47,6 +47,7 @@ lint: install
 	$(BIN)/lint-imports
 	$(BIN)/ruff check src tests scripts tools
 	$(BIN)/ruff format --check src tests scripts tools
+	$(BIN)/mypy src
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)

@@ -24,12 +24,18 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_IMAGENET_LABELS = REPO.parent / "shared" / "data" / "imagenet-labels"
 
 
+#: The shifts of the configs with published shift sets: CIFAR-10: clean, PGD and CIFAR-10-C's 19
+#: corruptions x 5 severities; ImageNet: clean, V2's 3 variants, R, A, Sketch and ImageNet-C's 19 x 5.
+PUBLISHED_SHIFTS = {"classwise_robustness_cifar10": 2 + 19 * 5, "shift_happens_imagenet": 1 + 3 + 3 + 19 * 5}
+
+
 @pytest.mark.parametrize(
     ("config", "expected_jobs"),
     [
         ("worst_classes_imagenet", ["download_model", "download_label_file", "build_label_view", "infer"]),
         ("decisiveness_imagenet", ["download_model", "compute_decisiveness_metrics"]),
-        ("classwise_robustness_cifar10", ["prepare_dataset", "download_model", "infer"]),
+        ("classwise_robustness_cifar10", ["prepare_dataset", "prepare_shift_set", "download_model", "infer"]),
+        ("shift_happens_imagenet", ["prepare_shift_set", "download_model", "infer", "run_transformation_tests"]),
     ],
 )
 def test_paper_configs_build_their_dag_on_fixtures(tmp_path: Path, config: str, expected_jobs: list[str]) -> None:
@@ -45,6 +51,10 @@ def test_paper_configs_build_their_dag_on_fixtures(tmp_path: Path, config: str, 
     for job in expected_jobs:
         assert job in result.stdout, job
     assert not (tmp_path / "results").exists()
+    if config in PUBLISHED_SHIFTS:  # one inference job per (model, shift), published shifts included
+        jobs = job_counts(result.stdout)
+        assert jobs["infer"] == len(shipped["models"]) * PUBLISHED_SHIFTS[config]
+        assert jobs["run_transformation_tests"] == len(shipped["models"])  # CIFAR-10-C / ImageNet-C against clean
 
 
 def test_the_cifar100_extrapolation_config_schedules_prototypes_then_the_paper_s_protocol(tmp_path: Path) -> None:

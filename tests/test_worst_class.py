@@ -534,3 +534,25 @@ def test_empty_class_details_only_when_present():
     assert np.isnan(wc.class_recall(gap)[2])
     # class 2 is never predicted: excluded from WCP
     assert wc.worst_class_precision(gap).details == {"n_excluded_never_predicted": 1}
+
+
+def test_worst_n_class_rows_are_skipped_at_the_classes_that_hold_samples():
+    """A folder with 3 of 6 classes: W{n}CR ranges over the 3, so n >= 3 is trivial and skipped,
+    while the top-k rows still count the 6 columns."""
+    from classwise.metrics.suite import skipped_worst_class_metrics, worst_class_family
+
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 2, 4], 5)
+    scores = rng.normal(size=(labels.size, 6))
+    stats = compute_stats(scores, labels)
+    family = worst_class_family(stats, scores, k=2, ns=(2, 3))
+    skipped = skipped_worst_class_metrics(6, k=2, ns=(2, 3), with_samples=3)
+    assert "W2CR" in family and "W3CR" not in family and "W3CR@2" not in family
+    assert set(skipped) == {"W3CR", "W3CR_exact", "W3CR@2"}
+    assert skipped["W3CR"].startswith("n = 3 >= 3 classes with samples")
+    # the pooled recall of the 2 worst of the 3 classes, by hand
+    predicted = scores.argmax(axis=1)
+    recalls = sorted((np.mean(predicted[labels == c] == c), c) for c in (0, 2, 4))
+    worst_two = [c for _, c in recalls[:2]]
+    pooled = np.mean(predicted[np.isin(labels, worst_two)] == labels[np.isin(labels, worst_two)])
+    assert family["W2CR"].value == pytest.approx(pooled)

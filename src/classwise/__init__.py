@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> Any:
     # pgd_attack needs torch; importing it lazily keeps `import classwise` (and the metrics CLI) light.
     if name == "pgd_attack":
-        from classwise.shifts.pgd import pgd_attack
+        from classwise._extras import import_module
 
-        return pgd_attack
+        return import_module("classwise.shifts.pgd").pgd_attack
     raise AttributeError(f"module 'classwise' has no attribute {name!r}")

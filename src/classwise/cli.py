@@ -15,6 +15,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from classwise._extras import MissingExtraError
 from classwise.atomic import atomic_open, write_json
 from classwise.errors import InputError
 from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, gamma, positive_int
@@ -127,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(arguments)
     try:
         return int(args.handler(args))
-    except InputError as exc:
+    except (InputError, MissingExtraError) as exc:  # bad input; a feature of an extra not installed
         print(f"classwise {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -97,7 +97,7 @@ def _shift_batch(
     target: int | None = None,
 ) -> torch.Tensor:
     """The shifted batch, as a float32 tensor on ``device``; ``target``: see :func:`pgd_target`."""
-    if shift.kind == "clean":
+    if shift.kind in ("clean", "dataset"):  # a published shift set's images come shifted
         return torch.from_numpy(np.ascontiguousarray(images)).to(device)
     if shift.kind == "corruption":
         seeds = [sample_seed(base_seed, shift.name, str(sid)) for sid in sample_ids]

@@ -12,6 +12,9 @@ array          dtype / shape               meaning
 ``class_names`` unicode, (C,)              human-readable class names, in index order
 =============  ==========================  ============================================
 
+A shift restricted to a class subset (ImageNet-R, ImageNet-A: :mod:`classwise.class_subsets`)
+adds ``class_indices`` (int64, (C,)): the base dataset's class index of each column.
+
 A user-supplied file for ``classwise metrics`` needs only ``labels`` and either ``logits``
 (any float dtype) or ``probs`` (rows on the simplex); ``sample_ids`` and ``class_names``
 are optional. The sidecar JSON records the model, the resolved preprocessing, the shift
@@ -130,6 +133,7 @@ def save_logits(
     sample_ids: np.ndarray,
     class_names: np.ndarray,
     metadata: dict[str, Any],
+    class_indices: np.ndarray | None = None,
 ) -> None:
     """Validate and write a logits file (float32) and its sidecar JSON, atomically as a pair
     (:func:`save_scores`)."""
@@ -141,6 +145,7 @@ def save_logits(
         sample_ids=sample_ids,
         class_names=class_names,
         metadata=metadata,
+        class_indices=class_indices,
     )
 
 
@@ -153,9 +158,12 @@ def save_scores(
     sample_ids: np.ndarray,
     class_names: np.ndarray,
     metadata: dict[str, Any],
+    class_indices: np.ndarray | None = None,
 ) -> None:
     """Validate and write a scores file (array ``logits`` or ``probs``; float64 kept, any other
     float dtype as float32) and its sidecar JSON, atomically as a pair.
+
+    ``class_indices`` (a class-subset shift only): the base dataset's class index of each column.
 
     The ``.npz`` is renamed into place only after its sidecar is written, and the sidecar is
     removed again if that rename fails, so a failure (bad arrays, a full disk) leaves neither
@@ -164,7 +172,7 @@ def save_scores(
     scores = scores if scores.dtype == np.float64 else scores.astype(np.float32)
     labels = np.asarray(labels, dtype=np.int64)
     validate_scores(scores, labels, kind=kind, path=path)
-    _save_pair(path, {kind: scores, "labels": labels}, sample_ids, class_names, scores.shape[1], metadata)
+    _save_pair(path, {kind: scores, "labels": labels}, sample_ids, class_names, scores.shape[1], metadata, class_indices)
 
 
 def save_predictions(
@@ -209,6 +217,7 @@ def _save_pair(
     class_names: np.ndarray,
     n_classes: int,
     metadata: dict[str, Any],
+    class_indices: np.ndarray | None = None,
 ) -> None:
     n = arrays["labels"].shape[0]
     sample_ids = np.asarray(sample_ids).astype(str)
@@ -218,6 +227,14 @@ def _save_pair(
     if class_names.shape != (n_classes,):
         raise InputError(f"expected {n_classes} class names, got shape {class_names.shape}", path=path, field="class_names")
     arrays = {**arrays, "sample_ids": sample_ids, "class_names": class_names}
+    if class_indices is not None:
+        arrays["class_indices"] = np.asarray(class_indices, dtype=np.int64)
+        if arrays["class_indices"].shape != (n_classes,):
+            raise InputError(
+                f"expected {n_classes} class indices, got shape {arrays['class_indices'].shape}",
+                path=path,
+                field="class_indices",
+            )
     sidecar = sidecar_path(path)
     sidecar_written = False
     try:

@@ -122,7 +122,7 @@ def metric_table(
 
 def to_markdown(frame: pd.DataFrame, *, caption: str | None = None) -> str:
     """A GitHub-flavoured Markdown table (no external dependency)."""
-    header = [frame.index.name or ""] + [str(c) for c in frame.columns]
+    header = [str(frame.index.name or "")] + [str(c) for c in frame.columns]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] + ["--:"] * len(frame.columns)) + "|"]
     for index, row in frame.iterrows():
         lines.append("| " + " | ".join([str(index)] + [str(v) for v in row]) + " |")
@@ -154,7 +154,7 @@ def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | No
     if label:
         out.write(f"\\label{{{label}}}\n")
     out.write("\\begin{tabular}{l" + "r" * len(frame.columns) + "}\n\\toprule\n")
-    header = [_latex_escape(frame.index.name or "")] + [_latex_escape(str(c)) for c in frame.columns]
+    header = [_latex_escape(str(frame.index.name or ""))] + [_latex_escape(str(c)) for c in frame.columns]
     out.write(" & ".join(header) + " \\\\\n\\midrule\n")
     for index, row in frame.iterrows():
         out.write(" & ".join([_latex_escape(str(index))] + [_latex_escape(str(v)) for v in row]) + " \\\\\n")
@@ -262,6 +262,8 @@ def gamma_sweep_table(documents: Mapping[str, Mapping[str, Any]]) -> pd.DataFram
             index=[f"{r['gamma']:g}".replace("0.", ".", 1) for r in sweep],
         )
     frame = pd.concat(blocks, axis=1)
-    frame.columns = [f"{model}: {metric}" for model, metric in frame.columns]
+    # concat's (model, metric) column pairs, flattened; built from the blocks since pandas-stubs
+    # types every DataFrame's columns as Index[str]
+    frame.columns = [f"{model}: {metric}" for model, block in blocks.items() for metric in block.columns]
     frame.index.name = "gamma"
     return frame

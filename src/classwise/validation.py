@@ -36,7 +36,7 @@ __all__ = [
 
 #: What a score matrix holds: raw logits (pre-softmax) or probabilities (rows on the simplex).
 ScoreKind = Literal["logits", "probs"]
-SCORE_KINDS: tuple[str, ...] = ("logits", "probs")
+SCORE_KINDS: tuple[ScoreKind, ...] = ("logits", "probs")
 
 #: Tolerance on probability rows: each must sum to 1 within this, and no entry may exceed
 #: ``1 + PROB_ROW_TOLERANCE`` (float32 softmax outputs are off by a few 1e-7; 1e-3 catches
@@ -60,7 +60,7 @@ def check_kind(kind: object) -> ScoreKind:
     """``kind`` if it is ``"logits"`` or ``"probs"``, else :class:`InputError`."""
     if kind not in SCORE_KINDS:
         raise InputError(f"kind must be 'logits' or 'probs', got {kind!r}", field="kind")
-    return kind  # type: ignore[return-value]
+    return kind  # narrowed to ScoreKind by the test against SCORE_KINDS
 
 
 def check_score_matrix(

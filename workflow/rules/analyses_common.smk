@@ -73,19 +73,25 @@ def analysed_views(dataset, section):
     ]
 
 
+def compared_shifts(dataset, view):
+    """The shifts of a view the reference tests compare: those scoring every class (a class
+    subset such as ImageNet-R's has other columns than the reference)."""
+    return [s for s in view_shifts(dataset, view) if not SHIFTS[s].restricted]
+
+
 def reference_views(dataset):
     """Views with the reference shift and at least one other shift to compare with it."""
     return [
         view
         for view in analysed_views(dataset, "reference_tests")
-        if len(view_shifts(dataset, view)) > 1
+        if len(compared_shifts(dataset, view)) > 1
     ]
 
 
 def reference_shifts(wildcards):
     """The reference shift first, then the view's other shifts in config order."""
     reference = ANALYSES["reference_tests"]["reference"]
-    shifts = view_shifts(wildcards.dataset, wildcards.labels)
+    shifts = compared_shifts(wildcards.dataset, wildcards.labels)
     return [reference, *(shift for shift in shifts if shift != reference)]
 
 

@@ -7,6 +7,13 @@ from snakemake.utils import validate
 
 from classwise.pipeline.config_checks import check_references, check_schema
 from classwise.data.sources import dataset_source, input_files, job_parameters
+from classwise.data.shift_sets import (
+    archive_record,
+    downloaded_files,
+    expand_shift_sets,
+    merge_shifts,
+    shift_archives,
+)
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
 from classwise.pipeline.plan import check_runs, resolve_views
@@ -26,10 +33,14 @@ validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 OUT = config["output_dir"].rstrip("/")
 DATASETS = list(config["datasets"])
 MODELS = list(config["models"])
-SHIFTS = expand_shifts(config["shifts"])
+# Every shift by name: those made on the fly (`shifts:`), then each dataset's published
+# shift sets (datasets.<name>.shift_sets), their files checked before any job.
+SHIFT_SETS = expand_shift_sets(config["datasets"], source=CONFIG_SOURCE)
+SHIFTS = merge_shifts(expand_shifts(config["shifts"]), SHIFT_SETS, source=CONFIG_SOURCE)
 check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
-# Which models run on which dataset, checked (checkpoints, train splits, class counts).
-PLAN = check_runs(config, shifts=SHIFTS, source=CONFIG_SOURCE)
+# Which models run on which dataset and under which shifts, checked (checkpoints, train
+# splits, class counts).
+PLAN = check_runs(config, shifts=SHIFTS, source=CONFIG_SOURCE, shift_sets=SHIFT_SETS)
 resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
 RESOURCES = "resources"
 
@@ -95,8 +106,9 @@ def view_config(wildcards):
 
 
 def dataset_shifts(dataset):
-    """Every shift evaluated on `dataset` (datasets.<name>.shifts, default every shift)."""
-    return config["datasets"][dataset].get("shifts", list(SHIFTS))
+    """Every shift evaluated on `dataset` (datasets.<name>.shifts, default every shift of
+    `shifts:` and of the dataset's own shift sets)."""
+    return PLAN.shifts[dataset]
 
 
 def view_shifts(dataset, view):
@@ -225,6 +237,38 @@ def dataset_marker(dataset):
 
 def prepared_dataset(wildcards):
     return dataset_marker(wildcards.dataset)
+
+
+def inference_data(wildcards):
+    """What infer reads besides the model: the dataset's download marker, or for a published
+    shift set the markers of the downloaded files it reads (nothing for a directory the user
+    provides)."""
+    spec = SHIFTS[wildcards.shift]
+    if spec.kind != "dataset":
+        return dataset_marker(wildcards.dataset)
+    key = spec.params["set"]
+    entry = config["datasets"][wildcards.dataset]["shift_sets"][key]
+    return [
+        f"{RESOURCES}/shift_sets/{wildcards.dataset}/{key}/{name}.prepared.json"
+        for name in shift_archives(spec, entry)
+    ]
+
+
+def shift_set_archive(wildcards):
+    """What one downloaded file of a shift set is (prepare_shift_set's params): its sha256 and
+    where it goes, not its url (a mirror reruns nothing)."""
+    entry = config["datasets"][wildcards.dataset]["shift_sets"][wildcards.shift_set]
+    record = archive_record(entry, wildcards.shift_set, wildcards.archive)
+    return canonical({key: value for key, value in record.items() if key != "url"})
+
+
+# The downloaded shift sets and their files: wildcard values of prepare_shift_set.
+SHIFT_SET_DOWNLOADS = {
+    key: downloaded_files(entry, key)
+    for dataset in DATASETS
+    for key, entry in (config["datasets"][dataset].get("shift_sets") or {}).items()
+    if downloaded_files(entry, key)
+}
 
 
 def label_files_dir(dataset, view):

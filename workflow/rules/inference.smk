@@ -1,5 +1,6 @@
 # Inference, once per (dataset, model, shift): results/logits/{dataset}/{model}/{shift}.npz
-# Corruptions and attacks are applied on the fly inside the job, seeded per sample.
+# Corruptions and attacks are applied on the fly inside the job, seeded per sample; a published
+# shift set (datasets.<name>.shift_sets) is read from its own files.
 # A model given by files of its outputs (source: predictions) is not run: import_predictions
 # matches its file for the (dataset, shift) to the dataset's samples and writes the same cache.
 
@@ -7,7 +8,7 @@
 rule infer:
     input:
         unpack(model_weights),
-        data=prepared_dataset,
+        data=inference_data,
     output:
         logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
         metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",

@@ -3,6 +3,7 @@
 #   resources/models/{model}/manifest.json    timm / torchvision / RobustBench weights
 #   <dataset root>/...                         torchvision sets and CIFAR-10-C, then the marker
 #   resources/datasets/{dataset}.prepared.json
+#   resources/shift_sets/{dataset}/{key}/{file}.prepared.json   one file of a published shift set
 #   resources/label-errors/{file}              label-errors and worst_classes files
 #   results/labels/{dataset}/{labels}.csv      one label view: sample_id,label (-1 = removed)
 
@@ -10,6 +11,7 @@
 localrules:
     download_model,
     prepare_dataset,
+    prepare_shift_set,
     download_label_file,
 
 
@@ -37,6 +39,23 @@ rule prepare_dataset:
         dataset=dataset_config,
     script:
         "../../scripts/prepare_dataset.py"
+
+
+rule prepare_shift_set:
+    output:
+        marker=f"{RESOURCES}/shift_sets/{{dataset}}/{{shift_set}}/{{archive}}.prepared.json",
+    log:
+        f"{OUT}/logs/prepare_shift_set/{{dataset}}/{{shift_set}}/{{archive}}.log",
+    wildcard_constraints:
+        shift_set=_alternatives(SHIFT_SET_DOWNLOADS) or "(?!)",
+        archive=_alternatives(sorted(set().union(*SHIFT_SET_DOWNLOADS.values())))
+        or "(?!)",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        archive=shift_set_archive,
+    script:
+        "../../scripts/prepare_shift_set.py"
 
 
 rule download_label_file:

@@ -79,7 +79,7 @@ rule run_transformation_tests:
         clean=lambda wildcards: logits_path(wildcards.dataset, wildcards.model, "clean"),
         shifted=lambda wildcards: [
             logits_path(wildcards.dataset, wildcards.model, shift)
-            for shift in shifts_of_kind(wildcards.dataset, "corruption")
+            for shift in transformed_shifts(wildcards.dataset)
         ],
     output:
         markdown=f"{ROBUST_TABLES}/transformation_tests_{{model}}.md",
@@ -101,7 +101,7 @@ rule run_transformation_tests:
     conda:
         "../../envs/metrics.yaml"
     params:
-        shifts=lambda wildcards: shifts_of_kind(wildcards.dataset, "corruption"),
+        shifts=lambda wildcards: transformed_shifts(wildcards.dataset),
         thresholds=ROBUSTNESS["transformation_tests"]["thresholds"],
     script:
         "../../scripts/run_transformation_tests.py"

@@ -16,6 +16,28 @@ def shifts_of_kind(dataset, kind):
     return [s for s in view_shifts(dataset, "original") if SHIFTS[s].kind == kind]
 
 
+def transformed_shifts(dataset):
+    """The shifts the transformation tests compare with clean, sample by sample: corruptions
+    made on the fly and published corrupted copies of the dataset (CIFAR-10-C, ImageNet-C).
+    """
+    return [
+        s
+        for s in view_shifts(dataset, "original")
+        if SHIFTS[s].kind == "corruption"
+        or (
+            SHIFTS[s].kind == "dataset"
+            and SHIFTS[s].paired
+            and not SHIFTS[s].restricted
+        )
+    ]
+
+
+def full_label_space_shifts(dataset):
+    """The shifts whose logits score every class of the dataset (not a class subset such as
+    ImageNet-R's): what the analyses comparing shifts class by class read."""
+    return [s for s in view_shifts(dataset, "original") if not SHIFTS[s].restricted]
+
+
 def targeted_shifts(dataset):
     """The targeted attacks evaluated on `dataset` (one shift per target class)."""
     return [s for s in dataset_shifts(dataset) if "target" in SHIFTS[s].params]
@@ -32,7 +54,7 @@ def classwise_confusions(wildcards):
             model: f"{OUT}/metrics/{wildcards.dataset}/original/{model}/{shift}/confusion.csv"
             for model in dataset_models(wildcards.dataset)
         }
-        for shift in view_shifts(wildcards.dataset, "original")
+        for shift in full_label_space_shifts(wildcards.dataset)
     }
 
 
@@ -65,7 +87,15 @@ def _plan_robustness():
         )
     for dataset in DATASETS:
         has_clean = "clean" in view_shifts(dataset, "original")
-        if shifts_of_kind(dataset, "corruption") and not has_clean:
+        restricted = [
+            s for s in view_shifts(dataset, "original") if SHIFTS[s].restricted
+        ]
+        if restricted:
+            PLAN.notes.append(
+                f"class-wise robustness and reference tests on {dataset}: leave out {restricted}, whose "
+                "logits score a class subset only (their own tables and figures are written)"
+            )
+        if transformed_shifts(dataset) and not has_clean:
             PLAN.notes.append(
                 f"transformation tests on {dataset}: skipped, they compare each corruption "
                 "with the clean shift, which is not evaluated on it"
@@ -91,15 +121,15 @@ def robustness_outputs():
         tables = f"{OUT}/tables/{dataset}/robustness"
         figures = f"{OUT}/figures/{dataset}/robustness"
         has_clean = "clean" in view_shifts(dataset, "original")
-        if view_shifts(dataset, "original"):
+        if full_label_space_shifts(dataset):
             outputs += [f"{figures}/classwise_robustness.png", f"{tables}/classwise.md"]
         if shifts_of_kind(dataset, "corruption"):
             outputs.append(f"{figures}/corruption_grid.png")
-            if has_clean:
-                outputs += [
-                    f"{tables}/transformation_tests_{model}.md"
-                    for model in dataset_models(dataset)
-                ]
+        if transformed_shifts(dataset) and has_clean:
+            outputs += [
+                f"{tables}/transformation_tests_{model}.md"
+                for model in dataset_models(dataset)
+            ]
         if targeted_shifts(dataset) and targeted_models(dataset) and has_clean:
             outputs += [
                 f"{figures}/targeted_success.png",

@@ -12,8 +12,10 @@ Conventions:
   built at that path below ``workdir`` and left unchanged in the config, so a config whose paths
   are all relative runs *as shipped* with ``snakemake --directory workdir``.
 - **Absolute paths** are built below ``workdir/fixtures/`` and rewritten in the returned copy.
-- Downloaded inputs (torchvision sets, CIFAR-10-C, default label files, model weights) are left
-  alone: the workflow's local rules fetch them, and a dry run lists those rules as jobs.
+- Downloaded inputs (torchvision sets, CIFAR-10-C and the other downloaded shift sets, default
+  label files, model weights) are left alone: the workflow's local rules fetch them, and a dry
+  run lists those rules as jobs. Shift sets a user provides (ImageNet-C, ImageNet-Sketch) get
+  one image per class and folder in their official layout.
 - Image directories hold a few small random JPEGs per class (readable by the real loaders);
   every other file is an empty placeholder, enough for the DAG and nothing more.
 """
@@ -25,12 +27,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from classwise.data.shift_sets import SHIFT_FAMILIES
 from classwise.data.sources import DATASET_SOURCES
-from classwise.data.stand_ins import IMAGENET_WNIDS, image_folder_fixture, imagenet_val_fixture
+from classwise.data.stand_ins import IMAGENET_WNIDS, image_folder_fixture, imagenet_c_fixture, imagenet_val_fixture
 from classwise.labels.views import required_files
 from classwise.models.sources import MODEL_SOURCES
 
-__all__ = ["IMAGENET_WNIDS", "dry_run_fixtures", "image_folder_fixture", "imagenet_val_fixture"]
+__all__ = ["IMAGENET_WNIDS", "dry_run_fixtures", "image_folder_fixture", "imagenet_c_fixture", "imagenet_val_fixture"]
 
 
 class _Builder:
@@ -79,6 +82,11 @@ def dry_run_fixtures(config: Mapping[str, Any], workdir: str | Path) -> tuple[di
             source.write_stand_in(dataset, _resolve(workdir, dataset["root"]))
             if dataset.get("devkit"):
                 dataset["devkit"] = builder.directory(dataset["devkit"], f"{where}.devkit")
+        for key, entry in (dataset.get("shift_sets") or {}).items():  # the shift sets a user provides
+            family = SHIFT_FAMILIES.get(entry.get("family", key))
+            if family is not None and not family.downloaded and "root" in entry:
+                entry["root"] = builder.directory(entry["root"], f"{where}.shift_sets.{key}.root")
+                family.write_stand_in(entry, _resolve(workdir, entry["root"]))
         for view, view_cfg in dataset.get("label_views", {}).items():
             directory = view_cfg.get("label_errors_dir")
             if directory:

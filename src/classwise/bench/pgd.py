@@ -29,10 +29,10 @@ from classwise.atomic import write_json
 from classwise.inference import resolve_device
 from classwise.models import build_model
 from classwise.models.architectures import Normalize
-from classwise.shifts.pgd import pgd_attack
+from classwise.shifts.pgd import Norm, pgd_attack
 
 STEPS = 10
-ATTACKS: dict[str, dict[str, float]] = {
+ATTACKS: dict[Norm, dict[str, float]] = {
     "linf": {"eps": 8 / 255, "alpha": 2 / 255},
     "l2": {"eps": 0.5, "alpha": 0.1},
 }
@@ -87,7 +87,7 @@ def bench_model(
     batch_size: int,
     repeats: int,
     device: torch.device,
-    norms: Sequence[str] = ("linf", "l2"),
+    norms: Sequence[Norm] = ("linf", "l2"),
 ) -> list[dict[str, Any]]:
     """One row per norm: images/s of both implementations on one batch of random images."""
     import torchattacks
@@ -101,7 +101,7 @@ def bench_model(
     for norm in norms:
         params = ATTACKS[norm]
 
-        def ours(norm: str = norm, eps: float = params["eps"], alpha: float = params["alpha"]) -> torch.Tensor:
+        def ours(norm: Norm = norm, eps: float = params["eps"], alpha: float = params["alpha"]) -> torch.Tensor:
             return pgd_attack(model, images, labels, norm=norm, eps=eps, alpha=alpha, steps=STEPS, random_start=False)
 
         reference_cls = torchattacks.PGD if norm == "linf" else torchattacks.PGDL2

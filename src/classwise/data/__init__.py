@@ -6,8 +6,9 @@ at DAG-build time) does not load the digits.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from classwise._extras import import_module
 
 if TYPE_CHECKING:
     from classwise.data.digits import load_digits_imageset, load_digits_split
@@ -24,5 +25,5 @@ __all__ = ["ImageSet", "load_digits_imageset", "load_digits_split"]
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return getattr(import_module(_LAZY[name]), name)  # names the extra when torch & co. are missing
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -40,6 +40,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, ImageFile
 
+from classwise._extras import install_command
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
 
@@ -50,9 +51,11 @@ __all__ = [
     "ResizeCenterCrop",
     "SkippedImage",
     "image_folder",
+    "folder_files",
     "imagenet1k_wnids",
     "imagenet_class_names",
     "imagenet_val",
+    "imagenet_val_class_ids",
     "read_imagenet_devkit",
     "to_array",
 ]
@@ -331,11 +334,14 @@ def imagenet1k_wnids() -> tuple[str, ...] | None:
     ``None`` when timm is not installed. Used only to name or place a *subset* of the classes;
     a full validation set carries its own 1,000 wnids.
     """
-    try:
-        from importlib.resources import files
+    # Found without importing timm (which imports torch): the workflow reads it at DAG-build time.
+    from importlib.util import find_spec
 
-        text = files("timm").joinpath("data", "_info", "imagenet_synsets.txt").read_text()
-    except (ImportError, FileNotFoundError, OSError):
+    spec = find_spec("timm")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    try:
+        text = (Path(locations[0]) / "data" / "_info" / "imagenet_synsets.txt").read_text()
+    except (IndexError, FileNotFoundError, OSError):
         return None
     wnids = tuple(line.strip() for line in text.splitlines() if line.strip())
     if len(wnids) != 1000 or list(wnids) != sorted(wnids):  # pragma: no cover - a changed timm
@@ -391,6 +397,17 @@ def _class_folders(root: Path) -> list[str]:
     if not root.is_dir():
         raise InputError("expected a directory of class folders", path=root, field="root")
     return sorted(entry.name for entry in os.scandir(root) if entry.is_dir() and not entry.name.startswith("."))
+
+
+def folder_files(
+    root: str | Path, folders: Sequence[str], extensions: Sequence[str] = IMG_EXTENSIONS
+) -> tuple[list[str], list[int]]:
+    """The image files of ``root/<folder>/**`` for the given class ``folders`` (other folders
+    are left alone), relative to ``root``, in ImageFolder order, and each file's position in
+    ``folders``. A folder without images is an :class:`InputError` naming it."""
+    root = Path(root)
+    exts = tuple(e.lower() for e in extensions)
+    return _scan(root, folders, {f: i for i, f in enumerate(folders)}, exts)
 
 
 def _scan(
@@ -546,6 +563,24 @@ def _detect_layout(root: Path) -> tuple[Path, str]:
     raise InputError("found neither wnid folders (val/<wnid>/*.JPEG) nor ILSVRC2012_val_*.JPEG files", path=root, field="root")
 
 
+def imagenet_val_class_ids(
+    root: str | Path,
+    *,
+    layout: Literal["auto", "imagefolder", "flat"] = "auto",
+    label_space: Literal["found", "imagenet1k"] = "found",
+) -> tuple[str, ...] | None:
+    """The wnids :func:`imagenet_val` gives as classes, from one directory listing (no image is
+    decoded, no devkit read): the 1,000 ImageNet-1k wnids for ``label_space="imagenet1k"`` and
+    the flat layout (whose devkit lists exactly those), else the sorted wnid folders found.
+    None when timm's bundled list is needed and missing."""
+    if label_space == "imagenet1k":
+        return imagenet1k_wnids()
+    base, detected = _detect_layout(Path(root))
+    if detected == "flat" or layout == "flat":
+        return imagenet1k_wnids()
+    return tuple(f for f in _class_folders(base) if WNID_RE.match(f))
+
+
 def imagenet_val(
     root: str | Path,
     *,
@@ -577,6 +612,7 @@ def imagenet_val(
     if layout != "auto" and layout != detected:
         raise InputError(f"layout is {layout!r} but the directory looks {detected!r}", path=base, field="layout")
 
+    found: Sequence[str]  # the class folders (a list) or the devkit's wnids (a tuple)
     if detected == "imagefolder":
         found = _class_folders(base)
         not_wnid = [f for f in found if not WNID_RE.match(f)]
@@ -612,7 +648,9 @@ def imagenet_val(
     if label_space == "imagenet1k":
         classes = imagenet1k_wnids()
         if classes is None:
-            raise InputError("label_space 'imagenet1k' needs timm's bundled wnid list (pip install timm)", field="label_space")
+            raise InputError(
+                f"label_space 'imagenet1k' needs timm's bundled wnid list: {install_command('models')}", field="label_space"
+            )
         unknown = sorted(set(found) - set(classes))
         if unknown:
             raise InputError(f"not ImageNet-1k wnids: {unknown[:10]}", path=base, field="classes")

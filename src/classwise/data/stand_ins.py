@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-__all__ = ["IMAGENET_WNIDS", "image_folder_fixture", "imagenet_val_fixture"]
+__all__ = ["IMAGENET_WNIDS", "image_folder_fixture", "imagenet_c_fixture", "imagenet_val_fixture"]
 
 IMAGENET_WNIDS: tuple[str, ...] = ("n01440764", "n01443537", "n01484850")
 """The first three ImageNet-1k wnids (class indices 0, 1, 2)."""
@@ -55,4 +55,28 @@ def image_folder_fixture(
         for i in range(per_class):
             pixels = rng.integers(0, 256, size=(*size, 3), dtype=np.uint8)
             Image.fromarray(pixels).save(folder / f"{i:05d}{suffix}")
+    return root
+
+
+def imagenet_c_fixture(
+    root: str | Path,
+    corruptions: Sequence[str],
+    severities: Sequence[int],
+    *,
+    wnids: Sequence[str] = IMAGENET_WNIDS,
+    per_class: int = 1,
+    seed: int = 0,
+) -> Path:
+    """ImageNet-C's layout, ``root/<corruption>/<severity>/<wnid>/ILSVRC2012_val_<k>.JPEG``, with
+    the file names :func:`imagenet_val_fixture` gives (so the ids pair with it). Returns ``root``."""
+    root = Path(root)
+    rng = np.random.default_rng(seed)
+    for corruption in corruptions:
+        for severity in severities:
+            for c, wnid in enumerate(wnids):
+                folder = root / corruption / str(severity) / wnid
+                folder.mkdir(parents=True, exist_ok=True)
+                for i in range(per_class):
+                    pixels = rng.integers(0, 256, size=(40, 52, 3), dtype=np.uint8)
+                    Image.fromarray(pixels).save(folder / f"ILSVRC2012_val_{c * per_class + i + 1:08d}.JPEG")
     return root

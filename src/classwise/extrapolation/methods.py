@@ -56,6 +56,7 @@ import numpy as np
 from scipy.optimize import nnls
 from scipy.special import log_ndtr, ndtr, ndtri
 
+from classwise._extras import require
 from classwise.errors import InputError
 from classwise.extrapolation.rroc import (
     Ties,
@@ -283,6 +284,7 @@ def cleanex_fit(
     training is full-batch, so nothing else is random. ``progress`` receives a tqdm bar of the
     steps and the loss (a fit takes tens of seconds at the default step count).
     """
+    require("torch", "tqdm", extra="models", feature="the CleaneX extrapolation")
     import torch
     from tqdm import tqdm
 

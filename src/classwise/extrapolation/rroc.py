@@ -63,7 +63,7 @@ from scipy.special import gammaln
 from classwise.errors import InputError
 
 Ties = Literal["random", "error"]
-TIES: tuple[str, ...] = ("random", "error")
+TIES: tuple[Ties, ...] = ("random", "error")
 
 #: Temporaries are built in blocks of about this many elements (8 MiB of float64).
 _BLOCK_ELEMENTS = 1 << 20
@@ -93,10 +93,11 @@ class RankCounts:
         return self
 
 
-def check_ties(ties: str) -> None:
-    """Raise :class:`InputError` unless ``ties`` is ``"random"`` or ``"error"``."""
+def check_ties(ties: object) -> Ties:
+    """``ties`` if it is ``"random"`` or ``"error"``, else :class:`InputError`."""
     if ties not in TIES:
         raise InputError(f"expected one of {list(TIES)}, got {ties!r}", field="ties")
+    return ties
 
 
 def check_scores(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +228,7 @@ def reversed_roc(scores: np.ndarray, labels: np.ndarray, ties: Ties = "random") 
     return fpr[keep], np.clip(tpr[keep], 0.0, 1.0)
 
 
-def _log_binom(n: np.ndarray, m: np.ndarray) -> np.ndarray:
+def _log_binom(n: np.ndarray | float, m: np.ndarray | float) -> np.ndarray:
     """``log C(n, m)`` with ``-inf`` where ``m < 0`` or ``m > n`` (broadcasting)."""
     n = np.asarray(n, dtype=np.float64)
     m = np.asarray(m, dtype=np.float64)

@@ -37,6 +37,7 @@ from typing import Literal
 
 import numpy as np
 
+from classwise._extras import install_command
 from classwise.errors import InputError
 from classwise.validation import check_labels, check_probabilities, check_score_matrix
 
@@ -173,7 +174,7 @@ def find_label_issues(
     use_cleanlab = backend == "cleanlab" or (backend == "auto" and cleanlab_available())
     if use_cleanlab:
         if not cleanlab_available():
-            raise InputError("backend 'cleanlab' needs the cleanlab package (pip install cleanlab)", field="backend")
+            raise InputError(f"backend 'cleanlab' needs the cleanlab package: {install_command('pipeline')}", field="backend")
         from cleanlab.filter import find_label_issues as cl_find
 
         return np.asarray(

@@ -7,6 +7,7 @@ other view supplies one label per sample, ``-1`` meaning "removed from this view
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -28,6 +29,8 @@ class LabelledScores:
     view: str
     kind: ScoreKind = "logits"
     class_names: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
+    #: A class-subset shift's base class index per column (:mod:`classwise.class_subsets`), else None.
+    class_indices: np.ndarray | None = None
     #: The scores are the one-hot encoding of hard predictions (see ``ScoresFile``).
     hard_predictions: bool = False
 
@@ -37,7 +40,7 @@ def apply_label_view(
     view: str,
     view_labels: np.ndarray | None = None,
     *,
-    source: str | None = None,
+    source: str | Path | None = None,
 ) -> LabelledScores:
     """Return the scores and labels of ``view``; ``view_labels`` is required unless original."""
     if view == ORIGINAL:
@@ -50,6 +53,7 @@ def apply_label_view(
             view,
             scores_file.kind,
             scores_file.class_names,
+            scores_file.extra.get("class_indices"),
             scores_file.hard_predictions,
         )
     if view_labels is None:
@@ -75,5 +79,6 @@ def apply_label_view(
         view,
         scores_file.kind,
         scores_file.class_names,
+        scores_file.extra.get("class_indices"),
         scores_file.hard_predictions,
     )

@@ -142,6 +142,16 @@ class MetricReplicates:
 
 
 @dataclass(frozen=True)
+class _Superclasses:
+    """The superclass statistics of a model, all present or (no superclasses) all absent."""
+
+    hits: sp.csr_matrix  # (G, N): restricted-argmax hit per superclass
+    counts: np.ndarray
+    members: np.ndarray  # (C, G) int64 membership
+    names: list[Any]
+
+
+@dataclass(frozen=True)
 class _Model:
     """What the replicates of one model need, computed once from the full sample."""
 
@@ -152,10 +162,7 @@ class _Model:
     hits1: sp.csr_matrix  # (m_valid, N): correct top-1 sample of each valid class
     hitsk: sp.csr_matrix  # (m_valid, N): top-k hit
     predicted: sp.csr_matrix  # (C, N): predicted class
-    super_hits: sp.csr_matrix | None  # (G, N): restricted-argmax hit per superclass
-    super_counts: np.ndarray | None
-    super_members: np.ndarray | None  # (C, G) int64 membership
-    super_names: list[Any] | None
+    superclasses: _Superclasses | None
     terms: np.ndarray  # (3, N) generalized-mean terms (decisiveness, geometric, robustness)
     zero: np.ndarray  # (N,) float64: clipped probability is 0
     shifts: tuple[float, float, float]
@@ -189,7 +196,7 @@ def _prepare(
     position = np.full(c, -1, dtype=np.int64)
     position[valid] = np.arange(valid.shape[0])
     rank = stats.true_class_rank
-    super_hits = super_counts = super_members = super_names = None
+    supers: _Superclasses | None = None
     if superclasses:
         groups = wc._validate_superclasses(superclasses, c)
         per_group = wc.superclass_sample_hits(scores, labels, groups)
@@ -201,13 +208,13 @@ def _prepare(
         super_members = np.zeros((c, len(groups)), dtype=np.int64)
         for g, (_, idx) in enumerate(groups):
             super_members[idx, g] = 1
-        super_names = [name for name, _ in groups]
+        supers = _Superclasses(super_hits, super_counts, super_members, [name for name, _ in groups])
     log_p = probabilities.correct_class_log_prob(labels)
-    terms, zero, shifts = [], None, []
+    terms, zeros, shifts = [], [], []
     for rho in _RHOS:
         t, z, shift = nelson.generalized_mean_terms(log_p, rho, gamma)
         terms.append(t)
-        zero = z
+        zeros.append(z)
         shifts.append(shift)
     inner, _ = nelson.bin_edges(probabilities.correct_class_prob(labels), gamma=gamma, n_bins=bins)
     correct_bin, bin_counts = nelson.sample_bin_counts(probabilities, labels, inner)
@@ -219,12 +226,9 @@ def _prepare(
         hits1=_indicator(position[labels], valid.shape[0], rank == 0),
         hitsk=_indicator(position[labels], valid.shape[0], rank < k),
         predicted=_indicator(stats.predictions, c),
-        super_hits=super_hits,
-        super_counts=super_counts,
-        super_members=super_members,
-        super_names=super_names,
+        superclasses=supers,
         terms=np.ascontiguousarray(np.stack(terms)),
-        zero=zero.astype(np.float64),
+        zero=zeros[-1].astype(np.float64),
         shifts=(shifts[0], shifts[1], shifts[2]),
         correct_bin=_indicator(correct_bin, inner.size + 1),
         bin_counts=sp.csr_matrix(bin_counts.T.astype(np.float64)),
@@ -261,8 +265,8 @@ def _block(model: _Model, draws: StratifiedDraws, replicates: np.ndarray) -> dic
         "n_correct_bins": _counts(model.correct_bin, w),
         "n_all_bins": _counts(model.bin_counts, w),
     }
-    if model.super_hits is not None:
-        out["super_hits"] = _counts(model.super_hits, w)
+    if model.superclasses is not None:
+        out["super_hits"] = _counts(model.superclasses.hits, w)
     if model.pairs is not None:
         out["pairs"] = model.pairs.replicates(w[model.pairs.misclassified])
     return out
@@ -345,11 +349,12 @@ def _replicates(
     np.divide(hits_full, predicted, out=precision, where=predicted > 0)
     value, where = wc.worst_of_rows(precision)
     out["WCP"] = MetricReplicates(value, [(int(x),) for x in where])
-    if model.super_hits is not None:
-        names = model.super_names
-        value, where = wc.worst_superclass_rows(_stack(blocks, "super_hits"), model.super_counts)
+    if model.superclasses is not None:
+        supers = model.superclasses
+        names = supers.names
+        value, where = wc.worst_superclass_rows(_stack(blocks, "super_hits"), supers.counts)
         out["WSupCA"] = MetricReplicates(value, [(names[int(x)],) for x in where])
-        value, where = wc.worst_superclass_rows(hits_full @ model.super_members, stats.support @ model.super_members)
+        value, where = wc.worst_superclass_rows(hits_full @ supers.members, stats.support @ supers.members)
         out["WSupCR"] = MetricReplicates(value, [(names[int(x)],) for x in where])
     valid_ns = [m for m in ns if 1 <= m < c]
     for m in valid_ns:

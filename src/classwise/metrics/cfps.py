@@ -57,14 +57,14 @@ def cfps_max(confusion: np.ndarray, class_names: Sequence[str] | None = None) ->
     details: dict[str, object] = {"n_errors": int(n_errors) if n_errors.is_integer() else n_errors}
     if n_errors <= 0:
         return MetricResult(0.0, (), details)
-    value, worst = cfps_max_rows(m.sum(axis=0) - np.diag(m), np.float64(n_errors))
-    worst = int(worst)
+    value, worst_row = cfps_max_rows(m.sum(axis=0) - np.diag(m), np.float64(n_errors))
+    worst = int(worst_row)
     if class_names is not None:
         details["class_name"] = str(class_names[worst])
     return MetricResult(float(value), (worst,), details)
 
 
-def cfps_max_rows(false_positives: np.ndarray, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def cfps_max_rows(false_positives: np.ndarray, errors: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """``(max CFPS, its class)`` for each row of per-class false-positive counts
     ``(..., C)`` with ``errors`` ``(...)`` misclassifications (Eq. 1; the first maximum, i.e.
     the lowest class index among ties).  Rows without errors get value 0 and class -1."""

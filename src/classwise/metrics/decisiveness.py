@@ -331,10 +331,10 @@ def measured_metrics(
     metrics, fraction = measured_from_counts(n_correct, n_all, gamma)
 
     top_edge = max(1.0, float(inner[-1])) if inner.size else 1.0
-    edges = np.concatenate([[0.0], inner, [top_edge]])
+    all_edges = np.concatenate([[0.0], inner, [top_edge]])
     return MeasuredCalibration(
         metrics=metrics,
-        edges=edges,
+        edges=all_edges,
         n_correct=n_correct,
         n_incorrect=n_incorrect,
         fraction_correct=fraction,
@@ -404,7 +404,7 @@ def generalized_mean_terms(log_values: np.ndarray, rho: float, gamma: float) -> 
 
 
 def generalized_mean_from_sums(
-    term_sum: np.ndarray, zero_weight: np.ndarray, total_weight: np.ndarray, rho: float, shift: float
+    term_sum: np.ndarray, zero_weight: np.ndarray, total_weight: np.ndarray | float, rho: float, shift: float
 ) -> np.ndarray:
     """Generalized means from weighted sums of :func:`generalized_mean_terms` (any shape).
 

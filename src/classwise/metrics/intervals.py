@@ -44,7 +44,7 @@ def check_confidence(confidence: object, field: str = "confidence") -> float:
     if isinstance(confidence, bool):
         raise InputError(f"expected a number strictly between 0 and 1, got {confidence!r}", field=field)
     try:
-        value = float(confidence)  # type: ignore[arg-type]
+        value = float(confidence)  # type: ignore[arg-type]  # any object: float() is the check (below)
     except (TypeError, ValueError):
         raise InputError(f"expected a number strictly between 0 and 1, got {confidence!r}", field=field) from None
     if not 0.0 < value < 1.0:

@@ -156,11 +156,11 @@ class PairLosses:
         if take == 0:
             self.initial_pairs = np.empty((0, 2), dtype=np.int64)
             return
-        pick = [np.array([0])]  # the lexicographically first pair decides ties at value 1
+        picks = [np.array([0])]  # the lexicographically first pair decides ties at value 1
         for balanced in (False, True):
             value = pair_values(n[a] - loss[a, b], n[b] - loss[b, a], n[a], n[b], balanced=balanced)
-            pick.append(np.argpartition(value, take - 1)[:take])
-        pick = np.unique(np.concatenate(pick))
+            picks.append(np.argpartition(value, take - 1)[:take])
+        pick = np.unique(np.concatenate(picks))
         first = np.stack([a[pick], b[pick]], axis=1)
         self.initial_pairs = np.unique(np.concatenate([first, self.heavy_pairs]), axis=0)
 

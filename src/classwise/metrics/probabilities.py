@@ -65,6 +65,8 @@ class Probabilities:
         # Use from_scores: it validates and computes the log-normaliser.
         self._scores = scores
         self._kind: ScoreKind = kind
+        # The per-row log-normaliser of logits; None for probabilities (from_scores sets it
+        # exactly when kind is "logits", so the methods below test it in place of the kind).
         self._lse = lse
 
     # ------------------------------------------------------------------ construction
@@ -112,7 +114,7 @@ class Probabilities:
         ``log(p_iy)`` for probabilities (``-inf`` where ``p_iy == 0``)."""
         lab = self.check_labels(labels)
         picked = self._scores[np.arange(self.n_samples), lab].astype(np.float64)
-        if self._kind == "logits":
+        if self._lse is not None:
             return picked - self._lse
         with np.errstate(divide="ignore"):
             return np.log(picked)
@@ -122,7 +124,7 @@ class Probabilities:
         the same entry (``exp(x_iy - lse_i)`` for logits, the given value for probabilities)."""
         lab = self.check_labels(labels)
         picked = self._scores[np.arange(self.n_samples), lab].astype(np.float64)
-        if self._kind == "logits":
+        if self._lse is not None:
             picked -= self._lse
             np.exp(picked, out=picked)
         return picked
@@ -135,7 +137,7 @@ class Probabilities:
     def probabilities_of(self, rows: slice) -> np.ndarray:
         """A fresh float64 block of probabilities for ``rows`` (as :meth:`iter_chunks` yields)."""
         block = self._scores[rows].astype(np.float64)
-        if self._kind == "logits":
+        if self._lse is not None:
             block -= self._lse[rows, None]
             np.exp(block, out=block)
         return block

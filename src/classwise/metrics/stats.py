@@ -172,6 +172,7 @@ def compute_stats(
     for start in range(0, n_samples, b_max):
         stop = min(start + b_max, n_samples)
         b = stop - start
+        rows: slice | np.ndarray
         if order is None:
             rows = slice(start, stop)
             chunk = arr[start:stop]
@@ -186,7 +187,7 @@ def compute_stats(
         p = np.argmax(chunk, axis=1)  # first maximum; first NaN if the row has one
         if np.isnan(chunk[r, p]).any():
             bad = int(r[np.isnan(chunk[r, p])][0])
-            sample = start + bad if order is None else int(rows[bad])
+            sample = start + bad if order is None else int(order[start + bad])
             raise InputError(f"row {sample} contains NaN; scores must be numbers", field="scores")
         pred[rows] = p
 

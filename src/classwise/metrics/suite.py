@@ -254,7 +254,7 @@ def per_class_table(
     stats: ClassificationStats,
     *,
     k: int = 5,
-    class_names: Sequence[str] | None = None,
+    class_names: Sequence[str] | np.ndarray | None = None,
     confidence: float = 0.95,
     interval: str = "clopper-pearson",
 ) -> pd.DataFrame:

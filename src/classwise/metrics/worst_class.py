@@ -45,6 +45,11 @@ __all__ = [
     "worst_n_class_recall",
     "worst_n_class_recall_exact",
     "worst_pair_accuracy",
+    "worst_recall",
+    "worst_precision",
+    "worst_n_recall",
+    "worst_pair",
+    "worst_superclass",
 ]
 
 
@@ -65,26 +70,19 @@ def _topk_hits(stats: ClassificationStats, k: int) -> np.ndarray:
     return np.bincount(stats.labels[hit], minlength=stats.n_classes).astype(np.int64)
 
 
-def _empty_details(stats: ClassificationStats) -> dict[str, Any]:
-    n_empty = int(np.count_nonzero(stats.support == 0))
+def _empty_details(support: np.ndarray) -> dict[str, Any]:
+    n_empty = int(np.count_nonzero(support == 0))
     return {"n_classes_without_samples": n_empty} if n_empty else {}
 
 
-def _valid_classes(stats: ClassificationStats, at_least: int = 1) -> np.ndarray:
-    valid = np.flatnonzero(stats.support > 0)
+def _valid_classes(support: np.ndarray, at_least: int = 1) -> np.ndarray:
+    valid = np.flatnonzero(support > 0)
     if valid.shape[0] < at_least:
         raise InputError(
             f"need at least {at_least} class(es) with samples, found {valid.shape[0]}",
             field="labels",
         )
     return valid
-
-
-def _worst_of(values: np.ndarray, stats: ClassificationStats) -> MetricResult:
-    """Minimum of a per-class recall array (NaN = class without samples)."""
-    _valid_classes(stats)
-    value, c = worst_of_rows(values)
-    return MetricResult(float(value), (int(c),), _empty_details(stats))
 
 
 # ------------------------------------------------------------ kernels over rows of counts
@@ -164,7 +162,9 @@ def worst_n_pooled_exact_rows(hits: np.ndarray, support: np.ndarray, n: int) -> 
     return value.reshape(hits.shape[:-1]), chosen.reshape(hits.shape)
 
 
-def pair_values(wins_ab: np.ndarray, wins_ba: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, *, balanced: bool) -> np.ndarray:
+def pair_values(
+    wins_ab: np.ndarray, wins_ba: np.ndarray, n_a: np.ndarray | int, n_b: np.ndarray | int, *, balanced: bool
+) -> np.ndarray:
     """Restricted-argmax accuracy of pairs ``{a, b}`` from integer wins and supports
     (broadcast): pooled ``(W_ab + W_ba) / (n_a + n_b)`` or balanced
     ``(W_ab n_b + W_ba n_a) / (2 n_a n_b)``, each one correctly rounded division."""
@@ -246,7 +246,7 @@ def worst_class_accuracy(stats: ClassificationStats) -> MetricResult:
     ``details["n_classes_without_samples"]``).  Ties: the lowest class index.
     ``classes == (c,)``.  Raises InputError if no class has samples.
     """
-    return _worst_of(class_recall(stats), stats)
+    return worst_recall(stats.hits, stats.support)
 
 
 def worst_class_topk_accuracy(stats: ClassificationStats, k: int) -> MetricResult:
@@ -257,7 +257,7 @@ def worst_class_topk_accuracy(stats: ClassificationStats, k: int) -> MetricResul
     in ``details["n_classes_without_samples"]``; ties in the minimum go to the lowest class
     index; ``classes == (c,)``.  ``WCA@1 == WCA``.
     """
-    return _worst_of(class_topk_recall(stats, k), stats)
+    return worst_recall(_topk_hits(stats, _check_k(k)), stats.support)
 
 
 def worst_class_precision(stats: ClassificationStats) -> MetricResult:
@@ -269,10 +269,70 @@ def worst_class_precision(stats: ClassificationStats) -> MetricResult:
     class without samples has precision 0 and is included.  Ties: the lowest class index;
     ``classes == (c,)``.  Since ``N >= 1`` some class is always predicted.
     """
-    prec = class_precision(stats)
+    return worst_precision(stats.hits, stats.predicted)
+
+
+# ----------------------------------------------------------------------- from the counts
+# The worst-class metrics as functions of per-class counts alone, for callers that hold the
+# counts but not the samples (classwise.torchmetrics sums them over batches and processes).
+# The functions above are these applied to a ClassificationStats.
+
+
+def worst_recall(hits: np.ndarray, support: np.ndarray) -> MetricResult:
+    """``min_c hits_c / support_c`` over the classes with samples: WCA (Eq. 2) when ``hits``
+    is the confusion diagonal, WCA@k (Eq. 9) when it counts top-k hits.  ``(C,)`` integer
+    counts; the conventions of :func:`worst_class_accuracy` (classes without samples
+    excluded and counted, ties to the lowest index, ``classes == (c,)``)."""
+    _valid_classes(support)
+    value, c = worst_of_rows(_ratio(hits, support))
+    return MetricResult(float(value), (int(c),), _empty_details(support))
+
+
+def worst_precision(hits: np.ndarray, predicted: np.ndarray) -> MetricResult:
+    """``min_c hits_c / predicted_c`` over the classes ever predicted: WCP (Eq. 3) from the
+    confusion diagonal and column sums, with the conventions of :func:`worst_class_precision`.
+    Raises InputError when no class is predicted (no samples)."""
+    prec = _ratio(hits, predicted)
     n_never = int(np.count_nonzero(np.isnan(prec)))
+    if n_never == prec.shape[-1]:
+        raise InputError("no class is predicted: there are no samples", field="predictions")
     value, c = worst_of_rows(prec)
     return MetricResult(float(value), (int(c),), {"n_excluded_never_predicted": n_never})
+
+
+def worst_n_recall(hits: np.ndarray, support: np.ndarray, n: int, *, exact: bool = False) -> MetricResult:
+    """WnCR / WnCR@k (Eqs. 7 and 10) from ``(C,)`` (top-k) hits and supports: the heuristic
+    of :func:`worst_n_class_recall` or, with ``exact=True``, the minimum of
+    :func:`worst_n_class_recall_exact`, with their conventions."""
+    valid = _valid_classes(support)
+    m = valid.shape[0]
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= m:
+        raise InputError(
+            f"expected an integer 1 <= n <= {m} (the number of classes with samples), got {n!r}",
+            field="n",
+        )
+    valid_hits, valid_support = hits[valid], support[valid]
+    pooled = worst_n_pooled_exact_rows if exact else worst_n_pooled_rows
+    value, chosen = pooled(valid_hits, valid_support, int(n))
+    worst_first = _by_recall(valid, valid_hits, valid_support, np.flatnonzero(chosen))
+    return MetricResult(float(value), worst_first, _empty_details(support))
+
+
+def worst_pair(pairwise_wins: np.ndarray, support: np.ndarray, *, balanced: bool = False) -> MetricResult:
+    """W2CA (Eq. 6 with n = 2) from the ``(C, C)`` pairwise wins (``[a, b]``: samples of
+    ``a`` for which ``a`` beats ``b``; the diagonal is ignored) and the ``(C,)`` supports, with
+    the conventions of :func:`worst_pair_accuracy`."""
+    valid = _valid_classes(support, at_least=2)
+    m = valid.shape[0]
+    if m == support.shape[0]:
+        wins, sup = pairwise_wins, support
+    else:
+        wins, sup = pairwise_wins[np.ix_(valid, valid)], support[valid]
+    value = pair_values(wins, wins.T, sup[:, None], sup[None, :], balanced=balanced)
+    value[np.tri(m, dtype=np.bool_)] = np.inf  # keep a < b only
+    flat = int(np.argmin(value))  # row-major first minimum -> lexicographically smallest
+    i, j = divmod(flat, m)
+    return MetricResult(float(value[i, j]), (int(valid[i]), int(valid[j])), _empty_details(support))
 
 
 # ------------------------------------------------------------------------- superclasses
@@ -318,10 +378,11 @@ def _validate_superclasses(superclasses: Mapping[Any, Sequence[int]], n_classes:
     return out
 
 
-def _worst_superclass(
+def worst_superclass(
     per_super: list[tuple[Any, int, int]],
 ) -> MetricResult:
-    """``per_super``: (name, hits, samples); min of hits/samples over non-empty ones."""
+    """WSupCA / WSupCR from ``per_super``: ``(name, hits, samples)`` per superclass, in the
+    mapping's order; the minimum of hits / samples over the superclasses with samples."""
     names = [name for name, _, _ in per_super]
     hits = np.array([h for _, h, _ in per_super], dtype=np.int64)
     counts = np.array([n for _, _, n in per_super], dtype=np.int64)
@@ -362,7 +423,7 @@ def worst_superclass_accuracy(
         (name, int(np.count_nonzero(hit)), int(rows.shape[0]))
         for name, (rows, hit) in zip((name for name, _ in groups), superclass_sample_hits(arr, stats.labels, groups))
     ]
-    return _worst_superclass(per_super)
+    return worst_superclass(per_super)
 
 
 def superclass_sample_hits(
@@ -401,24 +462,10 @@ def worst_superclass_recall(stats: ClassificationStats, superclasses: Mapping[An
     groups = _validate_superclasses(superclasses, stats.n_classes)
     hits = np.diagonal(stats.confusion)
     per_super = [(name, int(hits[idx].sum()), int(stats.support[idx].sum())) for name, idx in groups]
-    return _worst_superclass(per_super)
+    return worst_superclass(per_super)
 
 
 # ---------------------------------------------------------------------- worst n classes
-
-
-def _n_class_inputs(stats: ClassificationStats, n: Any, k: Any):
-    k = _check_k(k)
-    valid = _valid_classes(stats)
-    m = valid.shape[0]
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= m:
-        raise InputError(
-            f"expected an integer 1 <= n <= {m} (the number of classes with samples), got {n!r}",
-            field="n",
-        )
-    hits = _topk_hits(stats, k)[valid]
-    support = stats.support[valid]
-    return int(n), valid, hits, support
 
 
 def _by_recall(valid: np.ndarray, hits: np.ndarray, support: np.ndarray, pos: np.ndarray) -> tuple[int, ...]:
@@ -440,9 +487,7 @@ def worst_n_class_recall(stats: ClassificationStats, n: int, k: int = 1) -> Metr
     InputError) and counted in ``details["n_classes_without_samples"]``.
     ``classes`` are the ``n`` chosen class indices, worst first (by recall, then index).
     """
-    n, valid, hits, support = _n_class_inputs(stats, n, k)
-    value, chosen = worst_n_pooled_rows(hits, support, n)
-    return MetricResult(float(value), _by_recall(valid, hits, support, np.flatnonzero(chosen)), _empty_details(stats))
+    return worst_n_recall(_topk_hits(stats, _check_k(k)), stats.support, n)
 
 
 def worst_n_class_recall_exact(stats: ClassificationStats, n: int, k: int = 1) -> MetricResult:
@@ -464,9 +509,7 @@ def worst_n_class_recall_exact(stats: ClassificationStats, n: int, k: int = 1) -
     (``details["n_classes_without_samples"]``); ``1 <= n <= #classes with samples``.
     Non-decreasing in ``n``; ``W1CR = WCA``; ``W|C|CR = A`` when every class has samples.
     """
-    n, valid, hits, support = _n_class_inputs(stats, n, k)
-    value, chosen = worst_n_pooled_exact_rows(hits, support, n)
-    return MetricResult(float(value), _by_recall(valid, hits, support, np.flatnonzero(chosen)), _empty_details(stats))
+    return worst_n_recall(_topk_hits(stats, _check_k(k)), stats.support, n, exact=True)
 
 
 # -------------------------------------------------------------------------- worst pair
@@ -489,14 +532,4 @@ def worst_pair_accuracy(stats: ClassificationStats, *, balanced: bool = False) -
     the lexicographically smallest pair; ``classes == (a, b)``.  Vectorised over the
     ``C x C`` matrix.  Raises InputError if fewer than two classes have samples.
     """
-    valid = _valid_classes(stats, at_least=2)
-    m = valid.shape[0]
-    if m == stats.n_classes:
-        wins, sup = stats.pairwise_wins, stats.support
-    else:
-        wins, sup = stats.pairwise_wins[np.ix_(valid, valid)], stats.support[valid]
-    value = pair_values(wins, wins.T, sup[:, None], sup[None, :], balanced=balanced)
-    value[np.tri(m, dtype=np.bool_)] = np.inf  # keep a < b only
-    flat = int(np.argmin(value))  # row-major first minimum -> lexicographically smallest
-    i, j = divmod(flat, m)
-    return MetricResult(float(value[i, j]), (int(valid[i]), int(valid[j])), _empty_details(stats))
+    return worst_pair(stats.pairwise_wins, stats.support, balanced=balanced)

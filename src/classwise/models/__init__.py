@@ -6,8 +6,9 @@ checkpoint files with :mod:`classwise.models.pickled`) does not import torch.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from classwise._extras import import_module
 
 if TYPE_CHECKING:
     from classwise.models.architectures import ARCHITECTURES, architecture_options, build_model
@@ -28,5 +29,5 @@ __all__ = sorted(_LAZY)
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return getattr(import_module(_LAZY[name]), name)  # names the extra when torch & co. are missing
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,6 +16,9 @@ from classwise.errors import InputError
 class Normalize(nn.Module):
     """``(x - mean) / std`` per input channel, with the constants stored as buffers."""
 
+    mean: torch.Tensor  # (1, C, 1, 1) buffers, registered in __init__
+    std: torch.Tensor
+
     def __init__(self, mean: float | Sequence[float], std: float | Sequence[float], channels: int):
         super().__init__()
         mean_t = _per_channel(mean, channels, "mean")
@@ -30,7 +33,9 @@ class Normalize(nn.Module):
 
 
 def _per_channel(value: float | Sequence[float], channels: int, name: str) -> torch.Tensor:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, bool):  # an int to Python, but never a meant mean or std
+        raise InputError(f"expected one number or {channels} numbers, got {value!r}", field=name)
+    if isinstance(value, (int, float)):
         return torch.full((channels,), float(value))
     values = [float(v) for v in value]
     if len(values) != channels:

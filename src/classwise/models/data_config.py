@@ -91,18 +91,21 @@ class DataConfig:
     def from_timm(cls, config: Mapping[str, Any], *, origin: str = "") -> DataConfig:
         """From the dict that ``timm.data.resolve_data_config`` returns; ``resize_size`` follows
         timm's ``transforms_imagenet_eval`` (``floor(size / crop_pct)`` per edge)."""
-        input_size = tuple(int(v) for v in config["input_size"])
+        size = tuple(int(v) for v in config["input_size"])
+        if len(size) != 3:  # the message __post_init__ gives
+            raise InputError(f"expected (channels, height, width), got {size!r}", field="input_size")
+        channels, height, width = size
         crop_pct = float(config.get("crop_pct") or 0.875)
         crop_mode = str(config.get("crop_mode") or "center")
-        resize = tuple(math.floor(edge / crop_pct) for edge in input_size[1:])
+        resize = (math.floor(height / crop_pct), math.floor(width / crop_pct))
         return cls(
-            input_size=input_size,  # type: ignore[arg-type]
+            input_size=(channels, height, width),
             interpolation=str(config.get("interpolation") or "bilinear"),
             crop_pct=crop_pct,
             crop_mode=crop_mode,
             mean=tuple(config["mean"]),
             std=tuple(config["std"]),
-            resize_size=resize,  # type: ignore[arg-type]
+            resize_size=resize,
             origin=origin,
         )
 
@@ -210,7 +213,7 @@ def _resize_keep_ratio(image: Image.Image | torch.Tensor, target: tuple[int, int
     return F.resize(image, size, interpolation=mode, antialias=True)
 
 
-def _center_crop_or_pad(image: Image.Image | torch.Tensor, size: tuple[int, int], fill: Sequence[int] | int):
+def _center_crop_or_pad(image: Image.Image | torch.Tensor, size: tuple[int, int], fill: Sequence[float] | int):
     height, width = _size(image)
     crop_h, crop_w = size
     if crop_h > height or crop_w > width:
@@ -244,11 +247,11 @@ def preprocess_image(image: ImageLike, config: DataConfig) -> torch.Tensor:
             img = F.resize(img, resize[0], interpolation=mode, antialias=True)
         else:
             img = _resize_keep_ratio(img, resize, 0.0, mode)
-    fill: Sequence[int] | int = 0
+    fill: Sequence[float] | int = 0
     if config.crop_mode == "border":
         fill = [round(255 * v) for v in config.mean]
         if isinstance(img, torch.Tensor) and img.is_floating_point():
-            fill = [float(v) for v in config.mean]  # type: ignore[misc]
+            fill = [float(v) for v in config.mean]
     img = _center_crop_or_pad(img, (crop_h, crop_w), fill)
     if isinstance(img, Image.Image):
         array = np.asarray(img, dtype=np.uint8)

@@ -15,6 +15,7 @@ and retries network failures with exponential backoff, like ``downloads.download
 
 from __future__ import annotations
 
+import email.message
 import hashlib
 import http.client
 import logging
@@ -25,6 +26,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from classwise.atomic import atomic_path
 from classwise.data.downloads import (
@@ -82,11 +84,19 @@ def hash_prefix_from_url(url: str) -> str | None:
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Keep HEAD a HEAD: urllib would follow a redirect with a GET (downloading the file)."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         return None
 
 
-def _head(url: str, options: FetchOptions) -> tuple[int, http.client.HTTPMessage]:
+def _head(url: str, options: FetchOptions) -> tuple[int, email.message.Message]:
     """Status and headers of a HEAD request to ``url`` (redirects are not followed), retried."""
     opener = urllib.request.build_opener(_NoRedirect)
     request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"})

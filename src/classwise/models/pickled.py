@@ -13,6 +13,7 @@ import io
 import pickletools
 import zipfile
 from pathlib import Path
+from typing import IO
 
 __all__ = ["pickle_references", "pickled_model_class"]
 
@@ -25,7 +26,7 @@ _MODULE_STATE_KEYS = frozenset({"_modules", "_parameters"})
 _LEGACY_PICKLES = 4
 
 
-def _scan(stream: io.BufferedIOBase, found: list[str], strings: list[str]) -> None:
+def _scan(stream: IO[bytes], found: list[str], strings: list[str]) -> None:
     for opcode, argument, _ in pickletools.genops(stream):
         if opcode.name == "GLOBAL":
             module, _, name = str(argument).partition(" ")
@@ -50,7 +51,7 @@ def pickle_references(path: str | Path) -> tuple[list[str], set[str]]:
         else:
             with open(path, "rb") as handle:
                 for _ in range(_LEGACY_PICKLES):
-                    _scan(handle, found, strings)  # type: ignore[arg-type]
+                    _scan(handle, found, strings)
     except (OSError, zipfile.BadZipFile, ValueError, EOFError):
         pass  # a partial scan still names what it found; the loading job reports the rest
     return found, set(strings)

@@ -68,8 +68,9 @@ def strip_head(model: nn.Module) -> nn.Module:
     """``model`` without its classifier head (changed in place and returned): timm's
     ``reset_classifier(0)`` where the model has it, else its last ``nn.Linear`` replaced by
     ``nn.Identity``. A model without a linear layer raises :class:`InputError`."""
-    if callable(getattr(model, "reset_classifier", None)) and callable(getattr(model, "get_classifier", None)):
-        model.reset_classifier(0)
+    reset = getattr(model, "reset_classifier", None)
+    if callable(reset) and callable(getattr(model, "get_classifier", None)):
+        reset(0)
         return model
     linear = [name for name, module in model.named_modules() if isinstance(module, nn.Linear)]
     if not linear:
@@ -109,6 +110,8 @@ class PrototypeClassifier(nn.Module):
             )
         self.features = features
         self.register_buffer("prototypes", F.normalize(prototypes.detach().float(), dim=1))
+
+    prototypes: torch.Tensor  # a buffer (moves with the module), unit rows
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.normalize(self.features(x), dim=1) @ self.prototypes.T

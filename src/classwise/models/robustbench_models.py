@@ -24,7 +24,7 @@ import importlib.util
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from torch import nn
 
@@ -42,13 +42,30 @@ __all__ = ["DATASETS", "THREAT_MODELS", "build", "check_name", "data_config", "d
 
 DATASETS = ROBUSTBENCH_DATASETS
 THREAT_MODELS = ROBUSTBENCH_THREAT_MODELS
-_IMAGENET_PREPROCESSING: dict[str | None, dict[str, Any]] = {
-    "Res256Crop224": dict(input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bilinear"),
-    "BicubicRes256Crop224": dict(input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bicubic"),
-    "Res224": dict(input_size=(3, 224, 224), resize_size=(224, 224), crop_mode="squash", interpolation="bilinear"),
-    "Crop288": dict(input_size=(3, 288, 288), resize_size=None, crop_mode="none", interpolation="bilinear"),
+
+
+class _Geometry(NamedTuple):
+    """The input size, resize and crop of one named preprocessing."""
+
+    input_size: tuple[int, int, int]
+    resize_size: tuple[int, int] | None
+    crop_mode: str
+    interpolation: str
+
+
+_IMAGENET_PREPROCESSING: dict[str | None, _Geometry] = {
+    "Res256Crop224": _Geometry(input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bilinear"),
+    "BicubicRes256Crop224": _Geometry(
+        input_size=(3, 224, 224), resize_size=(256, 256), crop_mode="center", interpolation="bicubic"
+    ),
+    "Res224": _Geometry(input_size=(3, 224, 224), resize_size=(224, 224), crop_mode="squash", interpolation="bilinear"),
+    "Crop288": _Geometry(input_size=(3, 288, 288), resize_size=None, crop_mode="none", interpolation="bilinear"),
 }
 """RobustBench's named ImageNet preprocessings (``robustbench.data.PREPROCESSINGS``), as data configs."""
+
+#: RobustBench models take [0, 1] images and normalise them themselves.
+_IDENTITY_MEAN = (0.0, 0.0, 0.0)
+_IDENTITY_STD = (1.0, 1.0, 1.0)
 
 
 #: The robustbench modules classwise uses.
@@ -189,7 +206,6 @@ def data_config(spec: ModelSpec) -> DataConfig:
     use the resize/crop RobustBench names in its model zoo entry."""
     entry = _entry(spec)
     origin = f"robustbench {spec.dataset} {spec.threat_model} {spec.name} (the model normalises itself)"
-    identity = dict(mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
     if spec.dataset == "imagenet":
         name = entry.get("preprocessing", "Res256Crop224") if isinstance(entry, Mapping) else "Res256Crop224"
         if name not in _IMAGENET_PREPROCESSING:
@@ -199,22 +215,27 @@ def data_config(spec: ModelSpec) -> DataConfig:
                 field="name",
             )
         geometry = _IMAGENET_PREPROCESSING[name]
-        crop = geometry["input_size"][1]
-        resize = geometry["resize_size"]
+        crop = geometry.input_size[1]
+        resize = geometry.resize_size
         return DataConfig(
+            input_size=geometry.input_size,
+            interpolation=geometry.interpolation,
             crop_pct=crop / resize[0] if resize else 1.0,
+            crop_mode=geometry.crop_mode,
+            mean=_IDENTITY_MEAN,
+            std=_IDENTITY_STD,
+            resize_size=geometry.resize_size,
             origin=f"{origin}; preprocessing {name}",
-            **identity,
-            **geometry,
         )
     return DataConfig(
         input_size=(3, 32, 32),
         interpolation="bilinear",
         crop_pct=1.0,
         crop_mode="none",
+        mean=_IDENTITY_MEAN,
+        std=_IDENTITY_STD,
         resize_size=None,
         origin=origin,
-        **identity,
     )
 
 

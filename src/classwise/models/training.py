@@ -67,7 +67,7 @@ def fit(
     history: list[dict[str, float]] = []
     fork_devices = [target.index or 0] if target.type == "cuda" else []
     per_batch = steps_per_epoch is not None
-    total = epochs * int(steps_per_epoch) if per_batch else epochs  # type: ignore[arg-type]
+    total = epochs * int(steps_per_epoch) if steps_per_epoch is not None else epochs
     try:
         with torch.random.fork_rng(devices=fork_devices):
             torch.manual_seed(int(seed))
@@ -212,8 +212,8 @@ def _check_positive_int(value: Any, name: str, *, allow_zero: bool = False) -> N
 
 
 def _module_device(model: nn.Module) -> torch.device:
-    for tensor in model.parameters():
-        return tensor.device
-    for tensor in model.buffers():
-        return tensor.device
+    for parameter in model.parameters():
+        return parameter.device
+    for buffer in model.buffers():
+        return buffer.device
     return torch.device("cpu")

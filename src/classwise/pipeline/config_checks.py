@@ -22,10 +22,9 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
     import jsonschema
     import yaml
 
-    if not isinstance(schema, Mapping):
-        schema = yaml.safe_load(Path(schema).read_text(encoding="utf-8"))
-    validator_class = jsonschema.validators.validator_for(schema)
-    error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(config))
+    schema_map = schema if isinstance(schema, Mapping) else yaml.safe_load(Path(schema).read_text(encoding="utf-8"))
+    validator_class = jsonschema.validators.validator_for(schema_map)
+    error = jsonschema.exceptions.best_match(validator_class(schema_map).iter_errors(config))
     if error is None:
         return
     where = [str(part) for part in error.absolute_path]

@@ -40,6 +40,7 @@ __all__ = [
     "dataset_classes",
     "dataset_image_shape",
     "evaluated_models",
+    "evaluated_shifts",
     "model_outputs",
     "resolve_analyses",
     "resolve_views",
@@ -49,6 +50,8 @@ __all__ = [
 ANALYSIS_SHIFT_KEYS = {"subset_tests": "shift", "reference_tests": "reference", "extrapolation": "shift"}
 #: The shift kinds that need no images (on a dataset given by its labels alone, only these run).
 SHIFT_KINDS_WITHOUT_IMAGES = ("clean",)
+#: The shift kinds that evaluate other samples than the dataset's test split (published shift sets).
+SHIFT_KINDS_OF_OTHER_SAMPLES = ("dataset",)
 #: What a model with hard predictions only (no scores) goes without, for the notes.
 WITHOUT_SCORES = (
     "W2CA, WSupCA and the top-k metrics, the decisiveness metrics and reliability figure, and the "
@@ -75,6 +78,9 @@ class Plan:
 
     models: dict[str, list[str]]
     classes: dict[str, int | None]
+    #: Dataset -> every shift evaluated on it (``datasets.<name>.shifts``, default the shifts of
+    #: ``shifts:`` and the dataset's own shift sets), targeted attacks included.
+    shifts: dict[str, list[str]] = field(default_factory=dict)
     #: The classes that hold images (fewer than ``classes`` when a folder holds part of a label space).
     classes_with_images: dict[str, int | None] = field(default_factory=dict)
     #: (dataset, label view) -> the shifts its metric tables cover; ``original`` included.
@@ -93,13 +99,45 @@ class Plan:
         return [model for model in self.models[dataset] if not any((dataset, model, s) in self.hard_predictions for s in shifts)]
 
 
-def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: str = "config") -> Plan:
+def evaluated_shifts(
+    config: Mapping[str, Any], shifts: Mapping[str, Any], shift_sets: Mapping[str, Mapping[str, Any]], *, source: str = "config"
+) -> dict[str, list[str]]:
+    """Dataset -> the shifts evaluated on it. ``shifts`` are every shift of the config (name ->
+    spec), ``shift_sets`` each dataset's published shifts (:func:`classwise.data.shift_sets.expand_shift_sets`).
+    A dataset's ``shifts`` list may name the shifts of ``shifts:`` and its own shift sets only."""
+    evaluated = {}
+    for name, dataset in config["datasets"].items():
+        own = list(shift_sets.get(name, {}))
+        on_the_fly = [shift for shift, spec in shifts.items() if spec.kind != "dataset"]
+        if "shifts" not in dataset:
+            evaluated[name] = [*on_the_fly, *own]
+            continue
+        foreign = [shift for shift in dataset["shifts"] if shift not in on_the_fly and shift not in own]
+        if foreign:
+            raise InputError(
+                f"names shift {foreign[0]!r}, a shift set of another dataset; expected some of {[*on_the_fly, *own]}",
+                path=source,
+                field=f"datasets.{name}.shifts",
+            )
+        evaluated[name] = list(dataset["shifts"])
+    return evaluated
+
+
+def check_runs(
+    config: Mapping[str, Any],
+    *,
+    shifts: Mapping[str, Any],
+    source: str = "config",
+    shift_sets: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Plan:
     """Raise :class:`InputError` for a model that cannot run where the config sends it; return
-    the models and class counts per dataset. ``shifts`` are the expanded shifts (name -> spec)."""
+    the models, class counts and shifts per dataset. ``shifts`` are the expanded shifts (name ->
+    spec), ``shift_sets`` each dataset's published shifts (see :func:`evaluated_shifts`)."""
     datasets, models = config["datasets"], config["models"]
     plan = Plan(
         models=evaluated_models(config),
         classes={name: dataset_classes(name, dataset) for name, dataset in datasets.items()},
+        shifts=evaluated_shifts(config, shifts, shift_sets or {}, source=source),
         classes_with_images={name: dataset_classes_with_images(name, dataset) for name, dataset in datasets.items()},
         with_images={name: has_images(dataset) for name, dataset in datasets.items()},
     )
@@ -113,10 +151,10 @@ def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: 
                 path=source,
                 field=f"datasets.{dataset}.models",
             )
-        _check_without_images(dataset, datasets[dataset], names, models, shifts, source)
+        _check_without_images(dataset, datasets[dataset], plan.shifts[dataset], names, models, shifts, source)
         for model in names:
             _check_fit(model, models[model], dataset, datasets, plan.classes, source)
-        _check_targets(dataset, datasets[dataset], shifts, plan.classes[dataset], source)
+        _check_targets(dataset, plan.shifts[dataset], shifts, plan.classes[dataset], source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
         _find_hard_predictions(plan, config, dataset, shifts, source)
     return plan
@@ -125,16 +163,29 @@ def check_runs(config: Mapping[str, Any], *, shifts: Mapping[str, Any], source: 
 def _check_without_images(
     dataset: str,
     dataset_cfg: Mapping[str, Any],
+    evaluated: Sequence[str],
     names: Sequence[str],
     models: Mapping[str, Mapping[str, Any]],
     shifts: Mapping[str, Any],
     source: str,
 ) -> None:
-    """On a dataset given by its labels alone, no model can run and no shift can perturb an image."""
+    """On a dataset given by its labels alone, no model can run and no shift can perturb an
+    image; a model given by files of its outputs reads no published shift set (other samples)."""
+    from_files = [model for model in names if model_source(models[model]).cached_by != "infer"]
+    other_samples = [name for name in evaluated if shifts[name].kind in SHIFT_KINDS_OF_OTHER_SAMPLES]
+    if from_files and other_samples:
+        raise InputError(
+            f"model {from_files[0]!r} gives its outputs from files, and shift {other_samples[0]!r} is a published "
+            f"shift set (other samples than the dataset's); evaluate the model's outputs on that set as a dataset of "
+            f"its own (source: labels), leaving the shift out with datasets.{dataset}.shifts or the model with "
+            f"datasets.{dataset}.models",
+            path=source,
+            field=f"datasets.{dataset}.shifts",
+        )
     if has_images(dataset_cfg):
         return
     what = f"dataset {dataset!r} (source {dataset_cfg.get('source')}) has labels, no images"
-    running = [model for model in names if model_source(models[model]).cached_by == "infer"]
+    running = [model for model in names if model not in from_files]
     if running:
         raise InputError(
             f"model {running[0]!r} (source {models[running[0]].get('source', 'train')}) runs on images, and {what}; "
@@ -143,7 +194,7 @@ def _check_without_images(
             path=source,
             field=f"datasets.{dataset}.models",
         )
-    for name in dataset_cfg.get("shifts", list(shifts)):
+    for name in evaluated:
         if shifts[name].kind not in SHIFT_KINDS_WITHOUT_IMAGES:
             raise InputError(
                 f"shift {name!r} ({shifts[name].kind}) perturbs images, and {what}; evaluate only "
@@ -153,12 +204,11 @@ def _check_without_images(
             )
 
 
-def _evaluated_shifts(config: Mapping[str, Any], dataset: str, model: str, shifts: Mapping[str, Any]) -> list[str]:
+def _evaluated_shifts(plan: Plan, config: Mapping[str, Any], dataset: str, model: str, shifts: Mapping[str, Any]) -> list[str]:
     """The shifts whose outputs of ``model`` on ``dataset`` the workflow reads: the untargeted
     shifts, and the targeted attacks for the models of ``robustness.targeted_models``."""
     targeted_models = (config.get("robustness") or {}).get("targeted_models") or []
-    evaluated = config["datasets"][dataset].get("shifts", list(shifts))
-    return [name for name in evaluated if "target" not in shifts[name].params or model in targeted_models]
+    return [name for name in plan.shifts[dataset] if "target" not in shifts[name].params or model in targeted_models]
 
 
 def _find_hard_predictions(plan: Plan, config: Mapping[str, Any], dataset: str, shifts: Mapping[str, Any], source: str) -> None:
@@ -167,7 +217,7 @@ def _find_hard_predictions(plan: Plan, config: Mapping[str, Any], dataset: str, 
         entry = config["models"][model]
         hard = [
             shift
-            for shift in _evaluated_shifts(config, dataset, model, shifts)
+            for shift in _evaluated_shifts(plan, config, dataset, model, shifts)
             if not model_source(entry).has_scores(model, entry, dataset, shift, source)
         ]
         plan.hard_predictions.update((dataset, model, shift) for shift in hard)
@@ -200,12 +250,10 @@ def _check_fit(
     model_source(model).check_fit(model_name, model, dataset, datasets, hint, source)
 
 
-def _check_targets(
-    dataset: str, dataset_cfg: Mapping[str, Any], shifts: Mapping[str, Any], classes: int | None, source: str
-) -> None:
+def _check_targets(dataset: str, evaluated: list[str], shifts: Mapping[str, Any], classes: int | None, source: str) -> None:
     if classes is None:
         return
-    for name in dataset_cfg.get("shifts", list(shifts)):
+    for name in evaluated:
         target = shifts[name].params.get("target") if name in shifts else None
         if target is not None and int(target) >= classes:
             raise InputError(
@@ -242,11 +290,13 @@ def resolve_views(
     """Fill ``plan.view_shifts``. The original labels cover every untargeted shift of a dataset
     (targeted attacks feed the targeted-success analysis, not the metric tables); another view
     covers its ``shifts``, whose default ``[clean]`` becomes the original's shifts when clean is
-    not evaluated on the dataset. A confident-learning view needs its reference model's clean
-    probabilities on the dataset."""
+    not evaluated on the dataset. A view labels the dataset's own samples, so it never covers a
+    natural-shift set (samples of its own) or a class-subset shift (other label indices). A
+    confident-learning view needs its reference model's clean probabilities on the dataset."""
     for dataset, dataset_cfg in config["datasets"].items():
-        evaluated = list(dataset_cfg.get("shifts", list(shifts)))
+        evaluated = plan.shifts.get(dataset) or list(dataset_cfg.get("shifts", list(shifts)))
         untargeted = [name for name in evaluated if "target" not in shifts[name].params]
+        viewable = [name for name in untargeted if _labels_apply(shifts[name])]
         plan.view_shifts[(dataset, "original")] = untargeted
         for view, view_cfg in dataset_cfg.get("label_views", {}).items():
             where = f"datasets.{dataset}.label_views.{view}"
@@ -281,14 +331,28 @@ def resolve_views(
                     path=source,
                     field=f"{where}.shifts",
                 )
+            elsewhere = [name for name in covered if name not in viewable]
+            if user_set and elsewhere:
+                raise InputError(
+                    f"names shift {elsewhere[0]!r}, a published set with samples or classes of its own, which the view's "
+                    f"labels of dataset {dataset!r} do not cover; expected some of {viewable}",
+                    path=source,
+                    field=f"{where}.shifts",
+                )
             if not user_set and not set(covered) <= set(untargeted):
-                covered = untargeted
+                covered = viewable
                 plan.notes.append(
                     f"label view {view} of {dataset}: evaluated on {covered}, since its default shift "
                     "'clean' is not evaluated on the dataset"
                 )
             plan.view_shifts[(dataset, view)] = covered
     return plan
+
+
+def _labels_apply(spec: Any) -> bool:
+    """Whether the dataset's own labels (a label view) apply to a shift: its samples are the
+    dataset's (not a natural-shift set) in the full label space (not a class subset)."""
+    return bool(getattr(spec, "paired", True)) and not bool(getattr(spec, "restricted", False))
 
 
 def resolve_analyses(
@@ -328,8 +392,9 @@ def resolve_analyses(
                 continue
             if section == "extrapolation":
                 with_images = plan.classes_with_images.get(dataset, plan.classes[dataset])
-                settings = _resolve_k1(settings, "k1" in user, dataset, with_images, plan.notes, source)
-            resolved[section] = settings
+                resolved[section] = _resolve_k1(settings, "k1" in user, dataset, with_images, plan.notes, source)
+            else:
+                resolved[section] = settings
         for section in ANALYSIS_SHIFT_KEYS:  # the models each analysis runs for
             resolved[section] = _resolve_models(plan, section, resolved[section], dataset, list(shifts))
         plan.analyses[dataset] = resolved

@@ -237,13 +237,13 @@ def _table_directive() -> type:
             for cells in preview.rows:
                 body += _row(cells)
             group += body
-            result = [table]
+            result: list[nodes.Element] = [table]
             note = preview_note(preview)
             if note:
                 result.append(nodes.paragraph(text=note))
             return result
 
-    def _row(cells: Sequence[str]) -> object:
+    def _row(cells: Sequence[str]) -> nodes.row:
         row = nodes.row()
         for text in cells:
             entry = nodes.entry()

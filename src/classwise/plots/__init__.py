@@ -14,10 +14,15 @@ through :func:`classwise.atomic.atomic_path`, so a failed save leaves no file be
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from matplotlib.figure import Figure
-
+from classwise._extras import require
 from classwise.atomic import atomic_path
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+require("matplotlib", extra="pipeline", feature="classwise.plots")
 
 #: Tick labels are drawn for at most this many classes.
 MAX_LABELLED_CLASSES = 50

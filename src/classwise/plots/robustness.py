@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -115,7 +116,7 @@ def plot_classwise_robustness(
                 ax.set_ylabel(label)
             if offset == 0:
                 ax.set_title(shift, fontsize=9)
-    legend: dict[str, object] = {}  # one entry per model, even if some shift lacks a model
+    legend: dict[str, Artist] = {}  # one entry per model, even if some shift lacks a model
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(label, handle)

@@ -6,8 +6,9 @@ The names below are imported on first use, so that the workflow's DAG build (whi
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from classwise._extras import import_module
 
 if TYPE_CHECKING:
     from classwise.shifts.corruptions import (
@@ -39,5 +40,5 @@ __all__ = sorted(_LAZY)
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return getattr(import_module(_LAZY[name]), name)  # names the extra when torch & co. are missing
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

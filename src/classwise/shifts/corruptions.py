@@ -20,7 +20,6 @@ corruption, severity and seed always give the same pixels.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from classwise._extras import import_module
 from classwise.errors import InputError
 from classwise.shifts.severity import check_severity
 
@@ -41,7 +41,7 @@ else:
         registry's names at DAG-build time, and albumentations imports torch (seconds)."""
 
         def __getattr__(self, name: str) -> Any:
-            return getattr(importlib.import_module(self.__name__), name)
+            return getattr(import_module(self.__name__), name)  # names the extra when it is missing
 
     A = _ImportedOnUse("albumentations")
 

@@ -19,7 +19,7 @@ from torch import nn
 from classwise.errors import InputError
 
 Norm = Literal["linf", "l2"]
-NORMS: tuple[str, ...] = ("linf", "l2")
+NORMS: tuple[Norm, ...] = ("linf", "l2")
 _TINY = 1e-12
 
 
@@ -131,7 +131,7 @@ def pgd_attack(
             return clean.to(home)
         labels = labels.detach().to(device=device, dtype=torch.long).clone()
         targeted = targets is not None
-        goal = targets.detach().to(device=device, dtype=torch.long).clone() if targeted else labels
+        goal = targets.detach().to(device=device, dtype=torch.long).clone() if targets is not None else labels
         if goal.shape != labels.shape:
             raise InputError(f"targets {tuple(goal.shape)} do not match labels {tuple(labels.shape)}", field="targets")
 

@@ -11,8 +11,8 @@ from typing import Any, Literal
 from classwise.errors import InputError
 from classwise.shifts.severity import DEFAULT_SEVERITIES, check_severity
 
-ShiftKind = Literal["clean", "corruption", "pgd"]
-SHIFT_KINDS: tuple[str, ...] = ("clean", "corruption", "pgd")
+ShiftKind = Literal["clean", "corruption", "pgd", "dataset"]
+SHIFT_KINDS: tuple[str, ...] = ("clean", "corruption", "pgd", "dataset")
 PGD_NORMS: tuple[str, ...] = ("linf", "l2")
 PGD_DEFAULTS: dict[str, Any] = {"steps": 10, "random_start": True}
 """``step_size`` defaults to ``2.5 * eps / steps`` (Madry et al.) when not given."""
@@ -26,6 +26,10 @@ class ShiftSpec:
     * ``kind="corruption"``: ``params == {"corruption": str, "severity": int}``.
     * ``kind="pgd"``: ``params == {"norm": "linf"|"l2", "eps": float, "steps": int,
       "step_size": float, "random_start": bool}``.
+    * ``kind="dataset"``: a published shift set, images read from its files
+      (:mod:`classwise.data.shift_sets`): ``params`` hold ``family``, ``set``, ``root``, the
+      family's own keys (``corruption``, ``severity``, ``variant``, ...), ``paired`` and
+      ``restricted``.
     """
 
     name: str
@@ -63,6 +67,17 @@ class ShiftSpec:
             raise InputError(f"shift specification lacks {exc.args[0]!r}", field=str(exc.args[0])) from None
 
     from_dict = from_json
+
+    @property
+    def paired(self) -> bool:
+        """Whether the images are the base dataset's own samples (same sample ids): every shift
+        made on the fly, and published corrupted copies."""
+        return self.kind != "dataset" or bool(self.params.get("paired"))
+
+    @property
+    def restricted(self) -> bool:
+        """Whether the logits hold only a class subset's columns (ImageNet-R, ImageNet-A)."""
+        return self.kind == "dataset" and bool(self.params.get("restricted"))
 
     @property
     def corruption(self) -> str:

@@ -323,6 +323,7 @@ def reference_tests_step(
     (it is what :func:`reference_summary_step` reads back); the Markdown/LaTeX table the
     readable ones.
     """
+    from classwise.testsuites.classification import check_label_set
     from classwise.testsuites.reference import reference_report
 
     sets = {}
@@ -342,7 +343,7 @@ def reference_tests_step(
         thresholds=thresholds,
         n_bins=int(n_bins),
         min_bin_count=int(min_bin_count),
-        label_set=label_set,
+        label_set=check_label_set(label_set),
     )
     counts = report["status"].value_counts().to_dict()
     log.info("%d tests: %s", len(report), counts)
@@ -585,7 +586,7 @@ def extrapolation_step(
     softmax would not). Writes the RMSE table (one block of rows per ``k1``), every curve
     (``curves_path``) and the Figure-3-shaped figure.
     """
-    from classwise.extrapolation.rroc import with_images_only
+    from classwise.extrapolation.rroc import check_ties, with_images_only
     from classwise.extrapolation.simulation import evaluate_methods
 
     if "cleanex" in methods:  # the other methods do not use torch
@@ -611,6 +612,7 @@ def extrapolation_step(
         )
     if view.kind != "logits":
         log.warning("extrapolating from probabilities: the method assumes marginal scores such as logits")
+    checked_ties = check_ties(ties)
     evaluations = [
         evaluate_methods(
             scores,
@@ -621,7 +623,7 @@ def extrapolation_step(
             int(seed),
             methods=tuple(methods),
             cleanex_steps=int(cleanex_steps),
-            ties=ties,
+            ties=checked_ties,
             device=device,
             progress=progress,
         )
@@ -748,7 +750,7 @@ def simulation_step(
     document = benchmark.to_json()
     # CleaneX's sums are reduced in a thread-count-dependent order: the last digits of its
     # RMSEs depend on the threads as well as on the seed.
-    document["settings"]["threads"] = None if threads is None else int(threads)
+    document["settings"] = {**benchmark.settings, "threads": None if threads is None else int(threads)}
     document["rmse_per_repetition"] = {
         str(k1): evaluation.rmse[["repetition", "method", "rmse"]].to_dict(orient="records")
         for k1, evaluation in benchmark.evaluations.items()

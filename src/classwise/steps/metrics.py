@@ -85,6 +85,10 @@ def worst_class_step(
     listed under ``skipped`` with why (and the per-class top-k recall is empty)."""
     view = load_view(logits_path, label_view, view_labels_path, hard_predictions=True)
     n_classes = view.scores.shape[1]
+    if superclasses and view.class_indices is not None:  # a class-subset shift: its own columns
+        from classwise.class_subsets import restrict_superclasses
+
+        superclasses = restrict_superclasses(superclasses, view.class_indices)
     groups = validate_superclasses(superclasses, n_classes, path="config") if superclasses else None
     ranked = argmax_scores(view.scores, view.kind)
     stats = compute_stats(ranked, view.labels, n_classes=n_classes)

@@ -44,7 +44,8 @@ def train_step(
     from classwise.models.training import train_model
 
     train = load_split(dict(dataset_cfg), "train", name=dataset_name)
-    input_shape = tuple(int(d) for d in train.images.shape[1:])
+    _, channels, height, width = train.images.shape  # an ImageSet's images are (N, C, H, W)
+    input_shape = (int(channels), int(height), int(width))
     options = dict(model_cfg.get("options", {}))
     model = build_model(
         model_cfg["architecture"],
@@ -242,7 +243,9 @@ def infer_step(
     Image-file datasets are decoded batch by batch with the model's own resize, crop and
     interpolation (its resolved data config, recorded in the sidecar); the perturbation of each
     sample is seeded by its id, so batching never changes the logits. ``threads`` caps torch's
-    intra-op threads (the job's Snakemake threads).
+    intra-op threads (the job's Snakemake threads). A published shift set (``kind="dataset"``,
+    :mod:`classwise.data.shift_sets`) is read from its own files with the dataset's labels; one
+    restricted to a class subset keeps only the subset's logits (:mod:`classwise.class_subsets`).
 
     Faults stop the job with an :class:`InputError` and write nothing: in-memory images of another
     shape than a classwise checkpoint takes, a model with another number of outputs than the
@@ -255,9 +258,16 @@ def infer_step(
     from classwise.inference import predict_logits, resolve_device
     from classwise.shifts.spec import ShiftSpec
 
-    evaluation = open_split(dict(dataset_cfg), "test", name=dataset_name)
-    model, model_meta, data_config = load_inference_model(model_name, model_cfg or {"source": "train"}, checkpoint_path, device)
     spec = ShiftSpec(name=shift["name"], kind=shift["kind"], params=dict(shift["params"]))
+    subset = None
+    if spec.kind == "dataset":  # a published shift set of this dataset: its own images
+        from classwise.data.shift_sets import open_shift
+
+        opened = open_shift(spec, dict(dataset_cfg), dataset=dataset_name)
+        evaluation, subset = opened.images, opened.classes
+    else:
+        evaluation = open_split(dict(dataset_cfg), "test", name=dataset_name)
+    model, model_meta, data_config = load_inference_model(model_name, model_cfg or {"source": "train"}, checkpoint_path, device)
     resolved_device = resolve_device(device)
     weights = None if checkpoint_path is None else str(checkpoint_path)
     _check_input_shape(evaluation, model_name, model_meta, data_config, weights, dataset_name)
@@ -275,6 +285,12 @@ def infer_step(
     if not logits:
         raise InputError("the evaluation set has no readable images", field=f"datasets.{dataset_name}")
     skipped = [{"sample_id": s.sample_id, "path": str(s.path), "reason": s.reason} for s in getattr(evaluation, "skipped", [])]
+    scores, label_array, class_names = np.concatenate(logits), np.concatenate(labels), np.asarray(evaluation.class_names)
+    if subset is not None:  # restricted to the set's classes before any argmax (classwise.class_subsets)
+        from classwise.class_subsets import restrict_to_classes
+
+        scores, label_array = restrict_to_classes(scores, label_array, subset)
+        class_names = class_names[subset]
     metadata = {
         "dataset": {"name": dataset_name, **_json_safe(dict(dataset_cfg))},
         "model": model_meta,
@@ -285,6 +301,7 @@ def infer_step(
             "data_config": None if data_config is None else data_config.to_dict(),
         },
         "shift": spec.to_json(),
+        **({} if subset is None else {"class_subset": {"class_indices": subset.tolist(), "of": len(evaluation.class_names)}}),
         "seed": seed,
         "device": resolved_device.type,
         "skipped_images": skipped,
@@ -292,11 +309,12 @@ def infer_step(
     }
     save_logits(
         logits_path,
-        logits=np.concatenate(logits),
-        labels=np.concatenate(labels),
+        logits=scores,
+        labels=label_array,
         sample_ids=np.concatenate(sample_ids),
-        class_names=np.asarray(evaluation.class_names),
+        class_names=class_names,
         metadata=metadata,
+        class_indices=subset,
     )
 
 

@@ -26,6 +26,19 @@ def prepare_dataset_step(*, dataset_name: str, dataset_cfg: Mapping[str, Any], m
     write_json(marker_path, {"dataset": dataset_name, "prepared": str(prepared), "config": dict(dataset_cfg)})
 
 
+def prepare_shift_set_step(
+    *, dataset_name: str, key: str, archive: str, entry: Mapping[str, Any], marker_path: str | Path
+) -> None:
+    """Download, verify and unpack one file of a published shift set
+    (``datasets.<dataset>.shift_sets.<key>``); the marker (its url and sha256, where it went) is
+    written last."""
+    from classwise.atomic import write_json
+    from classwise.data.shift_sets import prepare_shift_set
+
+    records = prepare_shift_set(entry, dataset=dataset_name, key=key, files=[archive])
+    write_json(marker_path, {"dataset": dataset_name, "shift_set": key, "files": records})
+
+
 def download_label_files_step(*, names: list[str], dest_dir: str | Path) -> None:
     """Fetch the public label-errors files the cleaned views are built from."""
     from classwise.labels.views import download_label_files

@@ -77,8 +77,10 @@ from classwise.validation import check_probabilities as _check_probability_rows
 __all__ = [
     "HIGHER_IS_BETTER",
     "SUBSET_METRICS",
+    "LABEL_SETS",
     "LabelSet",
     "SubsetEvaluator",
+    "check_label_set",
     "check_labels",
     "check_probabilities",
     "classification_metrics",
@@ -87,6 +89,7 @@ __all__ = [
 ]
 
 LabelSet = Literal["present", "all"]
+LABEL_SETS: tuple[LabelSet, ...] = ("present", "all")
 
 #: Metrics of the subset performance tests, in report order.
 SUBSET_METRICS: tuple[str, ...] = (
@@ -162,6 +165,13 @@ def positive_prediction_rates(predictions: np.ndarray, n_classes: int) -> np.nda
     return np.bincount(pred, minlength=n_classes)[:n_classes] / pred.size
 
 
+def check_label_set(label_set: object) -> LabelSet:
+    """``label_set`` if it is ``"present"`` or ``"all"``, else :class:`InputError`."""
+    if label_set not in LABEL_SETS:
+        raise InputError(f"label_set must be 'present' or 'all', got {label_set!r}", field="label_set")
+    return label_set
+
+
 class SubsetEvaluator:
     """Metrics of many subsets (rows of an index matrix) of one ``(probs, labels)`` set.
 
@@ -204,9 +214,7 @@ class SubsetEvaluator:
             self.predictions = np.argmax(p, axis=1).astype(np.int64)
         else:
             self.predictions = check_labels(predictions, n, c, field="predictions")
-        if label_set not in ("present", "all"):
-            raise InputError(f"label_set must be 'present' or 'all', got {label_set!r}", field="label_set")
-        self.label_set: LabelSet = label_set
+        self.label_set: LabelSet = check_label_set(label_set)
         self.unconfidence = 1.0 - p.max(axis=1)
         self._classes = np.unique(self.labels)
         self._auc_codes, self._n_distinct = _auc_codes(p, self.labels, self._classes)

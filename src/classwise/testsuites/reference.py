@@ -421,9 +421,10 @@ def summarise_reports(reports: pd.DataFrame | Sequence[pd.DataFrame], by: Sequen
         key = key if isinstance(key, tuple) else (key,)
         row: dict[str, object] = dict(zip(keys, key, strict=True))
         row["n_tests"] = len(group)
+        counts = {s: int((group["status"] == s).sum()) for s in STATUSES}
         for s in STATUSES:
-            row[f"n_{s}"] = int((group["status"] == s).sum())
-        present = [s for s in STATUSES if row[f"n_{s}"] > 0]
+            row[f"n_{s}"] = counts[s]
+        present = [s for s in STATUSES if counts[s] > 0]
         row["status"] = present[0] if present else "skipped"
         tag = group["evaluation"].astype(str) + ":" + group["metric"].astype(str)
         row["failed"] = ", ".join(tag[group["status"] == "fail"])

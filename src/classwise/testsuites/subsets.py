@@ -104,7 +104,8 @@ def _is_categorical(values: pd.Series) -> bool:
 
 
 def split_feature(
-    values: pd.Series | np.ndarray | Sequence[object],
+    # list or tuple rather than any Sequence: a str is a Sequence too, and would be one value
+    values: pd.Series | np.ndarray | list[object] | tuple[object, ...],
     *,
     name: str = "feature",
     n_quantiles: int = 4,

@@ -32,6 +32,7 @@ __all__ = [
     "DatasetSource",
     "Split",
     "check_dataset_paths",
+    "dataset_class_ids",
     "dataset_classes",
     "dataset_classes_with_images",
     "dataset_image_shape",
@@ -95,9 +96,17 @@ def dataset_image_shape(dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
 def job_parameters(dataset: Mapping[str, Any]) -> dict[str, Any]:
     """A dataset's config as a job's parameters: keys sorted (reordering a config is no change
     that reruns jobs), plus what the source adds (for the digits, the version of the split's
-    convention, so that Snakemake reruns every job that saw a split made under another one)."""
+    convention, so that Snakemake reruns every job that saw a split made under another one).
+    ``shift_sets`` are left out: each is a shift of its own, and adding one must not rerun the
+    dataset's other inference jobs."""
     source = DATASET_SOURCES.get(str(dataset.get("source")), _UNKNOWN)
-    return source.job_parameters(dataset)
+    return source.job_parameters({key: value for key, value in dataset.items() if key != "shift_sets"})
+
+
+def dataset_class_ids(dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The class identifiers (ImageNet wnids) of a configured dataset, from at most a listing."""
+    source = DATASET_SOURCES.get(str(dataset.get("source")))
+    return None if source is None else source.class_ids(dataset)
 
 
 def input_files(dataset: Mapping[str, Any]) -> list[str]:

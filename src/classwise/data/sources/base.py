@@ -48,6 +48,11 @@ class DatasetSource(Protocol):
         """(channels, height, width) of a set held in memory at its own size, else None."""
         ...
 
+    def class_ids(self, dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The identifiers of the classes in label order that shift sets name their class
+        folders after (ImageNet wnids), from at most a directory listing; None where unknown."""
+        ...
+
     def job_parameters(self, dataset: Mapping[str, Any]) -> dict[str, Any]:
         """The entry as a job's parameters: whatever change must rerun the jobs that read it."""
         ...
@@ -87,9 +92,12 @@ class BaseDatasetSource:
         return None
 
     def classes_with_images(self, dataset: Mapping[str, Any]) -> int | None:
-        return self.classes(dataset)  # type: ignore[attr-defined]
+        return self.classes(dataset)
 
     def image_shape(self, dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
+        return None
+
+    def class_ids(self, dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
         return None
 
     def job_parameters(self, dataset: Mapping[str, Any]) -> dict[str, Any]:
@@ -102,8 +110,9 @@ class BaseDatasetSource:
     def input_files(self, dataset: Mapping[str, Any]) -> list[str]:
         return []
 
-    def load_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
-        opened = self.open_split(dataset, split, name)  # type: ignore[attr-defined]
+    # a mixin: the concrete source that inherits this is the DatasetSource (with open_split)
+    def load_split(self: DatasetSource, dataset: Mapping[str, Any], split: Split, name: str) -> ImageSet:
+        opened = self.open_split(dataset, split, name)
         return opened if isinstance(opened, ImageSet) else opened.to_imageset()
 
     def prepare(self, dataset: Mapping[str, Any], name: str) -> Path:

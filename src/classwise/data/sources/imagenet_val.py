@@ -15,6 +15,13 @@ class ImagenetValSource(UserDirectorySource):
     def classes(self, dataset: Mapping[str, Any]) -> int | None:
         return 1000 if dataset.get("label_space") == "imagenet1k" else None
 
+    def class_ids(self, dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
+        from classwise.data.imagefolder import imagenet_val_class_ids
+
+        return imagenet_val_class_ids(
+            dataset["root"], layout=dataset.get("layout", "auto"), label_space=dataset.get("label_space", "found")
+        )
+
     def classes_with_images(self, dataset: Mapping[str, Any]) -> int | None:
         """The wnid folders found (``root/<wnid>`` or ``root/val/<wnid>``); a flat layout's
         classes need the devkit, so the label space's count stands for them."""

@@ -159,7 +159,12 @@ class ZooSource:
         return None
 
     def inference_model(
-        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+        # a mixin: the concrete source that inherits this is the ModelSource
+        self: ModelSource,
+        model: str,
+        entry: Mapping[str, Any],
+        weights: str | Path | None,
+        device: str,
     ) -> tuple[Any, dict[str, Any], Any]:
         from classwise.models.loading import load_with_source
 
@@ -216,6 +221,12 @@ class PipelineSource(ZooSource):
 
     def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
         raise InputError(f"models with source {self.name!r} are trained by the pipeline, not downloaded", field="source")
+
+    def trained_weights(self, model: str, weights: str | Path | None) -> str | Path:
+        """The weights file infer was given: the pipeline's trained model (see :meth:`weights_input`)."""
+        if weights is None:
+            raise InputError(f"model {model!r} (source {self.name!r}) has no trained weights file", field=f"models.{model}")
+        return weights
 
 
 def parse_entry(

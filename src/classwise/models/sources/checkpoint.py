@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class CheckpointSource(ZooSource):
     name = "checkpoint"
     plain_file = True
-    user_files = ("path",)
+    user_files: tuple[str, ...] = ("path",)  # as the protocol declares it (a bare tuple is tuple[str])
 
     def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
         check_keys(
@@ -177,7 +177,7 @@ def classwise_checkpoint(spec: ModelSpec, path: Path) -> tuple[nn.Module, DataCo
         )
     channels = int(meta["input_shape"][0])
     config = DataConfig(
-        input_size=tuple(meta["input_shape"]),  # type: ignore[arg-type]
+        input_size=tuple(meta["input_shape"]),  # DataConfig checks it holds (C, H, W)
         interpolation="bilinear",
         crop_pct=1.0,
         crop_mode="none",

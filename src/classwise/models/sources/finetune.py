@@ -37,7 +37,7 @@ class FinetuneSource(PipelineSource):
     ) -> tuple[Any, dict[str, Any], Any]:
         from classwise.models.finetune import load_finetuned
 
-        loaded, meta, data_config = load_finetuned(weights, device=device, key=model)  # type: ignore[arg-type]
+        loaded, meta, data_config = load_finetuned(self.trained_weights(model, weights), device=device, key=model)
         return loaded, {"name": model, "checkpoint": str(weights), **json_safe(meta)}, data_config
 
 

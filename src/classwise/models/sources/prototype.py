@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from classwise.errors import InputError
 from classwise.models import spec as _spec
-from classwise.models.sources.base import PipelineSource, json_safe
+from classwise.models.sources.base import ModelSource, PipelineSource, json_safe
 from classwise.models.sources.checkpoint import SOURCE as CHECKPOINT
 from classwise.models.sources.timm import SOURCE as TIMM
 from classwise.models.sources.torchvision import SOURCE as TORCHVISION
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 #: The sources a backbone may come from (each gives an architecture that can be rebuilt from
 #: its name alone, so the prototype file holds everything inference needs).
-BACKBONE_SOURCES = {"timm": TIMM, "torchvision": TORCHVISION, "checkpoint": CHECKPOINT}
+BACKBONE_SOURCES: dict[str, ModelSource] = {"timm": TIMM, "torchvision": TORCHVISION, "checkpoint": CHECKPOINT}
 
 
 def parse_backbone(entry: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:

@@ -50,7 +50,7 @@ class TrainSource(PipelineSource):
     ) -> tuple[Any, dict[str, Any], Any]:
         from classwise.models.checkpoint import load_checkpoint
 
-        loaded, meta = load_checkpoint(weights)  # type: ignore[arg-type]
+        loaded, meta = load_checkpoint(self.trained_weights(model, weights))
         return loaded, {"name": model, "checkpoint": str(weights), **json_safe(meta)}, None
 
 
