@@ -319,3 +319,15 @@ def test_confident_learning_refuses_a_reference_model_with_hard_predictions(tmp_
     assert error.value.field == "datasets.ids.label_views.cl.reference_model"
     config["datasets"]["ids"]["label_views"]["cl"]["reference_model"] = "soft"
     assert _resolved(tmp_path, config, {}).view_shifts[("ids", "cl")] == ["clean"]
+
+
+def test_a_model_given_by_files_reads_no_published_shift_set(tmp_path: Path) -> None:
+    from classwise.shifts.spec import ShiftSpec
+
+    config = _predictions_config(tmp_path)
+    config["datasets"]["digits"] = {"source": "sklearn_digits", "models": ["soft"]}
+    config["datasets"]["ids"]["models"] = ["soft"]
+    shifts = {**expand_shifts(config["shifts"]), "v2": ShiftSpec(name="v2", kind="dataset", params={"set": "v2"})}
+    with pytest.raises(InputError, match="shift 'v2' is a published shift set") as error:
+        check_runs(config, shifts=shifts, source="my.yaml", shift_sets={"digits": {"v2": shifts["v2"]}})
+    assert error.value.field == "datasets.digits.shifts"
