@@ -1,5 +1,5 @@
 """The light core: ``pip install classwise`` (numpy, scipy, pandas) is enough for the metrics and
-``classwise metrics`` / ``compare`` / ``extrapolate``, and a feature of an extra used without it
+``classwise metrics`` / ``compare`` / ``extrapolate`` / ``check``, and a feature of an extra used without it
 says which extra to install.
 
 Each check runs in a fresh interpreter whose import system refuses every package of an extra
@@ -86,12 +86,13 @@ def test_the_metrics_commands_run_without_any_extra(score_files):
             "compare": main(["compare", "a.npz", "b.npz", "--out", "c.json", "--n", "2", "--k", "2", "--bootstrap", "20"]),
             "extrapolate": main(["extrapolate", "a.npz", "--k-max", "6", "--method", "naive", "--out", "e.csv"]),
         }
+        status["check"] = main(["check", "m.json", "--min", "WCA=0", "--max", "CFPS_max=1"])
         loaded = sorted({name.partition(".")[0] for name in sys.modules} & REFUSED)
         print(json.dumps({"status": status, "loaded": loaded}))
         """,
         score_files,
     )
-    assert report == {"status": {"metrics": 0, "compare": 0, "extrapolate": 0}, "loaded": []}
+    assert report == {"status": {"metrics": 0, "compare": 0, "extrapolate": 0, "check": 0}, "loaded": []}
     metrics = json.loads((score_files / "m.json").read_text())["metrics"]
     assert {"WCA", "W2CA", "CFPS_max"} <= set(metrics)
     assert "WCA" in json.loads((score_files / "c.json").read_text())["metrics"]
