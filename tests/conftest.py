@@ -20,9 +20,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+from paths import REPO
 
 
 @pytest.fixture(scope="session")

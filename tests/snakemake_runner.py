@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from paths import REPO
 
 
 def run_snakemake(workdir: Path, configfile: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from paths import REPO
 from snakemake_runner import run_snakemake as snakemake
 from snakemake_runner import scheduled_jobs
 
@@ -23,7 +24,6 @@ from classwise.data.sources import open_split
 from classwise.labels.views import aligned_labels
 from classwise.logits_io import load_scores
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "analyses.yaml"
 VIEWS = ["original", "cleaned_cl"]
 SHIFTS = ["clean", "gaussian_noise_s3"]

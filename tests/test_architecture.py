@@ -5,11 +5,9 @@ steps, cli > library) are an import-linter contract in pyproject.toml, run by ma
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import grimp
-
-REPO = Path(__file__).resolve().parents[1]
+from paths import REPO
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:

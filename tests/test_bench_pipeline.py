@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import yaml
+from paths import REPO
 
 from classwise.bench.pipeline import count_jobs, import_times
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_count_jobs_reads_the_total_row_of_the_job_stats() -> None:

@@ -4,14 +4,12 @@ their own (classwise.pipeline.captions): rewording one reruns no job."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
+from paths import REPO
 from snakemake.iocontainers import Namedlist
 
 from classwise.pipeline.captions import CAPTIONS, TITLES, caption_of, title_of
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _job(rule: str, wildcards: dict[str, str], params: dict[str, object]) -> SimpleNamespace:

@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from paths import REPO
 from PIL import Image
 
 from classwise.errors import InputError
 from classwise.logits_io import load_scores, save_logits
 
-REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"
 PGD = "pgd_linf_eps0.1"

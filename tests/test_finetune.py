@@ -11,6 +11,7 @@ import pytest
 import torch
 import torchvision
 import yaml
+from paths import REPO
 from PIL import Image
 from snakemake_runner import job_counts, run_snakemake
 
@@ -31,7 +32,6 @@ from classwise.models.finetune import (
 )
 from classwise.steps.models import finetune_step, infer_step
 
-REPO = Path(__file__).resolve().parents[1]
 ARCH = "squeezenet1_1"
 """Small (1.2 M parameters) and happy with 32 x 32 inputs."""
 HEAD = {"classifier.1.weight", "classifier.1.bias"}

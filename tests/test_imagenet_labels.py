@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import SHARED_DATA
 
 from classwise.errors import InputError
 from classwise.labels import cli as labels_cli
@@ -30,7 +31,7 @@ from classwise.labels.imagenet_cleaned import (
 )
 from classwise.labels.views import aligned_labels, build_view, write_view
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = SHARED_DATA
 IMAGENET_DIR = SHARED / "imagenet-labels"
 CIFAR10_DIR = SHARED / "cifar10-labels"
 needs_imagenet = pytest.mark.skipif(

@@ -12,8 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "tools" / "install_env.py"
 sys.path.insert(0, str(SCRIPT.parent))
 

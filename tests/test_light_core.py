@@ -20,10 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import REPO
 
 from classwise._extras import EXTRA_OF_MODULE
-
-REPO = Path(__file__).resolve().parents[1]
 
 #: Import name -> distribution name, where they differ.
 DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml", "PIL": "pillow"}

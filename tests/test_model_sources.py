@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from classwise.errors import InputError
 from classwise.models.sources import MODEL_SOURCES, model_source, parse_model_spec
 from classwise.models.sources.base import ModelSource
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 ENTRIES = {
     "timm": {"source": "timm", "name": "resnet18"},
     "torchvision": {"source": "torchvision", "name": "resnet18", "weights": "IMAGENET1K_V1"},

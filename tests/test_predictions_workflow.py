@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import SHARED_DATA
+from paths import SHARED_DATA
 from snakemake_runner import job_counts, scheduled_jobs
 from snakemake_runner import run_snakemake as snakemake
 

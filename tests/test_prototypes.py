@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from cifar_fixtures import N_CLASSES, trust_cifar100_fixture, write_cifar100
+from paths import REPO
 from torch import nn
 
 from classwise.errors import InputError
@@ -25,7 +26,6 @@ from classwise.models.prototypes import (
 )
 from classwise.models.sources import parse_model_spec
 
-REPO = Path(__file__).resolve().parents[1]
 D_IN, D_FEAT = 12, 5
 
 

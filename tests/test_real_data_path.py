@@ -11,6 +11,7 @@ import pytest
 import torch
 import yaml
 from cifar_fixtures import write_cifar100
+from paths import REPO, SHARED_DATA
 from snakemake_runner import job_counts, run_snakemake
 
 from classwise.bench.fixtures import IMAGENET_WNIDS, dry_run_fixtures, imagenet_val_fixture
@@ -20,8 +21,7 @@ from classwise.logits_io import load_scores, save_logits
 from classwise.steps.metrics import load_view
 from classwise.steps.models import infer_step
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_IMAGENET_LABELS = REPO.parent / "shared" / "data" / "imagenet-labels"
+SHARED_IMAGENET_LABELS = SHARED_DATA / "imagenet-labels"
 
 
 #: The shifts of the configs with published shift sets: CIFAR-10: clean, PGD and CIFAR-10-C's 19

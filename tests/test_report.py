@@ -25,6 +25,7 @@ from typing import NoReturn
 
 import numpy as np
 import pytest
+from paths import REPO
 from snakemake_runner import run_snakemake
 from system_packages import apt_install, cannot_run, tail
 
@@ -38,7 +39,6 @@ from classwise.pipeline.report import (
     significant_digits,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "report.yaml"
 STYLESHEET = REPO / "workflow" / "report" / "report.css"
 BROWSERS = ("chromium", "chromium-browser")

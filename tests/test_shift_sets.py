@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import SHARED_DATA
 from PIL import Image
 
 from classwise.class_subsets import restrict_superclasses, restrict_to_classes
@@ -23,7 +24,7 @@ from classwise.errors import InputError
 from classwise.pipeline.plan import check_runs, resolve_views
 from classwise.shifts.spec import expand_shifts
 
-SHARED_IMAGENET_LABELS = Path(__file__).resolve().parents[2] / "shared" / "data" / "imagenet-labels"
+SHARED_IMAGENET_LABELS = SHARED_DATA / "imagenet-labels"
 
 
 def cifar10(**shift_sets: dict) -> dict:

@@ -28,9 +28,9 @@ from typing import NoReturn
 import numpy as np
 import pytest
 import yaml
+from paths import REPO
 from system_packages import apt_install, cannot_run, tail
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "tests" / "configs" / "slurm.yaml"
 PROFILE = REPO / "profiles" / "slurm-local"
 DAEMONS = ("munged", "slurmctld", "slurmd")

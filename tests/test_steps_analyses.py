@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from paths import REPO
 
 from classwise.errors import InputError
 from classwise.logits_io import save_logits
 from classwise.steps import analyses as steps
 
-REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "analyses.schema.yaml"
 N, C = 240, 6
 

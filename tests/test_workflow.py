@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from paths import REPO
 from snakemake_runner import run_snakemake as snakemake
 from snakemake_runner import scheduled_jobs
 
@@ -15,7 +16,6 @@ from classwise.logits_io import load_scores
 from classwise.metrics import worst_class as wc
 from classwise.metrics.stats import compute_stats
 
-REPO = Path(__file__).resolve().parents[1]
 TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"
 SHIFTS = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1"]
 MODELS = ["linear", "mlp"]
