@@ -26,10 +26,14 @@ import hashlib
 import http.client
 import logging
 import re
+import shutil
 import socket
+import tarfile
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from classwise.atomic import atomic_path
@@ -164,3 +168,32 @@ def download(
     raise DownloadError(
         f"{target}: downloading {url} failed after {attempts} attempt(s); last error: {last_error}"
     ) from last_error
+
+
+def unpack(archive: str | Path, root: str | Path, folder: str, *, check: Callable[[Path], None] | None = None) -> Path:
+    """Unpack the tar ``archive`` (any compression) whose members all lie below ``folder`` into
+    ``root/folder``, which appears only when complete; return it.
+
+    ``check`` (raising :class:`InputError`) is called on the unpacked folder before it is moved
+    into place, so a folder missing files never appears. An existing ``root/folder`` is kept
+    (another job unpacked the same archive meanwhile): remove an incomplete one first.
+    """
+    archive, root = Path(archive), Path(root)
+    target = root / folder
+    staging = Path(tempfile.mkdtemp(prefix=f".{Path(folder).name}.", dir=root))
+    try:
+        with tarfile.open(archive) as tar:
+            names = [member.name for member in tar.getmembers()]
+            outside = [n for n in names if Path(n).parts[:1] != (folder,)]
+            if outside:
+                raise InputError(f"expected only {folder}/... members, found {outside[:5]}", path=archive, field="members")
+            tar.extractall(staging, filter="data")
+        if not (staging / folder).is_dir():
+            raise InputError(f"holds no {folder}/ folder", path=archive, field="members")
+        if check is not None:
+            check(staging / folder)
+        if not target.exists():  # else another job unpacked the same archive meanwhile (the folder only appears whole)
+            (staging / folder).rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from classwise.atomic import write_json
-from classwise.data.downloads import check_sha256, download
+from classwise.data.downloads import check_sha256, download, unpack
 from classwise.data.imagefolder import BadImagePolicy, ImageFileDataset, to_array
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
@@ -310,26 +308,18 @@ def prepare_cifar10c(
         backoff=backoff,
         timeout=timeout,
     )
-    staging = Path(tempfile.mkdtemp(prefix=f".{CIFAR10C_DIR}.", dir=root))
-    try:
-        with tarfile.open(archive) as tar:
-            names = [m.name for m in tar.getmembers()]
-            bad = [n for n in names if Path(n).parts[:1] != (CIFAR10C_DIR,)]
-            if bad:
-                raise InputError(f"expected only {CIFAR10C_DIR}/... members, found {bad[:5]}", path=archive, field="members")
-            tar.extractall(staging, filter="data")
-        unpacked = staging / CIFAR10C_DIR
+
+    def complete(unpacked: Path) -> None:
         if not _cifar10c_complete(unpacked):
             raise InputError(
                 f"expected labels.npy and the {len(CIFAR10C_CORRUPTIONS)} corruption files in {CIFAR10C_DIR}/",
                 path=archive,
                 field="members",
             )
-        if target.exists():
-            shutil.rmtree(target)  # an incomplete earlier attempt
-        unpacked.rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    if target.exists():
+        shutil.rmtree(target)  # an incomplete earlier attempt (a complete one returned above)
+    unpack(archive, root, CIFAR10C_DIR, check=complete)
     if not keep_archive:
         archive.unlink(missing_ok=True)
     return target

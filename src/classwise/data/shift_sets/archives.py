@@ -5,16 +5,12 @@ there with its digest) and tar archives unpacked so that their folder appears wh
 from __future__ import annotations
 
 import logging
-import shutil
-import tarfile
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from classwise.data.downloads import check_sha256, download
+from classwise.data.downloads import check_sha256, download, unpack
 from classwise.data.shift_sets.base import Archive
-from classwise.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -57,25 +53,3 @@ def fetch_archives(
             record["unpacked"] = archive.unpacks_to
         records.append(record)
     return records
-
-
-def unpack(archive: str | Path, root: str | Path, folder: str) -> Path:
-    """Unpack the tar ``archive`` (any compression) whose members all lie below ``folder`` into
-    ``root/folder``, which appears only when complete; return it."""
-    archive, root = Path(archive), Path(root)
-    target = root / folder
-    staging = Path(tempfile.mkdtemp(prefix=f".{Path(folder).name}.", dir=root))
-    try:
-        with tarfile.open(archive) as tar:
-            names = [member.name for member in tar.getmembers()]
-            outside = [n for n in names if Path(n).parts[:1] != (folder,)]
-            if outside:
-                raise InputError(f"expected only {folder}/... members, found {outside[:5]}", path=archive, field="members")
-            tar.extractall(staging, filter="data")
-        if not (staging / folder).is_dir():
-            raise InputError(f"holds no {folder}/ folder", path=archive, field="members")
-        if not target.exists():  # else another job unpacked the same archive meanwhile (the folder only appears whole)
-            (staging / folder).rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
