@@ -50,6 +50,7 @@ from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
 from classwise.models.checkpoint import plain_metadata, save_payload
 from classwise.models.data_config import DataConfig, preprocess_image
+from classwise.models.state_dicts import read_marked_payload
 from classwise.models.wrapper import PixelSpaceModel, wrap_pixel_space
 
 __all__ = [
@@ -403,23 +404,16 @@ _METADATA = ("architecture", "library", "num_classes", "class_names", "data_conf
 def read_finetuned(path: str | Path) -> dict[str, Any]:
     """The metadata of a fine-tuned checkpoint (everything but the weights); a missing,
     unreadable or foreign file raises :class:`InputError` naming it."""
-    source = Path(path)
-    if not source.is_file():
-        raise InputError("fine-tuned checkpoint does not exist (run the finetune_model rule)", path=source)
-    try:
-        payload = torch.load(str(source), map_location="cpu", weights_only=True, mmap=True)
-    except Exception as exc:  # torch raises many types for corrupt or foreign files
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        raise InputError(f"cannot read checkpoint ({type(exc).__name__}: {first})", path=source) from None
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise InputError(f"not a fine-tuned checkpoint (format is not {CHECKPOINT_FORMAT!r})", path=source, field="format")
-    if payload.get("version") != CHECKPOINT_VERSION:
-        raise InputError(
-            f"unsupported version {payload.get('version')!r}; expected {CHECKPOINT_VERSION}", path=source, field="version"
-        )
-    for name in (*_METADATA, "state_dict"):
-        if name not in payload:
-            raise InputError("checkpoint lacks this entry", path=source, field=name)
+    payload = read_marked_payload(
+        path,
+        format_marker=CHECKPOINT_FORMAT,
+        version=CHECKPOINT_VERSION,
+        required=(*_METADATA, "state_dict"),
+        name="fine-tuned checkpoint",
+        short="checkpoint",
+        rule="finetune_model",
+        mmap=True,
+    )
     return {name: payload[name] for name in _METADATA}
 
 

@@ -43,6 +43,7 @@ from torch import nn
 from classwise.errors import InputError
 from classwise.models.checkpoint import plain_metadata, save_payload
 from classwise.models.data_config import DataConfig
+from classwise.models.state_dicts import read_marked_payload
 from classwise.models.wrapper import PixelSpaceModel, wrap_pixel_space
 
 __all__ = [
@@ -190,24 +191,15 @@ def save_prototypes(
 
 
 def _payload(path: str | Path) -> dict[str, Any]:
-    source = Path(path)
-    if not source.is_file():
-        raise InputError("prototype file does not exist (run the compute_prototypes rule)", path=source)
-    try:
-        payload = torch.load(str(source), map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for corrupt or foreign files
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        raise InputError(f"cannot read prototype file ({type(exc).__name__}: {first})", path=source) from None
-    if not isinstance(payload, dict) or payload.get("format") != PROTOTYPES_FORMAT:
-        raise InputError(f"not a prototype file (format is not {PROTOTYPES_FORMAT!r})", path=source, field="format")
-    if payload.get("version") != PROTOTYPES_VERSION:
-        raise InputError(
-            f"unsupported version {payload.get('version')!r}; expected {PROTOTYPES_VERSION}", path=source, field="version"
-        )
-    for name in (*_METADATA, "prototypes", "state_dict"):
-        if name not in payload:
-            raise InputError("prototype file lacks this entry", path=source, field=name)
-    return payload
+    return read_marked_payload(
+        path,
+        format_marker=PROTOTYPES_FORMAT,
+        version=PROTOTYPES_VERSION,
+        required=(*_METADATA, "prototypes", "state_dict"),
+        name="prototype file",
+        short="prototype file",
+        rule="compute_prototypes",
+    )
 
 
 def read_prototypes(path: str | Path) -> dict[str, Any]:

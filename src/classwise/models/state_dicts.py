@@ -14,7 +14,7 @@ from torch import nn
 from classwise.errors import InputError
 from classwise.models.pickled import pickled_model_class
 
-__all__ = ["check_fits", "load_into", "read_state_dict", "runtime_load_error", "unreadable_torch_file"]
+__all__ = ["check_fits", "load_into", "read_marked_payload", "read_state_dict", "runtime_load_error", "unreadable_torch_file"]
 
 _WRAPPER_KEYS = ("state_dict_ema", "model_ema", "state_dict", "model", "net")
 """Common keys under which training scripts nest the weights (tried in this order)."""
@@ -39,6 +39,38 @@ def unreadable_torch_file(exc: BaseException, source: Path, *, what: str, expect
     text = _ANSI_ESCAPE.sub("", str(exc))
     first = text.splitlines()[0].strip() if text else ""
     return InputError(f"cannot read {what} ({type(exc).__name__}: {first})", path=source)
+
+
+def read_marked_payload(
+    path: str | Path,
+    *,
+    format_marker: str,
+    version: int,
+    required: tuple[str, ...],
+    name: str,
+    short: str,
+    rule: str,
+    mmap: bool = False,
+) -> dict[str, Any]:
+    """A ``torch.save`` dict the pipeline wrote (read with ``weights_only=True``), checked to carry
+    ``format_marker``, ``version`` and every key in ``required``. Errors name the file and call it
+    ``name`` (``short`` where it is read), and a missing file points at the ``rule`` that makes it."""
+    source = Path(path)
+    if not source.is_file():
+        raise InputError(f"{name} does not exist (run the {rule} rule)", path=source)
+    try:
+        payload = torch.load(str(source), map_location="cpu", weights_only=True, mmap=mmap)
+    except Exception as exc:  # torch raises many types for corrupt or foreign files
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise InputError(f"cannot read {short} ({type(exc).__name__}: {first})", path=source) from None
+    if not isinstance(payload, dict) or payload.get("format") != format_marker:
+        raise InputError(f"not a {name} (format is not {format_marker!r})", path=source, field="format")
+    if payload.get("version") != version:
+        raise InputError(f"unsupported version {payload.get('version')!r}; expected {version}", path=source, field="version")
+    for key in required:
+        if key not in payload:
+            raise InputError(f"{short} lacks this entry", path=source, field=key)
+    return payload
 
 
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
