@@ -58,6 +58,7 @@ __all__ = [
     "check_seed",
     "bootstrap_replicates",
     "summarize",
+    "worst_shares",
 ]
 
 DEFAULT_REPLICATES = 1000
@@ -433,6 +434,20 @@ def worst_probability(worst: list[tuple[Any, ...]], top: int = TOP_WORST) -> lis
     counts = Counter(w for w in worst if w)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], _sort_key(item[0])))
     return [(classes, count / len(worst)) for classes, count in ranked[:top]]
+
+
+def worst_shares(replicates: MetricReplicates, n_classes: int) -> np.ndarray:
+    """``(n_classes,)``: the share of replicates in which each class is the one worst class
+    a metric names (WCA, WCP, WCA@k, CFPS_max); every class is counted, not only the most
+    frequent few of :func:`worst_probability`.  Replicates that name nothing count in the
+    denominator, so the shares sum to at most 1."""
+    if replicates.worst is None:
+        raise InputError("this metric names no worst class", field="worst")
+    named = [w for w in replicates.worst if w]
+    if not all(len(w) == 1 and isinstance(w[0], (int, np.integer)) for w in named):
+        raise InputError("expected one worst class index per replicate, got pairs or superclasses", field="worst")
+    counts = np.bincount(np.asarray([w[0] for w in named], dtype=np.int64), minlength=n_classes)
+    return counts / max(1, len(replicates.worst))
 
 
 def _sort_key(classes: tuple[Any, ...]) -> tuple[Any, ...]:
