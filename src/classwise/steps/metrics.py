@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,13 +22,16 @@ from classwise.metrics.cfps import cfps_max
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
 from classwise.metrics.suite import (
+    BootstrapSettings,
     argmax_scores,
+    bootstrap_metrics,
     classes_with_samples,
     nelson_family,
     per_class_table,
     skipped_worst_class_metrics,
     without_score_metrics,
     worst_class_family,
+    worst_class_shares,
 )
 from classwise.superclasses import validate_superclasses
 
@@ -46,6 +50,14 @@ def load_view(
 
         view_labels = aligned_labels(view_labels_path, scores_file.sample_ids)
     return apply_label_view(scores_file, label_view, view_labels, source=view_labels_path)
+
+
+def bootstrap_settings(params: Mapping[str, Any] | None) -> BootstrapSettings | None:
+    """The ``metrics.bootstrap`` section of the config as settings, None when it is off
+    (no section, or 0 replicates)."""
+    if params is None or int(params["replicates"]) == 0:
+        return None
+    return BootstrapSettings.checked(params["replicates"], params["confidence"], params["seed"])
 
 
 def _finite_or_none(value):
@@ -77,12 +89,22 @@ def worst_class_step(
     confusion_path: str | Path,
     confusion_figure_path: str | Path | None = None,
     title: str = "",
+    confidence: float = 0.95,
+    bootstrap: BootstrapSettings | None = None,
+    workers: int | None = None,
 ) -> None:
-    """Worst-class metrics (JSON), per-class recall/precision/CFPS (CSV) and the confusion
-    matrix (CSV of counts, rows = true class, columns = predicted) of one logits file, and its
-    heatmap (rows normalised to the true class) when ``confusion_figure_path`` is given. A file
-    of hard predictions gives the metrics of the confusion matrix; those that need scores are
-    listed under ``skipped`` with why (and the per-class top-k recall is empty)."""
+    """Worst-class metrics (JSON), per-class recall/precision/CFPS with their ``confidence``
+    intervals (CSV) and the confusion matrix (CSV of counts, rows = true class, columns =
+    predicted) of one logits file, and its heatmap (rows normalised to the true class) when
+    ``confusion_figure_path`` is given. A file of hard predictions gives the metrics of the
+    confusion matrix; those that need scores are listed under ``skipped`` with why (and the
+    per-class top-k recall is empty).
+
+    With ``bootstrap`` settings, each metric of the JSON gets its interval (``ci``, and
+    ``ci_bound`` for the recall-type minima) and the classes most often the worst
+    (``worst_probability``), the JSON a ``bootstrap`` block, and the CSV each class's share
+    of replicates in which it is the worst (``worst_recall_probability``,
+    ``worst_precision_probability``); the values and worst classes are the same either way."""
     view = load_view(logits_path, label_view, view_labels_path, hard_predictions=True)
     n_classes = view.scores.shape[1]
     if superclasses and view.class_indices is not None:  # a class-subset shift: its own columns
@@ -97,16 +119,27 @@ def worst_class_step(
     skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
     if view.hard_predictions:
         metrics, skipped = without_score_metrics(metrics, skipped, k=k, ns=ns)
+    entries = {name: result.to_json() for name, result in metrics.items()}
+    shares = None
+    if bootstrap is not None:
+        result = bootstrap_metrics(
+            ranked, stats, Probabilities.from_scores(view.scores, view.kind), settings=bootstrap, superclasses=groups,
+            k=k, ns=ns, workers=workers,
+        )  # fmt: skip
+        entries = result.attach(entries)
+        shares = worst_class_shares(result.replicates, n_classes)
     document = {
         "n_samples": stats.n_samples,
         "n_classes": stats.n_classes,
         "label_view": label_view,
         "class_names": view.class_names.tolist(),
         "parameters": {"k": k, "n": list(ns), "superclasses": groups or {}},
-        "metrics": {name: result.to_json() for name, result in metrics.items()},
+        "metrics": entries,
         "skipped": skipped,
     }
-    per_class = per_class_table(stats, k=k, class_names=view.class_names)
+    if bootstrap is not None:
+        document["bootstrap"] = bootstrap.to_json()
+    per_class = per_class_table(stats, k=k, class_names=view.class_names, confidence=confidence, worst_shares=shares)
     if view.hard_predictions:
         per_class[f"top{k}_recall"] = np.nan  # no ranks without scores
     names = [str(name) for name in view.class_names]
