@@ -14,7 +14,6 @@ from classwise import tables
 from classwise.atomic import write_text
 from classwise.errors import InputError
 from classwise.metrics.suite import BootstrapSettings, skipped_worst_class_metrics
-from classwise.plots.classwise import plot_class_bars, plot_worst_probabilities
 from classwise.superclasses import validate_superclasses
 
 
@@ -169,6 +168,9 @@ def per_class_figures_step(
     line) and per-class CFPS bars across models; with ``worst_probability_path``, how often
     each class is the worst in the bootstrap replicates of the metrics that name one. (Each
     model's confusion heatmap comes with its worst-class metrics.)"""
+    # matplotlib only where drawn: the table jobs importing this module start faster
+    from classwise.plots.classwise import plot_class_bars, plot_worst_probabilities
+
     frames = {model: pd.read_csv(path) for model, path in per_class_paths.items()}
     first = next(iter(frames.values()))
     names = first["name"].astype(str).tolist()
