@@ -1,6 +1,7 @@
 # Metrics over cached logits: results/metrics/{dataset}/{labels}/{model}/{shift}/
-#   worst_class.json     worst-class-metrics.txt
-#   per_class.csv        per-class recall, precision, top-k recall, CFPS (classwise-robustness-cfps.txt)
+#   worst_class.json     worst-class-metrics.txt (+ bootstrap intervals, worst-class probabilities)
+#   per_class.csv        per-class recall, precision, top-k recall, CFPS (classwise-robustness-cfps.txt),
+#                        recall/precision intervals (+ how often each class is the worst)
 #   confusion.csv        true x predicted counts
 #   decisiveness.json    decisiveness-robustness.txt (reported, measured, slope, gamma sweep)
 # A label view reuses the same logits with other labels; it never reruns inference.
@@ -34,6 +35,8 @@ rule compute_worst_class_metrics:
         k=config["metrics"]["worst_class"]["k"],
         n=config["metrics"]["worst_class"]["n"],
         superclasses=superclasses_of,
+        confidence=BOOTSTRAP["confidence"],
+        bootstrap=bootstrap_params(),
     script:
         "../../scripts/compute_worst_class_metrics.py"
 
