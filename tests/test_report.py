@@ -435,7 +435,7 @@ def test_rendered_page_shows_the_categories_the_headline_table_and_a_figure_of_t
         assert name in text, name
     # the headline table: the clean worst-class table of the run, cell for cell
     cells = report.dom.cells
-    # and beside it the same with intervals (the bootstrap is on)
+    # and, further down, the same with intervals (the bootstrap is on)
     for name in ("worst_class.csv", "worst_class_intervals.csv"):
         rows = _read_csv(report.run / "tables" / "digits" / "original" / "clean" / name)
         flat = [cell for row in rows for cell in row]
