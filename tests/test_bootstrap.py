@@ -370,3 +370,14 @@ def test_worst_class_shares_count_each_class_over_the_replicates():
     assert (shares["worst_recall_probability"] > 0).sum() >= 2  # the worst class is not certain here
     with pytest.raises(InputError, match="one worst class index"):
         boot.worst_shares(reps["W2CA"], 4)
+
+
+def test_leaving_out_the_pairs_leaves_every_other_replicate_unchanged():
+    logits, labels = _scores(np.random.default_rng(12), [6, 9, 7, 8], 1.2)
+    stats = compute_stats(logits, labels)
+    probs = Probabilities.from_scores(logits, "logits")
+    every = boot.bootstrap_replicates(logits, stats, probs, ns=(2,), replicates=20, seed=2)
+    without = boot.bootstrap_replicates(logits, stats, probs, ns=(2,), replicates=20, seed=2, pairs=False)
+    assert set(every) - set(without) == {"W2CA", "W2CA_balanced"}
+    for name, rep in without.items():
+        np.testing.assert_array_equal(rep.values, every[name].values, err_msg=name)

@@ -62,3 +62,5 @@ def test_interval_and_comparison_captions_state_the_bootstrap_they_describe() ->
     comparison = caption_of(_job("compare_models", wildcards, params))
     assert "90 % percentile interval of 200 paired stratified bootstrap replicates" in comparison
     assert "* marks a difference whose interval excludes 0" in comparison
+    decisiveness = caption_of(_job("aggregate_decisiveness_tables", wildcards, params), "intervals")
+    assert "followed by its 90 % percentile interval of 200 stratified bootstrap replicates (seed 3" in decisiveness

@@ -111,6 +111,25 @@ def test_decisiveness_table_has_the_papers_rows_and_slashed_cells() -> None:
     assert list(sweep.columns)[:3] == ["alexnet: robustness", "alexnet: geometric accuracy", "alexnet: decisiveness"]
 
 
+def test_decisiveness_table_with_intervals_follows_each_number_with_its_interval() -> None:
+    from classwise.tables import decisiveness_table
+
+    document = _decisiveness_document(0.974, 0.9131, 0.9128)
+    document["accuracy_ci"] = [0.9601, 0.985]
+    for entry in document["metrics"].values():
+        entry["ci"] = [None, None] if entry["value"] is None else [entry["value"] - 0.01, entry["value"] + 0.02]
+    frame = decisiveness_table({"alexnet": document}, intervals=True)
+    assert frame.index.equals(decisiveness_table({"alexnet": document}).index)
+    assert frame.loc["Prediction Accuracy", "alexnet"] == "0.974 [0.960, 0.985]"
+    assert frame.loc["Geometric Accuracy", "alexnet"] == "0.913 [0.903, 0.933] / 0.913 [0.903, 0.933]"
+    slope = document["metrics"]["calibration_slope"]["value"]
+    expected = "n/a [n/a, n/a]" if slope is None else f"{slope:.3f} [{slope - 0.01:.3f}, {slope + 0.02:.3f}]"
+    assert frame.loc["Calibration slope", "alexnet"] == expected
+    del document["accuracy_ci"]
+    with pytest.raises(InputError, match="model 'alexnet' has no interval for 'accuracy'"):
+        decisiveness_table({"alexnet": document}, intervals=True)
+
+
 # --- metrics that are trivial for the class count -----------------------------------------
 
 

@@ -55,6 +55,7 @@ def test_every_table_is_written(finished_run: Path) -> None:
 
 
 def test_decisiveness_tables_show_reported_and_measured(finished_run: Path) -> None:
+    import pandas as pd
     from scipy.special import log_softmax
 
     from classwise.metrics.decisiveness import reported_metrics
@@ -77,6 +78,14 @@ def test_decisiveness_tables_show_reported_and_measured(finished_run: Path) -> N
             "mlp: robustness,mlp: geometric accuracy,mlp: decisiveness"
         )
         assert [line.split(",")[0] for line in sweep[1:]] == [".05", ".01", ".005", ".001", "0"]
+        # the bootstrap is on: beside Table 1 the same with intervals, "0.913 [0.905, 0.921] / ..."
+        paper = pd.read_csv(table_dir / "decisiveness.csv", index_col=0, dtype=str)
+        with_intervals = pd.read_csv(table_dir / "decisiveness_intervals.csv", index_col=0, dtype=str)
+        assert with_intervals.index.equals(paper.index) and with_intervals.columns.equals(paper.columns)
+        for cell, interval_cell in zip(paper.to_numpy().ravel(), with_intervals.to_numpy().ravel()):
+            parts = interval_cell.split(" / ")
+            assert [part.split(" [")[0] for part in parts] == cell.split(" / "), (cell, interval_cell)
+            assert all(part.endswith("]") for part in parts), interval_cell
 
 
 def test_figures_are_drawn(finished_run: Path) -> None:

@@ -371,23 +371,32 @@ def three_decimals(value: float | None, *, leading_zero: bool = True) -> str:
     return text
 
 
-def decisiveness_table(documents: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+def decisiveness_table(documents: Mapping[str, Mapping[str, Any]], *, intervals: bool = False) -> pd.DataFrame:
     """Table 1 of decisiveness-robustness.txt: rows = metrics, columns = models.
 
     "Prediction Accuracy" is one number; the three generalized means are "reported / measured"
     (``0.913 / 0.913``). A last row gives the calibration slope (Eq. 3; below 1: overconfident).
+    ``intervals`` follows every number with its bootstrap interval (``ci``, ``accuracy_ci``
+    of the documents): ``0.913 [0.905, 0.921] / 0.913 [0.902, 0.923]``.
     """
     columns: dict[str, list[str]] = {}
     for model, document in documents.items():
         metrics = document["metrics"]
 
-        def value(name: str, metrics: dict[str, Any] = metrics) -> float | None:
-            return metrics[name]["value"]
+        def number(value: float | None, interval: Sequence[float | None] | None, what: str, model: str = model) -> str:
+            if not intervals:
+                return three_decimals(value)
+            if interval is None:
+                raise InputError(f"model '{model}' has no interval for '{what}' (was the bootstrap off?)", field=f"{what}.ci")
+            return f"{three_decimals(value)} [{three_decimals(interval[0])}, {three_decimals(interval[1])}]"
 
-        cells = [three_decimals(document["accuracy"])]
+        def cell(name: str, metrics: dict[str, Any] = metrics) -> str:
+            return number(metrics[name]["value"], metrics[name].get("ci"), name)
+
+        cells = [number(document["accuracy"], document.get("accuracy_ci"), "accuracy")]
         for name in DECISIVENESS_ROWS.values():
-            cells.append(f"{three_decimals(value(name))} / {three_decimals(value(name + '_measured'))}")
-        cells.append(three_decimals(value("calibration_slope")))
+            cells.append(f"{cell(name)} / {cell(name + '_measured')}")
+        cells.append(cell("calibration_slope"))
         columns[model] = cells
     frame = pd.DataFrame(columns, index=["Prediction Accuracy", *DECISIVENESS_ROWS, "Calibration slope"])
     frame.index.name = "metric"

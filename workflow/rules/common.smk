@@ -372,6 +372,8 @@ def final_outputs():
                         f"{tables}/worst_class_intervals.md",
                         f"{figures}/worst_probability.png",
                     ]
+                    if scored:
+                        outputs.append(f"{tables}/decisiveness_intervals.md")
                 if dataset in PLAN.compared:
                     outputs.append(f"{tables}/model_comparison.md")
                 for model in dataset_models(dataset):

@@ -3,7 +3,8 @@
 #   per_class.csv        per-class recall, precision, top-k recall, CFPS (classwise-robustness-cfps.txt),
 #                        recall/precision intervals (+ how often each class is the worst)
 #   confusion.csv        true x predicted counts
-#   decisiveness.json    decisiveness-robustness.txt (reported, measured, slope, gamma sweep)
+#   decisiveness.json    decisiveness-robustness.txt (reported, measured, slope, gamma sweep;
+#                        + bootstrap intervals)
 # A label view reuses the same logits with other labels; it never reruns inference.
 # One rule per metric family, so a changed parameter reruns only that family.
 
@@ -66,5 +67,6 @@ rule compute_decisiveness_metrics:
         gamma=config["metrics"]["decisiveness"]["gamma"],
         gammas=config["metrics"]["decisiveness"]["gamma_sweep"],
         bins=config["metrics"]["decisiveness"]["bins"],
+        bootstrap=bootstrap_params(),
     script:
         "../../scripts/compute_decisiveness_metrics.py"

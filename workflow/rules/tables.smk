@@ -3,6 +3,7 @@
 #   .../worst_class_intervals.*, model_comparison.*           the same with intervals; every pair of
 #                                                              models (metrics.bootstrap on)
 #   results/tables/{dataset}/{labels}/{shift}/decisiveness.*   Table 1, decisiveness-robustness.txt
+#   .../decisiveness_intervals.*                               the same with intervals (bootstrap on)
 #   results/tables/{dataset}/{labels}/{shift}/gamma_sweep.*    Table 2, decisiveness-robustness.txt
 #   results/figures/{dataset}/{labels}/{shift}/                per-class bars, confusion heatmaps,
 #                                                              reliability diagrams (Figure 1)
@@ -111,6 +112,25 @@ rule aggregate_decisiveness_tables:
             )
         ),
     output:
+        # beside the paper's Table 1, the same with each number's interval
+        **bootstrap_outputs(
+            {
+                "intervals_markdown": f"{TABLES}/decisiveness_intervals.md",
+                "intervals_csv": report(
+                    f"{TABLES}/decisiveness_intervals.csv",
+                    caption="../report/decisiveness_intervals_table.rst",
+                    category="Decisiveness and robustness (decisiveness-robustness.txt)",
+                    subcategory="{dataset}",
+                    labels={
+                        "result": "decisiveness table with intervals (Table 1)",
+                        "label view": "{labels}",
+                        "shift": "{shift}",
+                        "model": "all",
+                    },
+                ),
+                "intervals_latex": f"{TABLES}/decisiveness_intervals.tex",
+            }
+        ),
         table_markdown=f"{TABLES}/decisiveness.md",
         table_csv=report(
             f"{TABLES}/decisiveness.csv",
@@ -145,6 +165,7 @@ rule aggregate_decisiveness_tables:
         "../../envs/metrics.yaml"
     params:
         models=lambda wildcards: scored_models(wildcards.dataset, [wildcards.shift]),
+        bootstrap=bootstrap_params(),
     script:
         "../../scripts/aggregate_decisiveness_tables.py"
 

@@ -190,6 +190,7 @@ def _prepare(
     gamma: float,
     bins: int,
     k: int,
+    pairs: bool = True,
 ) -> _Model:
     n, c = stats.n_samples, stats.n_classes
     labels = stats.labels
@@ -234,7 +235,7 @@ def _prepare(
         correct_bin=_indicator(correct_bin, inner.size + 1),
         bin_counts=sp.csr_matrix(bin_counts.T.astype(np.float64)),
         gamma=float(gamma),
-        pairs=PairLosses(scores, stats) if valid.shape[0] >= 2 else None,
+        pairs=PairLosses(scores, stats) if pairs and valid.shape[0] >= 2 else None,
     )
 
 
@@ -300,6 +301,7 @@ def bootstrap_replicates(
     replicates: int = DEFAULT_REPLICATES,
     seed: int = DEFAULT_SEED,
     workers: int | None = None,
+    pairs: bool = True,
 ) -> dict[str, MetricReplicates]:
     """Replicate values of every metric of :func:`classwise.metrics.suite.evaluate`.
 
@@ -307,11 +309,12 @@ def bootstrap_replicates(
     log-probabilities) and ``probabilities`` the model's probabilities; the other arguments
     are those of ``evaluate``.  Returns metric name -> :class:`MetricReplicates`, the names
     of ``evaluate``.  ``workers`` threads share the blocks of replicates (default: the CPU
-    count); the result does not depend on it.
+    count); the result does not depend on it.  ``pairs=False`` leaves out W2CA and
+    W2CA_balanced, the costliest part, for a caller that needs the other metrics only.
     """
     b = check_replicates(replicates)
     draws = StratifiedDraws.from_labels(stats.labels, stats.n_classes, seed)
-    model = _prepare(scores, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k)
+    model = _prepare(scores, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, pairs=pairs)
     return _replicates(model, draws, b, stats, k=k, ns=ns, workers=workers)
 
 

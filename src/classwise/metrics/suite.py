@@ -295,13 +295,15 @@ def bootstrap_metrics(
     k: int = 5,
     ns: Sequence[int] = DEFAULT_NS,
     workers: int | None = None,
+    pairs: bool = True,
 ) -> BootstrapResult:
     """The stratified bootstrap of every metric of :func:`evaluate` (``ranked``: the
-    scores ``stats`` were computed from), summarised at ``settings.confidence`` with the exact
-    bounds of the recall-type minima (:mod:`classwise.metrics.bootstrap`)."""
+    scores ``stats`` were computed from; ``pairs=False``: without W2CA), summarised at
+    ``settings.confidence`` with the exact bounds of the recall-type minima
+    (:mod:`classwise.metrics.bootstrap`)."""
     replicates = boot.bootstrap_replicates(
         ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
-        replicates=settings.replicates, seed=settings.seed, workers=workers,
+        replicates=settings.replicates, seed=settings.seed, workers=workers, pairs=pairs,
     )  # fmt: skip
     bounds = boot.minimum_bounds(stats, k=k, ns=ns, confidence=settings.confidence)
     summaries = boot.summarize(replicates, confidence=settings.confidence, bounds=bounds)

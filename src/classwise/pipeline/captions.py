@@ -70,6 +70,16 @@ def _worst_class_intervals(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
     )
 
 
+def _decisiveness_intervals(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
+    b = p["bootstrap"]
+    return (
+        f"Decisiveness, geometric accuracy and robustness on {w['dataset']} ({w['labels']} labels, shift {w['shift']}), "
+        f"each number followed by its {100 * b['confidence']:g} % percentile interval of {b['replicates']} "
+        f"stratified bootstrap replicates (seed {b['seed']}; the bin edges of the measured metrics held fixed). "
+        "The table beside this one is the paper's, without intervals."
+    )
+
+
 def _model_comparison(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
     b = p["bootstrap"]
     return (
@@ -117,6 +127,7 @@ CAPTIONS: dict[str, Text] = {
     ),
     "aggregate_worst_class_tables/intervals": _worst_class_intervals,
     "compare_models": _model_comparison,
+    "aggregate_decisiveness_tables/intervals": _decisiveness_intervals,
     "aggregate_decisiveness_tables": lambda w, p: (
         f"Decisiveness, geometric accuracy and robustness on {w['dataset']} ({w['labels']} labels, shift {w['shift']})."
     ),

@@ -164,9 +164,15 @@ def decisiveness_step(
     metrics_path: str | Path,
     figure_path: str | Path,
     title: str,
+    bootstrap: BootstrapSettings | None = None,
+    workers: int | None = None,
 ) -> None:
     """Reported and measured decisiveness / geometric accuracy / robustness, the calibration
-    slope, the gamma sweep (JSON) and the reliability figure (Figure 1 of the paper)."""
+    slope, the gamma sweep (JSON) and the reliability figure (Figure 1 of the paper).
+
+    With ``bootstrap`` settings, each metric gets its percentile interval (``ci``) and the
+    accuracy its own (``accuracy_ci``), from the same stratified replicates as the worst-class
+    metrics; the gamma sweep gets none."""
     from classwise.plots.reliability import plot_reliability  # matplotlib only where drawn
 
     view = load_view(logits_path, label_view, view_labels_path)
@@ -174,7 +180,8 @@ def decisiveness_step(
     metrics, calibration = nelson_family(probabilities, view.labels, gamma=gamma, bins=bins)
     correct_log_probs = probabilities.correct_class_log_prob(view.labels)
     reported = nelson.reported_metrics(correct_log_probs, gamma=gamma)
-    accuracy = float(np.mean(argmax_scores(view.scores, view.kind).argmax(axis=1) == view.labels))
+    ranked = argmax_scores(view.scores, view.kind)
+    accuracy = float(np.mean(ranked.argmax(axis=1) == view.labels))
     document = {
         "n_samples": int(view.labels.size),
         "n_classes": int(view.scores.shape[1]),
@@ -185,5 +192,15 @@ def decisiveness_step(
         "calibration": calibration.to_json(),
         "gamma_sweep": nelson.gamma_sweep(correct_log_probs, gammas),
     }
+    if bootstrap is not None:
+        stats = compute_stats(ranked, view.labels, n_classes=view.scores.shape[1])
+        # the decisiveness family needs neither the top-k, the n worst classes nor the pairs
+        result = bootstrap_metrics(
+            ranked, stats, probabilities, settings=bootstrap, gamma=gamma, bins=bins, k=1, ns=(), workers=workers,
+            pairs=False,
+        )  # fmt: skip
+        document["metrics"] = result.attach(document["metrics"])
+        document["accuracy_ci"] = list(result.summaries["A"].ci)
+        document["bootstrap"] = bootstrap.to_json()
     plot_reliability(calibration, reported, title=title, path=figure_path)
     write_json(metrics_path, _finite_or_none(document))

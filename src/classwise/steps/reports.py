@@ -142,16 +142,22 @@ def decisiveness_tables_step(
     caption: str,
     table_paths: Mapping[str, str | Path],
     sweep_paths: Mapping[str, str | Path],
+    interval_paths: Mapping[str, str | Path] | None = None,
+    interval_caption: str = "",
 ) -> None:
-    """Tables 1 (reported / measured) and 2 (gamma sweep) of decisiveness-robustness.txt.
+    """Tables 1 (reported / measured) and 2 (gamma sweep) of decisiveness-robustness.txt and,
+    with ``interval_paths``, Table 1 with each number's bootstrap interval.
 
-    ``table_paths`` and ``sweep_paths`` map ``markdown``, ``csv`` and ``latex`` to files.
+    ``table_paths``, ``sweep_paths`` and ``interval_paths`` map ``markdown``, ``csv`` and
+    ``latex`` to files.
     """
     documents = {model: _read_json(path) for model, path in metrics_paths.items()}
     gamma = next(iter(documents.values()))["parameters"]["gamma"]
     tables.write_tables(
         tables.decisiveness_table(documents), f"{caption} Reported / measured metrics (gamma = {gamma:g}).", table_paths
     )
+    if interval_paths is not None:
+        tables.write_tables(tables.decisiveness_table(documents, intervals=True), interval_caption, interval_paths)
     tables.write_tables(tables.gamma_sweep_table(documents), f"{caption} Effect of gamma on the reported metrics.", sweep_paths)
 
 
@@ -212,6 +218,7 @@ MIRRORS: dict[str, str] = {
     "model_comparison": "every pair of models on the worst_class metrics, paired bootstrap (not in the paper)",
     "worst_probability": "how often each class is the worst across bootstrap replicates (not in the paper)",
     "decisiveness": "decisiveness-robustness.txt, Table 1 (reported / measured)",
+    "decisiveness_intervals": "the decisiveness table with each number's interval (not in the paper)",
     "gamma_sweep": "decisiveness-robustness.txt, Table 2 (effect of gamma)",
     "reliability": "decisiveness-robustness.txt, Figure 1",
     "per_class_recall": "classwise-robustness-cfps.txt, Figure 1 (class-wise accuracy)",
