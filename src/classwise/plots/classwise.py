@@ -75,7 +75,7 @@ def class_bars_figure(
         if v.shape != (c,):
             raise InputError(f"expected shape ({c},) to match class_names, got {v.shape}", field=f"values[{model!r}]")
         series.append(v)
-    bands = []
+    bands: list[tuple[np.ndarray, np.ndarray] | None] = []
     for model in models:
         if intervals is None or model not in intervals:
             bands.append(None)

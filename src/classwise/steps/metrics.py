@@ -188,10 +188,10 @@ def decisiveness_step(
         "label_view": label_view,
         "parameters": {"gamma": gamma, "gammas": list(gammas), "bins": bins},
         "accuracy": accuracy,
-        "metrics": {name: result.to_json() for name, result in metrics.items()},
         "calibration": calibration.to_json(),
         "gamma_sweep": nelson.gamma_sweep(correct_log_probs, gammas),
     }
+    entries = {name: result.to_json() for name, result in metrics.items()}
     if bootstrap is not None:
         stats = compute_stats(ranked, view.labels, n_classes=view.scores.shape[1])
         # the decisiveness family needs neither the top-k, the n worst classes nor the pairs
@@ -199,8 +199,9 @@ def decisiveness_step(
             ranked, stats, probabilities, settings=bootstrap, gamma=gamma, bins=bins, k=1, ns=(), workers=workers,
             pairs=False,
         )  # fmt: skip
-        document["metrics"] = result.attach(document["metrics"])
+        entries = result.attach(entries)
         document["accuracy_ci"] = list(result.summaries["A"].ci)
         document["bootstrap"] = bootstrap.to_json()
+    document["metrics"] = entries
     plot_reliability(calibration, reported, title=title, path=figure_path)
     write_json(metrics_path, _finite_or_none(document))
