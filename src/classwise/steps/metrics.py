@@ -33,7 +33,7 @@ from classwise.metrics.suite import (
     worst_class_family,
     worst_class_shares,
 )
-from classwise.superclasses import validate_superclasses
+from classwise.superclasses import Superclasses, validate_superclasses
 
 
 def load_view(
@@ -50,6 +50,16 @@ def load_view(
 
         view_labels = aligned_labels(view_labels_path, scores_file.sample_ids)
     return apply_label_view(scores_file, label_view, view_labels, source=view_labels_path)
+
+
+def view_superclasses(view: LabelledScores, superclasses: Mapping[str, Sequence[int]]) -> Superclasses | None:
+    """The configured superclasses checked against the scores' columns (None without any); a
+    class-subset shift has its own columns, so its superclasses are restricted to them."""
+    if superclasses and view.class_indices is not None:
+        from classwise.class_subsets import restrict_superclasses
+
+        superclasses = restrict_superclasses(superclasses, view.class_indices)
+    return validate_superclasses(superclasses, view.scores.shape[1], path="config") if superclasses else None
 
 
 def bootstrap_settings(params: Mapping[str, Any] | None) -> BootstrapSettings | None:
@@ -107,11 +117,7 @@ def worst_class_step(
     ``worst_precision_probability``); the values and worst classes are the same either way."""
     view = load_view(logits_path, label_view, view_labels_path, hard_predictions=True)
     n_classes = view.scores.shape[1]
-    if superclasses and view.class_indices is not None:  # a class-subset shift: its own columns
-        from classwise.class_subsets import restrict_superclasses
-
-        superclasses = restrict_superclasses(superclasses, view.class_indices)
-    groups = validate_superclasses(superclasses, n_classes, path="config") if superclasses else None
+    groups = view_superclasses(view, superclasses)
     ranked = argmax_scores(view.scores, view.kind)
     stats = compute_stats(ranked, view.labels, n_classes=n_classes)
     metrics = worst_class_family(stats, ranked, superclasses=groups, k=k, ns=ns)

@@ -14,7 +14,6 @@ from classwise import tables
 from classwise.atomic import write_text
 from classwise.errors import InputError
 from classwise.metrics.suite import BootstrapSettings, skipped_worst_class_metrics
-from classwise.superclasses import validate_superclasses
 
 
 def _read_json(path: str | Path) -> dict[str, Any]:
@@ -108,7 +107,7 @@ def compare_models_step(
     from classwise.logits_io import ScoresFile
     from classwise.metrics.compare import compare_models
     from classwise.metrics.suite import HARD_PREDICTIONS_REASON, score_metric_names
-    from classwise.steps.metrics import load_view
+    from classwise.steps.metrics import load_view, view_superclasses
 
     files, hard = {}, {}
     for model, path in logits_paths.items():
@@ -116,7 +115,7 @@ def compare_models_step(
         files[model] = ScoresFile(view.scores, view.labels, view.kind, view.sample_ids, view.class_names, path=str(path))
         hard[model] = view.hard_predictions
     n_classes = next(iter(files.values())).n_classes
-    groups = validate_superclasses(superclasses, n_classes, path="config") if superclasses else None
+    groups = view_superclasses(view, superclasses)  # the same columns for every model of the shift
     comparisons = compare_models(
         files, superclasses=groups, k=k, ns=ns, replicates=bootstrap.replicates, confidence=bootstrap.confidence,
         seed=bootstrap.seed, workers=workers,
