@@ -359,3 +359,55 @@ def test_the_bootstrap_adds_intervals_and_leaves_the_paper_table_byte_identical(
     top = on["metrics"]["WCA"]["worst_probability"][0]
     assert shares[top["classes"][0]] == pytest.approx(top["probability"])
     assert per_class_on["worst_precision_probability"].sum() <= 1.0 + 1e-12
+
+
+def test_a_model_of_hard_predictions_gets_intervals_and_n_a_where_scores_are_needed(tmp_path) -> None:
+    import json
+
+    import numpy as np
+
+    from classwise.metrics.suite import HARD_PREDICTIONS_REASON, BootstrapSettings
+    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.reports import compare_models_step, worst_class_table_step
+
+    logits, labels = _three_class_scores()
+    _logits_file(tmp_path / "soft.npz", logits, labels)
+    ids = np.array([f"s{i}" for i in range(labels.size)])
+    order = np.random.default_rng(0).permutation(labels.size)  # matched by id
+    np.savez(
+        tmp_path / "hard.npz",
+        predictions=logits.argmax(axis=1)[order],
+        labels=labels[order],
+        sample_ids=ids[order],
+        class_names=np.array(["x", "y", "z"]),
+    )
+    settings = BootstrapSettings(replicates=30, confidence=0.95, seed=0)
+    paths = {}
+    for model in ("soft", "hard"):
+        paths[model] = tmp_path / model / "worst_class.json"
+        worst_class_step(
+            logits_path=tmp_path / f"{model}.npz", label_view="original", view_labels_path=None, superclasses={},
+            k=2, ns=[2], metrics_path=paths[model], per_class_path=tmp_path / model / "per_class.csv",
+            confusion_path=tmp_path / model / "confusion.csv", bootstrap=settings,
+        )  # fmt: skip
+    hard, soft = (json.loads(paths[m].read_text()) for m in ("hard", "soft"))
+    assert "W2CA" not in hard["metrics"] and hard["skipped"]["W2CA"] == HARD_PREDICTIONS_REASON
+    assert hard["metrics"]["WCA"]["ci_bound"] == soft["metrics"]["WCA"]["ci_bound"]  # the same confusion matrix
+    intervals = {name: tmp_path / f"intervals.{name}" for name in tables.TABLE_FORMATS}
+    worst_class_table_step(
+        metrics_paths=paths, caption="T.", markdown_path=tmp_path / "t.md", csv_path=tmp_path / "t.csv",
+        latex_path=tmp_path / "t.tex", interval_paths=intervals, interval_caption="I.",
+    )  # fmt: skip
+    shown = pd.read_csv(intervals["csv"], index_col=0, keep_default_na=False)
+    assert shown.loc["W2CA", "hard"] == "n/a" and shown.loc["W2CA", "soft"].endswith("]")
+    assert shown.loc["WCA", "hard"] == shown.loc["WCA", "soft"]
+    compared = {name: tmp_path / f"compared.{name}" for name in tables.TABLE_FORMATS}
+    compare_models_step(
+        logits_paths={"soft": tmp_path / "soft.npz", "hard": tmp_path / "hard.npz"}, label_view="original",
+        view_labels_path=None, superclasses={}, k=2, ns=[2], bootstrap=settings, caption="C.", table_paths=compared,
+    )  # fmt: skip
+    markdown = compared["markdown"].read_text()
+    assert "| W2CA | n/a |" in markdown and "| A@2 | n/a |" in markdown
+    assert "| A | +00.00 [+00.00, +00.00] |" in markdown  # the same predictions, paired by id
+    data = pd.read_csv(compared["csv"])
+    assert set(data["metric"]) == {"A", "WCA", "WCP", "W2CR"} and (data["difference"] == 0).all()

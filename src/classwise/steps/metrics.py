@@ -128,9 +128,10 @@ def worst_class_step(
     entries = {name: result.to_json() for name, result in metrics.items()}
     shares = None
     if bootstrap is not None:
+        # hard predictions have no pair accuracies to resample (they need scores)
         result = bootstrap_metrics(
             ranked, stats, Probabilities.from_scores(view.scores, view.kind), settings=bootstrap, superclasses=groups,
-            k=k, ns=ns, workers=workers,
+            k=k, ns=ns, workers=workers, pairs=not view.hard_predictions,
         )  # fmt: skip
         entries = result.attach(entries)
         shares = worst_class_shares(result.replicates, n_classes)
