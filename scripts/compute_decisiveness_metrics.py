@@ -2,7 +2,7 @@
 
 from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.metrics import decisiveness_step
+from classwise.steps.metrics import bootstrap_settings, decisiveness_step
 
 with job_log(snakemake):
     decisiveness_step(
@@ -15,4 +15,6 @@ with job_log(snakemake):
         metrics_path=snakemake.output.metrics,
         figure_path=snakemake.output.figure,
         title=title_of(snakemake),
+        bootstrap=bootstrap_settings(snakemake.params.bootstrap),
+        workers=snakemake.threads,
     )

@@ -2,7 +2,7 @@
 
 from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.metrics import worst_class_step
+from classwise.steps.metrics import bootstrap_settings, worst_class_step
 
 with job_log(snakemake):
     worst_class_step(
@@ -17,4 +17,7 @@ with job_log(snakemake):
         confusion_path=snakemake.output.confusion,
         confusion_figure_path=snakemake.output.confusion_figure,
         title=title_of(snakemake),
+        confidence=snakemake.params.confidence,
+        bootstrap=bootstrap_settings(snakemake.params.bootstrap),
+        workers=snakemake.threads,
     )

@@ -12,4 +12,5 @@ with job_log(snakemake):
         title=title_of(snakemake),
         recall_path=snakemake.output.recall,
         cfps_path=snakemake.output.cfps,
+        worst_probability_path=snakemake.output.get("worst_probability"),
     )

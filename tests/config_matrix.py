@@ -212,8 +212,10 @@ def build_config(
     clean: bool = True,
     analyses: bool = True,
     imagenet: bool = False,
+    bootstrap: bool = True,
 ) -> dict[str, Any]:
-    """One config whose datasets are ``rows`` (index, row); data and checkpoints go to workdir."""
+    """One config whose datasets are ``rows`` (index, row); data and checkpoints go to workdir.
+    ``bootstrap``: a small bootstrap (intervals, model comparisons) or none."""
     datasets: dict[str, Any] = {}
     models: dict[str, Any] = {}
     targeted_models: list[str] = []
@@ -261,7 +263,7 @@ def build_config(
             "pgd": [{"norm": "linf", "eps": 0.1, "steps": 2, "step_size": 0.05}],
             "pgd_targeted": {"norm": "linf", "eps": 0.2, "steps": 2, "step_size": 0.1, "targets": [1]},
         },
-        "metrics": {"worst_class": {"k": 3, "n": [2]}},
+        "metrics": {"worst_class": {"k": 3, "n": [2]}, "bootstrap": {"replicates": 20 if bootstrap else 0}},
         "robustness": {"targeted_models": sorted(set(targeted_models)), "corruption_grid": {"severities": [2]}},
         "analyses": {
             "label_views": ["original"],
@@ -275,10 +277,11 @@ def build_config(
 
 
 def runs(workdir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(name, config) of each run; the rows are split between a run with every analysis and
-    clean images available, and one with ``shifts.clean: false`` and the analyses off."""
+    """(name, config) of each run; the rows are split between a run with every analysis, clean
+    images available and the bootstrap on, and one with ``shifts.clean: false``, the analyses and
+    the bootstrap off."""
     rows = list(enumerate(pairwise_rows()))
     with_clean = [(i, row) for i, row in rows if row["clean"] or i % 2 == 0]
     without_clean = [(i, row) for i, row in rows if (i, row) not in with_clean]
     yield "analyses_on", build_config(with_clean, workdir / "analyses_on", imagenet=True)
-    yield "clean_off", build_config(without_clean, workdir / "clean_off", clean=False, analyses=False)
+    yield "clean_off", build_config(without_clean, workdir / "clean_off", clean=False, analyses=False, bootstrap=False)

@@ -20,11 +20,11 @@ from classwise.logits_io import ScoresFile
 from classwise.metrics import bootstrap as boot
 from classwise.metrics import cfps, intervals
 from classwise.metrics import decisiveness as nelson
-from classwise.metrics.compare import align, compare, paired_p_value
+from classwise.metrics.compare import align, compare, compare_models, paired_p_value
 from classwise.metrics.pair_losses import PairLosses
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
-from classwise.metrics.suite import evaluate, worst_class_family
+from classwise.metrics.suite import evaluate, worst_class_family, worst_class_shares
 
 NAMES_WITH_WORST = {"WCA", "WCP", "WSupCA", "WSupCR", "W2CA", "W2CA_balanced", "CFPS_max"}
 
@@ -317,3 +317,67 @@ def test_compare_cli_refuses_different_samples_and_writes_nothing(tmp_path, caps
     assert "bootstrap" in capsys.readouterr().err and not out.exists()
     assert main(["compare", str(a), str(a), "--n", "2", "--bootstrap", "20", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["metrics"]["A"]["p_value"] == 1.0
+
+
+def test_compare_models_pairs_every_model_on_the_same_draws_as_a_naive_loop():
+    rng = np.random.default_rng(9)
+    logits, labels = _scores(rng, [8, 11, 7, 9], 1.0)
+    ids = np.array([f"s{i}" for i in range(labels.size)])
+    models = {"lin": logits, "mid": logits + 0.8 * np.eye(4)[labels], "top": logits + 2.0 * np.eye(4)[labels]}
+    perm = rng.permutation(labels.size)  # the third file in another row order: matched by id
+    files = {
+        "lin": _scores_file(models["lin"], labels, ids),
+        "mid": _scores_file(models["mid"], labels, ids),
+        "top": _scores_file(models["top"][perm], labels[perm], ids[perm]),
+    }
+    b, seed = 30, 5
+    result = compare_models(files, ns=(2,), replicates=b, seed=seed, confidence=0.9)
+    assert list(result) == [("lin", "mid"), ("lin", "top"), ("mid", "top")]
+    draws = boot.StratifiedDraws.from_labels(labels, 4, seed)
+    resampled = {name: [] for name in models}
+    for r in range(b):
+        idx = draws.indices(r)
+        for name, scores in models.items():
+            stats = compute_stats(scores[idx], labels[idx], n_classes=4)
+            resampled[name].append({m: v.value for m, v in worst_class_family(stats, scores[idx], ns=(2,)).items()})
+    for (a, b_name), comparison in result.items():
+        for metric in ("A", "WCA", "W2CR", "W2CA"):
+            d = np.array([rb[metric] - ra[metric] for ra, rb in zip(resampled[a], resampled[b_name])])
+            got = comparison.metrics[metric]
+            assert got.ci == intervals.percentile_interval(d, 0.9), (a, b_name, metric)
+            assert got.p_value == paired_p_value(d), (a, b_name, metric)
+    assert result[("lin", "top")].metrics["A"].difference > 0
+    with pytest.raises(InputError, match="at least two models"):
+        compare_models({"lin": files["lin"]}, replicates=5)
+
+
+def test_worst_class_shares_count_each_class_over_the_replicates():
+    rng = np.random.default_rng(10)
+    logits, labels = _scores(rng, [10, 10, 10, 10], 0.8)
+    stats = compute_stats(logits, labels)
+    b, seed = 40, 3
+    reps = boot.bootstrap_replicates(logits, stats, Probabilities.from_scores(logits, "logits"), ns=(2,), replicates=b, seed=seed)
+    shares = worst_class_shares(reps, 4)
+    draws = boot.StratifiedDraws.from_labels(labels, 4, seed)
+    worst_recall, worst_precision = np.zeros(4), np.zeros(4)
+    for r in range(b):
+        idx = draws.indices(r)
+        family = worst_class_family(compute_stats(logits[idx], labels[idx], n_classes=4), logits[idx], ns=(2,))
+        worst_recall[family["WCA"].classes[0]] += 1 / b
+        worst_precision[family["WCP"].classes[0]] += 1 / b
+    np.testing.assert_allclose(shares["worst_recall_probability"], worst_recall)
+    np.testing.assert_allclose(shares["worst_precision_probability"], worst_precision)
+    assert (shares["worst_recall_probability"] > 0).sum() >= 2  # the worst class is not certain here
+    with pytest.raises(InputError, match="one worst class index"):
+        boot.worst_shares(reps["W2CA"], 4)
+
+
+def test_leaving_out_the_pairs_leaves_every_other_replicate_unchanged():
+    logits, labels = _scores(np.random.default_rng(12), [6, 9, 7, 8], 1.2)
+    stats = compute_stats(logits, labels)
+    probs = Probabilities.from_scores(logits, "logits")
+    every = boot.bootstrap_replicates(logits, stats, probs, ns=(2,), replicates=20, seed=2)
+    without = boot.bootstrap_replicates(logits, stats, probs, ns=(2,), replicates=20, seed=2, pairs=False)
+    assert set(every) - set(without) == {"W2CA", "W2CA_balanced"}
+    for name, rep in without.items():
+        np.testing.assert_array_equal(rep.values, every[name].values, err_msg=name)

@@ -49,3 +49,18 @@ def test_captions_follow_the_job_s_wildcards_and_settings() -> None:
     assert "RMSE ratio to CleaneX's" in text
     assert "from 10 and 20 sampled classes to 100:" in caption_of(_job("summarise_extrapolation", wildcards, paper))
     assert title_of(_job("compute_worst_class_metrics", wildcards, {})) == "net, pets, original labels, clean"
+
+
+def test_interval_and_comparison_captions_state_the_bootstrap_they_describe() -> None:
+    wildcards = {"dataset": "pets", "labels": "original", "shift": "clean"}
+    params = {"bootstrap": {"replicates": 200, "confidence": 0.9, "seed": 3}}
+    job = _job("aggregate_worst_class_tables", wildcards, params)
+    assert caption_of(job).startswith("Worst-class metrics on pets")  # the paper table's caption is unchanged
+    intervals = caption_of(job, "intervals")
+    assert "with their 90 % intervals in brackets" in intervals
+    assert "the exact bound" in intervals and "200 stratified bootstrap replicates (seed 3)" in intervals
+    comparison = caption_of(_job("compare_models", wildcards, params))
+    assert "90 % percentile interval of 200 paired stratified bootstrap replicates" in comparison
+    assert "* marks a difference whose interval excludes 0" in comparison
+    decisiveness = caption_of(_job("aggregate_decisiveness_tables", wildcards, params), "intervals")
+    assert "followed by its 90 % percentile interval of 200 stratified bootstrap replicates (seed 3" in decisiveness

@@ -68,10 +68,20 @@ def test_every_sampled_config_runs_to_the_end_and_writes_its_worst_class_tables(
     run_dir, config, result = matrix[name]
     assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
     results = run_dir / "results"
+    bootstrap = config["metrics"]["bootstrap"]["replicates"] > 0
     for dataset, dataset_cfg in config["datasets"].items():
         for shift in _untargeted(dataset_cfg):
-            header = (results / "tables" / dataset / "original" / shift / "worst_class.csv").read_text().splitlines()[0]
+            tables = results / "tables" / dataset / "original" / shift
+            header = (tables / "worst_class.csv").read_text().splitlines()[0]
             assert header == ",".join(["metric", *dataset_cfg["models"]])
+            # intervals beside the paper table with the bootstrap on; a comparison where there are two models
+            assert (tables / "worst_class_intervals.csv").is_file() == bootstrap
+            assert (tables / "model_comparison.csv").is_file() == (bootstrap and len(dataset_cfg["models"]) == 2)
+            per_class = results / "metrics" / dataset / "original" / dataset_cfg["models"][0] / shift / "per_class.csv"
+            assert ("worst_recall_probability" in per_class.read_text().splitlines()[0]) == bootstrap
+        for view in dataset_cfg.get("label_views", {}):  # evaluated on clean images
+            compared = results / "tables" / dataset / view / "clean" / "model_comparison.csv"
+            assert compared.is_file() == (bootstrap and len(dataset_cfg["models"]) == 2)
             for model in dataset_cfg["models"]:
                 scores = load_scores(results / "logits" / dataset / model / f"{shift}.npz")
                 predicted = scores.scores.argmax(axis=1)

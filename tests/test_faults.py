@@ -112,8 +112,33 @@ def test_bad_config_stops_before_any_job(tmp_path: Path, mutate, expected: list[
             "datasets.digits.superclasses.round.1",
             "integer",
         ),
+        (
+            lambda c: c["metrics"].update(bootstrap={"replicates": -1}),
+            "metrics.bootstrap.replicates",
+            "expected a value >= 0, got -1",
+        ),
+        (
+            lambda c: c["metrics"].update(bootstrap={"confidence": 1}),
+            "metrics.bootstrap.confidence",
+            "expected a value < 1, got 1",
+        ),
+        (
+            lambda c: c["metrics"].update(bootstrap={"confidence": 0.0}),
+            "metrics.bootstrap.confidence",
+            "expected a value > 0, got 0.0",
+        ),
     ],
-    ids=["unknown-top-level-key", "unknown-dataset-key", "wrong-type", "bad-enum", "missing-key", "nested-wrong-type"],
+    ids=[
+        "unknown-top-level-key",
+        "unknown-dataset-key",
+        "wrong-type",
+        "bad-enum",
+        "missing-key",
+        "nested-wrong-type",
+        "negative-replicates",
+        "confidence-of-one",
+        "confidence-of-zero",
+    ],
 )
 def test_schema_check_names_file_field_and_expectation(mutate, field: str, text: str) -> None:
     from classwise.pipeline.config_checks import check_schema

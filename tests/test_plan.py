@@ -13,7 +13,7 @@ from torch import nn
 
 from classwise.errors import InputError
 from classwise.models.pickled import pickled_model_class
-from classwise.pipeline.plan import check_runs, dataset_classes, resolve_analyses, resolve_views
+from classwise.pipeline.plan import check_runs, dataset_classes, resolve_analyses, resolve_comparisons, resolve_views
 from classwise.shifts.spec import expand_shifts
 
 ANALYSES = {
@@ -331,3 +331,15 @@ def test_a_model_given_by_files_reads_no_published_shift_set(tmp_path: Path) -> 
     with pytest.raises(InputError, match="shift 'v2' is a published shift set") as error:
         check_runs(config, shifts=shifts, source="my.yaml", shift_sets={"digits": {"v2": shifts["v2"]}})
     assert error.value.field == "datasets.digits.shifts"
+
+
+def test_models_are_compared_on_datasets_of_two_or_more_with_the_bootstrap_on(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    config["datasets"]["digits"]["models"] = ["lin", "lin2"]
+    config["models"]["lin2"] = dict(config["models"]["lin"], seed=1)
+    plan = resolve_comparisons(_plan(config), {"replicates": 10, "confidence": 0.95, "seed": 0})
+    assert plan.compared == ["digits"]
+    assert plan.notes == ["model comparison on pets: skipped, it evaluates one model (net)"]
+    off = resolve_comparisons(_plan(config), {"replicates": 0, "confidence": 0.95, "seed": 0})
+    assert off.compared == []
+    assert off.notes == ["intervals, worst-class probabilities and model comparisons: off (metrics.bootstrap.replicates is 0)"]

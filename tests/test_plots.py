@@ -94,6 +94,9 @@ def test_thousand_classes(tmp_path):
     names = [f"class {i}" for i in range(c)]
     values = {"a": rng.random(c), "b": rng.random(c)}
     _assert_png(plot_class_bars(values, names, ylabel="CFPS", title="1000 classes", path=tmp_path / "b.png"))
+    bands = {model: (v * 0.8, np.minimum(1.0, v * 1.2)) for model, v in values.items()}
+    fig = cw.class_bars_figure(values, names, ylabel="recall", title="1000 classes", intervals=bands)
+    assert len(fig.axes[0].collections) == 2  # one band per model, not 2000 error bars
     m = rng.integers(0, 3, (c, c))
     np.fill_diagonal(m, 50)
     _assert_png(plot_confusion(m, names, title="1000 classes", path=tmp_path / "c.png"))
@@ -121,6 +124,7 @@ def test_failed_save_leaves_nothing(tmp_path, monkeypatch, calibration, confusio
         lambda p: plot_class_bars({"m": np.ones(10)}, NAMES10, ylabel="y", title="t", path=p),
         lambda p: plot_confusion(confusion10, NAMES10, title="t", path=p),
         lambda p: plot_similarity(["a", "b"], np.eye(2), title="t", path=p),
+        lambda p: cw.plot_worst_probabilities({"WCA": {"m": [("x", 1.0)]}}, title="t", path=p),
     ]
     for i, call in enumerate(calls):
         with pytest.raises(OSError, match="disk full"):
@@ -146,3 +150,41 @@ def test_bad_input_raises_and_writes_nothing(tmp_path, call):
     with pytest.raises(InputError):
         call(tmp_path / "x.png")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_class_bars_draw_each_interval_as_an_error_bar():
+    values = {"m1": np.array([0.5, np.nan, 0.9]), "m2": np.array([0.2, 0.4, 1.0])}
+    intervals = {
+        "m1": (np.array([0.3, np.nan, 0.7]), np.array([0.6, np.nan, 1.0])),
+        "m2": (np.array([0.1, 0.2, 0.8]), np.array([0.35, 0.65, 1.0])),
+    }
+    fig = cw.class_bars_figure(values, ["a", "b", "c"], ylabel="recall", title="t", intervals=intervals)
+    segments = [seg for coll in fig.axes[0].collections for seg in coll.get_segments()]
+    drawn = sorted((round(float(seg[0][1]), 6), round(float(seg[1][1]), 6)) for seg in segments)
+    expected = sorted(
+        (low, high)
+        for model in values
+        for low, high in zip(*intervals[model])
+        if np.isfinite(low)  # the class without samples has neither bar nor interval
+    )
+    assert drawn == [(round(low, 6), round(high, 6)) for low, high in expected]
+    with pytest.raises(InputError, match="intervals\\['m1'\\]"):
+        cw.class_bars_figure(values, ["a", "b", "c"], ylabel="y", title="t", intervals={"m1": (np.zeros(2), np.ones(2))})
+
+
+def test_worst_probability_figure_shows_only_the_listed_classes_even_for_a_thousand(tmp_path):
+    shares = {
+        "WCA": {"a": [(f"class {i}", 0.5 / (i + 1)) for i in range(5)], "b": [("class 7", 1.0)]},
+        "W2CA": {"a": [("class 1, class 2", 0.9)], "b": [("class 1, class 2", 0.6), ("class 3, class 9", 0.4)]},
+        "WCP": {"a": [], "b": []},  # nothing to show: no panel
+    }
+    fig = cw.worst_probability_figure(shares, title="1000 classes")
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    assert [ax.get_title() for ax in panels] == ["WCA", "W2CA"]
+    labels = [t.get_text() for t in panels[0].get_yticklabels()]
+    assert labels == ["class 7", "class 0", "class 1", "class 2", "class 3", "class 4"]  # by largest share
+    widths = sorted(round(patch.get_width(), 6) for patch in panels[0].patches if patch.get_width() > 0)
+    assert widths == sorted(round(v, 6) for v in [0.5, 0.25, 0.5 / 3, 0.125, 0.1, 1.0])
+    _assert_png(cw.plot_worst_probabilities(shares, title="t", path=tmp_path / "w.png"))
+    with pytest.raises(InputError, match="no metric"):
+        cw.worst_probability_figure({"WCP": {"a": []}}, title="t")

@@ -352,14 +352,21 @@ def test_every_table_and_figure_of_the_run_is_in_its_paper_category(report: Repo
     assert written == reported
     assert set(report.results) == reported
     # one per paper item: e.g. every (label view, shift) has its worst-class table
+    # (the bootstrap is on: beside it the table with intervals and the worst-class figure; one
+    # model, so no model comparison)
     worst = report.categories["Worst-class metrics (worst-class-metrics.txt)"]["digits"]
     assert sorted(worst) == sorted(
-        f"results/tables/digits/{view}/{shift}/worst_class.csv"
+        f"results/{folder}/digits/{view}/{shift}/{name}"
         for view, shift in [
             ("original", "clean"),
             ("original", "gaussian_noise_s3"),
             ("original", "pgd_linf_eps0.1"),
             ("cleaned_cl", "clean"),
+        ]
+        for folder, name in [
+            ("tables", "worst_class.csv"),
+            ("tables", "worst_class_intervals.csv"),
+            ("figures", "worst_probability.png"),
         ]
     )
     # the labels say the label view, shift and model of each result
@@ -427,10 +434,12 @@ def test_rendered_page_shows_the_categories_the_headline_table_and_a_figure_of_t
     for name in CATEGORIES:
         assert name in text, name
     # the headline table: the clean worst-class table of the run, cell for cell
-    rows = _read_csv(report.run / "tables" / "digits" / "original" / "clean" / "worst_class.csv")
     cells = report.dom.cells
-    flat = [cell for row in rows for cell in row]
-    assert any(cells[i : i + len(flat)] == flat for i in range(len(cells) - len(flat) + 1)), cells[:40]
+    # and, further down, the same with intervals (the bootstrap is on)
+    for name in ("worst_class.csv", "worst_class_intervals.csv"):
+        rows = _read_csv(report.run / "tables" / "digits" / "original" / "clean" / name)
+        flat = [cell for row in rows for cell in row]
+        assert any(cells[i : i + len(flat)] == flat for i in range(len(cells) - len(flat) + 1)), (name, cells[:40])
     # the headline figure: the run's class-wise accuracy bars, embedded byte for byte
     png = (report.run / "figures" / "digits" / "original" / "clean" / "per_class_recall.png").read_bytes()
     embedded = [src for src, _ in report.dom.images if src.startswith("data:image/png;base64,")]

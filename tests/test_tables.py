@@ -111,6 +111,25 @@ def test_decisiveness_table_has_the_papers_rows_and_slashed_cells() -> None:
     assert list(sweep.columns)[:3] == ["alexnet: robustness", "alexnet: geometric accuracy", "alexnet: decisiveness"]
 
 
+def test_decisiveness_table_with_intervals_follows_each_number_with_its_interval() -> None:
+    from classwise.tables import decisiveness_table
+
+    document = _decisiveness_document(0.974, 0.9131, 0.9128)
+    document["accuracy_ci"] = [0.9601, 0.985]
+    for entry in document["metrics"].values():
+        entry["ci"] = [None, None] if entry["value"] is None else [entry["value"] - 0.01, entry["value"] + 0.02]
+    frame = decisiveness_table({"alexnet": document}, intervals=True)
+    assert frame.index.equals(decisiveness_table({"alexnet": document}).index)
+    assert frame.loc["Prediction Accuracy", "alexnet"] == "0.974 [0.960, 0.985]"
+    assert frame.loc["Geometric Accuracy", "alexnet"] == "0.913 [0.903, 0.933] / 0.913 [0.903, 0.933]"
+    slope = document["metrics"]["calibration_slope"]["value"]
+    expected = "n/a [n/a, n/a]" if slope is None else f"{slope:.3f} [{slope - 0.01:.3f}, {slope + 0.02:.3f}]"
+    assert frame.loc["Calibration slope", "alexnet"] == expected
+    del document["accuracy_ci"]
+    with pytest.raises(InputError, match="model 'alexnet' has no interval for 'accuracy'"):
+        decisiveness_table({"alexnet": document}, intervals=True)
+
+
 # --- metrics that are trivial for the class count -----------------------------------------
 
 
@@ -195,3 +214,200 @@ def test_write_tables_writes_display_as_markdown_and_latex_and_data_as_csv(tmp_p
     # A multi-level index with a named level is kept.
     tables.write_csv(paths["csv"], pd.concat({"m": data}, names=["model"]))
     assert paths["csv"].read_text().splitlines()[:2] == ["model,shift,value", "m,a,0.123456"]
+
+
+# ---------------------------------------------------------------------------- intervals and comparisons
+
+
+def test_interval_cells_add_the_bound_or_else_the_percentile_interval_in_percent() -> None:
+    names = ["tiger cat", "laptop", "notebook"]
+    wca = {"value": 0.08, "classes": [0], "ci": [0.06, 0.09], "ci_bound": [0.04, 0.14]}
+    assert tables.interval_cell(wca, names) == "08.00 (tiger cat) [04.00, 14.00]"
+    wcp = {"value": 0.42, "classes": [1], "ci": [0.3075, 0.5]}
+    assert tables.interval_cell(wcp, names) == "42.00 (laptop) [30.75, 50.00]"
+    accuracy = {"value": 1.0, "classes": [], "ci": [1.0, 1.0]}
+    assert tables.interval_cell(accuracy, names) == "100.00 [100.00, 100.00]"
+    undefined = {"value": 0.5, "classes": [], "ci": [None, None]}
+    assert tables.interval_cell(undefined, names) == "50.00 [n/a, n/a]"
+    with pytest.raises(InputError, match="no interval"):
+        tables.interval_cell({"value": 0.5, "classes": []}, names)
+
+
+def test_interval_table_keeps_the_paper_layout_and_names_a_missing_interval() -> None:
+    document = _document({"A": (0.8453, []), "WCA": (0.24, [0])})
+    document["metrics"]["A"]["ci"] = [0.8, 0.88]
+    document["metrics"]["WCA"].update(ci=[0.1, 0.3], ci_bound=[0.05, 0.5])
+    frame = tables.interval_table({"vit": document}, ["A", "WCA"])
+    paper = tables.metric_table({"vit": document}, ["A", "WCA"])
+    assert list(frame.index) == list(paper.index) and list(frame.columns) == list(paper.columns)
+    assert frame.loc["A", "vit"] == "84.53 [80.00, 88.00]"
+    assert frame.loc["WCA", "vit"] == "24.00 (tiger cat) [05.00, 50.00]"
+    del document["metrics"]["A"]["ci"]
+    with pytest.raises(InputError, match="model 'vit' has no interval for metric 'A'") as info:
+        tables.interval_table({"vit": document}, ["A", "WCA"], source="m.json")
+    assert info.value.path == "m.json" and info.value.field == "A.ci"
+
+
+def _difference(a: float, b: float, low: float | None, high: float | None, p: float) -> dict:
+    return {"a": a, "b": b, "difference": b - a, "ci": [low, high], "p_value": p}
+
+
+def test_comparison_tables_flag_the_differences_whose_interval_excludes_zero() -> None:
+    comparisons = {
+        ("linear", "mlp"): {
+            "A": _difference(0.5, 0.6, 0.02, 0.18, 0.01),  # wholly above 0
+            "WCA": _difference(0.30, 0.25, -0.10, 0.03, 0.4),  # straddles 0
+        },
+        ("linear", "cnn"): {
+            "A": _difference(0.5, 0.4, -0.2, -0.005, 0.02),  # wholly below 0
+            "WCA": _difference(0.3, 0.3, None, None, 1.0),  # undefined interval: not flagged
+        },
+    }
+    display, data = tables.comparison_tables(comparisons, ["A", "WCA"])
+    assert list(display.columns) == ["mlp - linear", "cnn - linear"]
+    assert display.loc["A", "mlp - linear"] == "+10.00 [+02.00, +18.00] *"
+    assert display.loc["WCA", "mlp - linear"] == "-05.00 [-10.00, +03.00]"
+    assert display.loc["A", "cnn - linear"] == "-10.00 [-20.00, -00.50] *"
+    assert display.loc["WCA", "cnn - linear"] == "+00.00 [n/a, n/a]"
+    assert list(data.columns) == [
+        "metric", "model_a", "model_b", "a", "b", "difference", "ci_low", "ci_high", "p_value", "excludes_zero",
+    ]  # fmt: skip
+    assert data["excludes_zero"].tolist() == [True, False, True, False]
+    assert data[["metric", "model_a", "model_b"]].values.tolist()[2] == ["A", "linear", "cnn"]
+    assert data["difference"].tolist() == pytest.approx([0.1, -0.05, -0.1, 0.0])
+    with pytest.raises(InputError, match="comparison of 'mlp' with 'linear' has no metric 'WCP'"):
+        tables.comparison_tables(comparisons, ["A", "WCP"])
+
+
+def test_worst_probability_labels_name_classes_pairs_and_superclasses() -> None:
+    document = _document({"A": (0.9, []), "WCA": (0.2, [2]), "W2CA": (0.5, [0, 1]), "WSupCA": (0.4, ["cats"])})
+    document["metrics"]["WCA"]["worst_probability"] = [{"classes": [2], "probability": 0.7}, {"classes": [0], "probability": 0.3}]
+    document["metrics"]["W2CA"]["worst_probability"] = [{"classes": [0, 1], "probability": 1.0}]
+    document["metrics"]["WSupCA"]["worst_probability"] = [{"classes": ["cats"], "probability": 0.9}]
+    shares = tables.worst_probability_labels({"vit": document}, ["A", "W2CA", "WCA"])
+    assert shares == {"W2CA": {"vit": [("tiger cat, laptop", 1.0)]}, "WCA": {"vit": [("notebook", 0.7), ("tiger cat", 0.3)]}}
+    assert list(tables.worst_probability_labels({"vit": document})) == ["WCA", "W2CA", "WSupCA"]
+
+
+def _logits_file(path, logits, labels) -> None:
+    import numpy as np
+
+    from classwise.logits_io import save_logits
+
+    save_logits(
+        path,
+        logits=logits,
+        labels=labels,
+        sample_ids=np.array([f"s{i}" for i in range(labels.size)]),
+        class_names=np.array(["x", "y", "z"]),
+        metadata={},
+    )
+
+
+def test_the_bootstrap_adds_intervals_and_leaves_the_paper_table_byte_identical(tmp_path) -> None:
+    import json
+
+    import numpy as np
+
+    from classwise.metrics.suite import BootstrapSettings
+    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.reports import worst_class_table_step
+
+    logits, labels = _three_class_scores()
+    _logits_file(tmp_path / "a.npz", logits, labels)
+    _logits_file(tmp_path / "b.npz", logits + 0.7 * (np.arange(3) == 1), labels)
+    settings = BootstrapSettings(replicates=40, confidence=0.9, seed=1)
+    outputs = {}
+    for mode, bootstrap in (("off", None), ("on", settings)):
+        paths = {}
+        for model in ("a", "b"):
+            folder = tmp_path / mode / model
+            worst_class_step(
+                logits_path=tmp_path / f"{model}.npz", label_view="original", view_labels_path=None,
+                superclasses={"xy": [0, 1], "z": [2]}, k=2, ns=[2], metrics_path=folder / "worst_class.json",
+                per_class_path=folder / "per_class.csv", confusion_path=folder / "confusion.csv", bootstrap=bootstrap,
+            )  # fmt: skip
+            paths[model] = folder / "worst_class.json"
+        table = {kind: tmp_path / mode / f"worst_class.{kind}" for kind in ("md", "csv", "tex")}
+        intervals = {name: tmp_path / mode / f"intervals.{name}" for name in tables.TABLE_FORMATS}
+        worst_class_table_step(
+            metrics_paths=paths, caption="Demo.", markdown_path=table["md"], csv_path=table["csv"],
+            latex_path=table["tex"], interval_paths=intervals if bootstrap else None, interval_caption="With intervals.",
+        )  # fmt: skip
+        outputs[mode] = (paths, table, intervals)
+    for kind in ("md", "csv", "tex"):
+        assert outputs["on"][1][kind].read_bytes() == outputs["off"][1][kind].read_bytes(), kind
+    assert not outputs["off"][2]["csv"].exists()
+    on = json.loads(outputs["on"][0]["a"].read_text())
+    off = json.loads(outputs["off"][0]["a"].read_text())
+    assert on["bootstrap"]["replicates"] == 40 and "bootstrap" not in off
+    for name, entry in off["metrics"].items():
+        assert {key: on["metrics"][name][key] for key in entry} == entry, name  # values, classes unchanged
+        assert "ci" in on["metrics"][name]
+    assert "worst_probability" in on["metrics"]["WCA"] and "worst_probability" not in on["metrics"]["A"]
+    shown = pd.read_csv(outputs["on"][2]["csv"], index_col=0)
+    wca = on["metrics"]["WCA"]
+    low, high = wca["ci_bound"]
+    name = ["x", "y", "z"][wca["classes"][0]]
+    assert shown.loc["WCA", "a"] == f"{100 * wca['value']:05.2f} ({name}) [{100 * low:05.2f}, {100 * high:05.2f}]"
+    assert outputs["on"][2]["markdown"].read_text().startswith("With intervals.")
+    per_class_on = pd.read_csv(tmp_path / "on" / "a" / "per_class.csv")
+    per_class_off = pd.read_csv(tmp_path / "off" / "a" / "per_class.csv")
+    pd.testing.assert_frame_equal(per_class_on[per_class_off.columns], per_class_off)
+    shares = per_class_on["worst_recall_probability"]
+    assert shares.sum() == pytest.approx(1.0)  # one worst class per replicate
+    top = on["metrics"]["WCA"]["worst_probability"][0]
+    assert shares[top["classes"][0]] == pytest.approx(top["probability"])
+    assert per_class_on["worst_precision_probability"].sum() <= 1.0 + 1e-12
+
+
+def test_a_model_of_hard_predictions_gets_intervals_and_n_a_where_scores_are_needed(tmp_path) -> None:
+    import json
+
+    import numpy as np
+
+    from classwise.metrics.suite import HARD_PREDICTIONS_REASON, BootstrapSettings
+    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.reports import compare_models_step, worst_class_table_step
+
+    logits, labels = _three_class_scores()
+    _logits_file(tmp_path / "soft.npz", logits, labels)
+    ids = np.array([f"s{i}" for i in range(labels.size)])
+    order = np.random.default_rng(0).permutation(labels.size)  # matched by id
+    np.savez(
+        tmp_path / "hard.npz",
+        predictions=logits.argmax(axis=1)[order],
+        labels=labels[order],
+        sample_ids=ids[order],
+        class_names=np.array(["x", "y", "z"]),
+    )
+    settings = BootstrapSettings(replicates=30, confidence=0.95, seed=0)
+    paths = {}
+    for model in ("soft", "hard"):
+        paths[model] = tmp_path / model / "worst_class.json"
+        worst_class_step(
+            logits_path=tmp_path / f"{model}.npz", label_view="original", view_labels_path=None, superclasses={},
+            k=2, ns=[2], metrics_path=paths[model], per_class_path=tmp_path / model / "per_class.csv",
+            confusion_path=tmp_path / model / "confusion.csv", bootstrap=settings,
+        )  # fmt: skip
+    hard, soft = (json.loads(paths[m].read_text()) for m in ("hard", "soft"))
+    assert "W2CA" not in hard["metrics"] and hard["skipped"]["W2CA"] == HARD_PREDICTIONS_REASON
+    assert hard["metrics"]["WCA"]["ci_bound"] == soft["metrics"]["WCA"]["ci_bound"]  # the same confusion matrix
+    intervals = {name: tmp_path / f"intervals.{name}" for name in tables.TABLE_FORMATS}
+    worst_class_table_step(
+        metrics_paths=paths, caption="T.", markdown_path=tmp_path / "t.md", csv_path=tmp_path / "t.csv",
+        latex_path=tmp_path / "t.tex", interval_paths=intervals, interval_caption="I.",
+    )  # fmt: skip
+    shown = pd.read_csv(intervals["csv"], index_col=0, keep_default_na=False)
+    assert shown.loc["W2CA", "hard"] == "n/a" and shown.loc["W2CA", "soft"].endswith("]")
+    assert shown.loc["WCA", "hard"] == shown.loc["WCA", "soft"]
+    compared = {name: tmp_path / f"compared.{name}" for name in tables.TABLE_FORMATS}
+    compare_models_step(
+        logits_paths={"soft": tmp_path / "soft.npz", "hard": tmp_path / "hard.npz"}, label_view="original",
+        view_labels_path=None, superclasses={}, k=2, ns=[2], bootstrap=settings, caption="C.", table_paths=compared,
+    )  # fmt: skip
+    markdown = compared["markdown"].read_text()
+    assert "| W2CA | n/a |" in markdown and "| A@2 | n/a |" in markdown
+    assert "| A | +00.00 [+00.00, +00.00] |" in markdown  # the same predictions, paired by id
+    data = pd.read_csv(compared["csv"])
+    assert set(data["metric"]) == {"A", "WCA", "WCP", "W2CR"} and (data["difference"] == 0).all()

@@ -32,6 +32,10 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_table_is_written(finished_run: Path) -> None:
+    import re
+
+    import pandas as pd
+
     for shift in SHIFTS:
         table_dir = finished_run / "results" / "tables" / "digits" / "original" / shift
         markdown = (table_dir / "worst_class.md").read_text()
@@ -40,9 +44,18 @@ def test_every_table_is_written(finished_run: Path) -> None:
             assert f"| {row} |" in markdown, row
         assert (table_dir / "worst_class.tex").read_text().count("\\\\") == 13  # header + 12 rows
         assert (table_dir / "worst_class.csv").read_text().splitlines()[0] == "metric,linear,mlp"
+        # the bootstrap is on (tests/configs/tiny.yaml): the same rows with intervals, and the two models compared
+        paper = pd.read_csv(table_dir / "worst_class.csv", index_col=0, dtype=str)
+        intervals = pd.read_csv(table_dir / "worst_class_intervals.csv", index_col=0, dtype=str)
+        assert intervals.index.equals(paper.index) and intervals.columns.equals(paper.columns)
+        for cell, with_interval in zip(paper.to_numpy().ravel(), intervals.to_numpy().ravel()):
+            assert re.fullmatch(re.escape(cell) + r" \[\d\d+\.\d\d, \d\d+\.\d\d\]", with_interval), with_interval
+        comparison = (table_dir / "model_comparison.md").read_text()
+        assert "| metric | mlp - linear |" in comparison and "* marks a difference" in comparison
 
 
 def test_decisiveness_tables_show_reported_and_measured(finished_run: Path) -> None:
+    import pandas as pd
     from scipy.special import log_softmax
 
     from classwise.metrics.decisiveness import reported_metrics
@@ -65,12 +78,20 @@ def test_decisiveness_tables_show_reported_and_measured(finished_run: Path) -> N
             "mlp: robustness,mlp: geometric accuracy,mlp: decisiveness"
         )
         assert [line.split(",")[0] for line in sweep[1:]] == [".05", ".01", ".005", ".001", "0"]
+        # the bootstrap is on: beside Table 1 the same with intervals, "0.913 [0.905, 0.921] / ..."
+        paper = pd.read_csv(table_dir / "decisiveness.csv", index_col=0, dtype=str)
+        with_intervals = pd.read_csv(table_dir / "decisiveness_intervals.csv", index_col=0, dtype=str)
+        assert with_intervals.index.equals(paper.index) and with_intervals.columns.equals(paper.columns)
+        for cell, interval_cell in zip(paper.to_numpy().ravel(), with_intervals.to_numpy().ravel()):
+            parts = interval_cell.split(" / ")
+            assert [part.split(" [")[0] for part in parts] == cell.split(" / "), (cell, interval_cell)
+            assert all(part.endswith("]") for part in parts), interval_cell
 
 
 def test_figures_are_drawn(finished_run: Path) -> None:
     figures = finished_run / "results" / "figures" / "digits" / "original"
     for shift in SHIFTS:
-        names = ["per_class_recall.png", "per_class_cfps.png"]
+        names = ["per_class_recall.png", "per_class_cfps.png", "worst_probability.png"]
         names += [f"{kind}_{model}.png" for kind in ("confusion", "reliability") for model in MODELS]
         for name in names:
             assert (figures / shift / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
@@ -88,6 +109,35 @@ def test_tables_agree_with_metrics_recomputed_from_cached_logits(finished_run: P
             assert accuracy == pytest.approx(100 * wc.accuracy(stats).value, abs=0.005)
             worst = wc.worst_class_accuracy(stats)
             assert cells["WCA"][column].startswith(f"{100 * worst.value:05.2f} ({scores.class_names[worst.classes[0]]})")
+
+
+def test_intervals_and_comparisons_follow_the_library_on_the_cached_logits(finished_run: Path) -> None:
+    import pandas as pd
+
+    from classwise.metrics.compare import compare_models
+
+    results = finished_run / "results"
+    shift = "pgd_linf_eps0.1"
+    files = {model: load_scores(results / "logits" / "digits" / model / f"{shift}.npz") for model in MODELS}
+    superclasses = {"round": [0, 6, 8, 9], "straight": [1, 4, 7], "curved": [2, 3, 5]}
+    expected = compare_models(files, superclasses=superclasses, k=3, ns=[2, 5], replicates=50, seed=1)
+    table = pd.read_csv(results / "tables" / "digits" / "original" / shift / "model_comparison.csv")
+    assert len(table) == 12 and set(table["model_a"]) == {"linear"} and set(table["model_b"]) == {"mlp"}
+    for row in table.itertuples():
+        metric = expected[("linear", "mlp")].metrics[row.metric]
+        assert (row.difference, row.ci_low, row.ci_high, row.p_value) == pytest.approx(
+            (metric.difference, *metric.ci, metric.p_value), abs=1e-12
+        ), row.metric
+        assert row.excludes_zero == (metric.ci[0] > 0 or metric.ci[1] < 0)
+    document = json.loads((results / "metrics" / "digits" / "original" / "mlp" / shift / "worst_class.json").read_text())
+    assert document["bootstrap"]["replicates"] == 50 and document["bootstrap"]["seed"] == 1
+    wca = document["metrics"]["WCA"]
+    low, high = wca["ci_bound"]
+    cells = pd.read_csv(results / "tables" / "digits" / "original" / shift / "worst_class_intervals.csv", index_col=0)
+    assert cells.loc["WCA", "mlp"].endswith(f"[{100 * low:05.2f}, {100 * high:05.2f}]")
+    per_class = pd.read_csv(results / "metrics" / "digits" / "original" / "mlp" / shift / "per_class.csv")
+    top = wca["worst_probability"][0]
+    assert per_class["worst_recall_probability"][top["classes"][0]] == pytest.approx(top["probability"], abs=1e-6)
 
 
 def test_label_view_reuses_the_clean_logits_with_its_own_labels(finished_run: Path) -> None:
@@ -175,17 +225,22 @@ def test_second_run_schedules_no_job(finished_run: Path) -> None:
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_rerun_from_scratch_gives_byte_identical_logits_and_tables(finished_run: Path, tmp_path: Path) -> None:
+def test_rerun_from_scratch_with_the_bootstrap_off_gives_byte_identical_logits_and_paper_tables(
+    finished_run: Path, tmp_path: Path
+) -> None:
     compared = [
         *(f"logits/digits/{m}/{s}.npz" for m in MODELS for s in SHIFTS),
-        *(f"tables/digits/original/{s}/worst_class.csv" for s in SHIFTS),
+        *(f"tables/digits/original/{s}/worst_class.{kind}" for s in SHIFTS for kind in ("csv", "md", "tex")),
         *(f"tables/digits/original/{s}/decisiveness.csv" for s in SHIFTS),
     ]
-    # Only what is compared is rebuilt (from scratch: training included), to keep the suite short.
-    result = snakemake(tmp_path, TINY_CONFIG, *(f"results/{relative}" for relative in compared))
+    # The paper's tables do not depend on the bootstrap (on in the finished run). Only what is
+    # compared is rebuilt (from scratch: training included), to keep the suite short.
+    config = _write_config(tmp_path / "off.yaml", lambda c: c["metrics"]["bootstrap"].update(replicates=0))
+    result = snakemake(tmp_path, config, *(f"results/{relative}" for relative in compared))
     assert result.returncode == 0, result.stderr[-4000:]
     for relative in compared:
         assert (tmp_path / "results" / relative).read_bytes() == (finished_run / "results" / relative).read_bytes(), relative
+    assert not list((tmp_path / "results" / "tables").rglob("*_intervals.csv"))
 
 
 def _write_config(path: Path, mutate) -> Path:
@@ -202,8 +257,12 @@ def _write_config(path: Path, mutate) -> Path:
         (lambda c: c["models"]["linear"].update(epochs="ten"), "ten"),
         (lambda c: c["shifts"].update(corruptions=["gaussian_noize"]), "gaussian_noize"),
         (lambda c: c["models"]["mlp"].update(train_on="cifar"), "models.mlp.train_on"),
+        (
+            lambda c: c["metrics"]["bootstrap"].update(confidence=1.5),
+            "field 'metrics.bootstrap.confidence': expected a value < 1",
+        ),
     ],
-    ids=["unknown-key", "wrong-type", "unknown-corruption", "dangling-reference"],
+    ids=["unknown-key", "wrong-type", "unknown-corruption", "dangling-reference", "bad-confidence"],
 )
 def test_bad_config_stops_before_any_job_naming_the_key(tmp_path: Path, mutate, expected: str) -> None:
     configfile = _write_config(tmp_path / "bad.yaml", mutate)
@@ -224,6 +283,7 @@ def test_changing_a_metric_parameter_reruns_only_that_family(finished_run: Path)
         "compute_worst_class_metrics",
         "aggregate_worst_class_tables",
         "plot_class_wise_figures",
+        "compare_models",  # compares the models on the same metrics
         "analyse_classwise_robustness",  # reads the confusion matrices the same job writes
         "all",
     }

@@ -23,7 +23,7 @@ from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_argument
 
 def _metrics_command(args: argparse.Namespace) -> int:
     from classwise.logits_io import load_scores
-    from classwise.metrics.suite import evaluate, per_class_table
+    from classwise.metrics.suite import evaluate, per_class_table, worst_class_shares
     from classwise.superclasses import load_superclasses
 
     scores_file = load_scores(args.logits)
@@ -52,6 +52,9 @@ def _metrics_command(args: argparse.Namespace) -> int:
             class_names=scores_file.class_names,
             confidence=args.confidence,
             interval=args.interval,
+            worst_shares=None
+            if evaluation.bootstrap_replicates is None
+            else worst_class_shares(evaluation.bootstrap_replicates, evaluation.stats.n_classes),
         )
     if args.out is not None:
         write_json(args.out, result)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +83,7 @@ def format_cell(entry: Mapping[str, Any], class_names: Sequence[str]) -> str:
     text = f"{value:05.2f}"
     classes = entry.get("classes") or []
     if classes and len(classes) <= 2:
-        names = [class_names[c] if isinstance(c, int) else str(c) for c in classes]
-        text += f" ({', '.join(names)})"
+        text += f" ({class_label(classes, class_names)})"
     return text
 
 
@@ -118,6 +117,154 @@ def metric_table(
     frame = pd.DataFrame(columns, index=list(rows))
     frame.index.name = "metric"
     return frame
+
+
+def percent(value: float | None, *, signed: bool = False) -> str:
+    """A fraction as the papers' percent cell: ``0.08`` -> ``"08.00"`` (``signed``:
+    ``"+08.00"``, for differences); ``n/a`` when undefined (``None`` or NaN)."""
+    if value is None or not math.isfinite(float(value)):
+        return "n/a"
+    return f"{100.0 * float(value):{'+06.2f' if signed else '05.2f'}}"
+
+
+def interval_of(entry: Mapping[str, Any]) -> tuple[float | None, float | None] | None:
+    """The interval a table shows for a metric entry of the JSON: ``ci_bound`` (the exact
+    bound of a recall-type minimum, with guaranteed coverage) where the metric has one, else
+    the percentile bootstrap ``ci``; None without either (the bootstrap was off)."""
+    interval = entry.get("ci_bound") or entry.get("ci")
+    return None if interval is None else (interval[0], interval[1])
+
+
+def interval_cell(entry: Mapping[str, Any], class_names: Sequence[str]) -> str:
+    """The paper cell followed by the metric's interval (:func:`interval_of`) in percent:
+    ``{"value": 0.08, "classes": [837], "ci_bound": [0.04, 0.14]}`` -> ``"08.00 (sunglass)
+    [04.00, 14.00]"``."""
+    interval = interval_of(entry)
+    if interval is None:
+        raise InputError("has no interval (ci); was the bootstrap off?", field="ci")
+    return f"{format_cell(entry, class_names)} [{percent(interval[0])}, {percent(interval[1])}]"
+
+
+def interval_table(
+    documents: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[str],
+    *,
+    source: str = "metrics",
+    skipped: Mapping[str, Mapping[str, str]] | None = None,
+) -> pd.DataFrame:
+    """:func:`metric_table` with :func:`interval_cell` cells: the paper table beside it,
+    each number followed by its interval (``n/a`` where :func:`metric_table` has it)."""
+    columns: dict[str, list[str]] = {}
+    for model, document in documents.items():
+        metrics = document["metrics"]
+        class_names = document.get("class_names") or [str(i) for i in range(int(document["n_classes"]))]
+        cells = []
+        for row in rows:
+            if row not in metrics and row in (skipped or {}).get(model, {}):
+                cells.append("n/a")
+                continue
+            if row not in metrics:
+                raise InputError(f"model '{model}' has no metric '{row}'", path=source, field=row)
+            if interval_of(metrics[row]) is None:
+                raise InputError(
+                    f"model '{model}' has no interval for metric '{row}' (was metrics.bootstrap.replicates 0?)",
+                    path=source,
+                    field=f"{row}.ci",
+                )
+            cells.append(interval_cell(metrics[row], class_names))
+        columns[model] = cells
+    frame = pd.DataFrame(columns, index=list(rows))
+    frame.index.name = "metric"
+    return frame
+
+
+def class_label(classes: Sequence[Any], class_names: Sequence[str]) -> str:
+    """What a metric names, in words: class indices as their names (a pair joined by ", "),
+    superclass names as they are."""
+    return ", ".join(class_names[c] if isinstance(c, int) else str(c) for c in classes)
+
+
+def worst_probability_labels(
+    documents: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[str] | None = None,
+) -> dict[str, dict[str, list[tuple[str, float]]]]:
+    """metric -> model -> ``(what it names, share of replicates)`` from the
+    ``worst_probability`` entries of ``classwise metrics`` JSON documents (model ->
+    document), for the metrics that have one (among ``rows`` when given, in their order)."""
+    out: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    for model, document in documents.items():
+        class_names = document.get("class_names") or [str(i) for i in range(int(document["n_classes"]))]
+        names = [name for name in (rows if rows is not None else document["metrics"]) if name in document["metrics"]]
+        for name in names:
+            ranked = document["metrics"][name].get("worst_probability")
+            if ranked is not None:
+                out.setdefault(name, {})[model] = [
+                    (class_label(item["classes"], class_names), float(item["probability"])) for item in ranked
+                ]
+    return out
+
+
+def excludes_zero(interval: Sequence[float | None]) -> bool:
+    """Whether an interval of a difference lies wholly on one side of 0 (undefined: no)."""
+    low, high = interval
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return False
+    return low > 0.0 or high < 0.0
+
+
+#: The mark of a difference whose interval excludes 0 in :func:`comparison_tables`.
+DIFFERENCE_MARK = "*"
+
+
+def comparison_tables(
+    comparisons: Mapping[tuple[str, str], Mapping[str, Mapping[str, Any]]],
+    rows: Sequence[str],
+    *,
+    unavailable: Mapping[tuple[str, str], Collection[str]] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Model comparison: ``comparisons`` maps a pair ``(a, b)`` to the ``metrics`` of
+    :meth:`classwise.metrics.compare.Comparison.to_json` (``b`` minus ``a``).
+
+    Returns the display frame (rows = metrics, one column ``"b - a"`` per pair, cells
+    ``"+04.50 [+01.20, +07.80] *"``: the difference and its interval in percentage points,
+    :data:`DIFFERENCE_MARK` where the interval excludes 0) and the data frame (one row per
+    metric and pair: the two values, the difference, the interval, the p-value and
+    ``excludes_zero``; fractions, full precision). The metrics ``unavailable`` for a pair
+    (one of its models skipped them) are ``n/a`` and have no data row.
+    """
+    display: dict[str, list[str]] = {}
+    records = []
+    for (a, b), metrics in comparisons.items():
+        cells = []
+        for row in rows:
+            if row in (unavailable or {}).get((a, b), ()):
+                cells.append("n/a")
+                continue
+            if row not in metrics:
+                raise InputError(f"the comparison of '{b}' with '{a}' has no metric '{row}'", field=row)
+            entry = metrics[row]
+            low, high = entry["ci"]
+            flagged = excludes_zero((low, high))
+            cell = f"{percent(entry['difference'], signed=True)} [{percent(low, signed=True)}, {percent(high, signed=True)}]"
+            cells.append(f"{cell} {DIFFERENCE_MARK}" if flagged else cell)
+            records.append(
+                {
+                    "metric": row,
+                    "model_a": a,
+                    "model_b": b,
+                    "a": entry["a"],
+                    "b": entry["b"],
+                    "difference": entry["difference"],
+                    "ci_low": low,
+                    "ci_high": high,
+                    "p_value": entry["p_value"],
+                    "excludes_zero": flagged,
+                }
+            )
+        display[f"{b} - {a}"] = cells
+    frame = pd.DataFrame(display, index=list(rows))
+    frame.index.name = "metric"
+    return frame, pd.DataFrame.from_records(records)
 
 
 def to_markdown(frame: pd.DataFrame, *, caption: str | None = None) -> str:
@@ -224,23 +371,32 @@ def three_decimals(value: float | None, *, leading_zero: bool = True) -> str:
     return text
 
 
-def decisiveness_table(documents: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+def decisiveness_table(documents: Mapping[str, Mapping[str, Any]], *, intervals: bool = False) -> pd.DataFrame:
     """Table 1 of decisiveness-robustness.txt: rows = metrics, columns = models.
 
     "Prediction Accuracy" is one number; the three generalized means are "reported / measured"
     (``0.913 / 0.913``). A last row gives the calibration slope (Eq. 3; below 1: overconfident).
+    ``intervals`` follows every number with its bootstrap interval (``ci``, ``accuracy_ci``
+    of the documents): ``0.913 [0.905, 0.921] / 0.913 [0.902, 0.923]``.
     """
     columns: dict[str, list[str]] = {}
     for model, document in documents.items():
         metrics = document["metrics"]
 
-        def value(name: str, metrics: dict[str, Any] = metrics) -> float | None:
-            return metrics[name]["value"]
+        def number(value: float | None, interval: Sequence[float | None] | None, what: str, model: str = model) -> str:
+            if not intervals:
+                return three_decimals(value)
+            if interval is None:
+                raise InputError(f"model '{model}' has no interval for '{what}' (was the bootstrap off?)", field=f"{what}.ci")
+            return f"{three_decimals(value)} [{three_decimals(interval[0])}, {three_decimals(interval[1])}]"
 
-        cells = [three_decimals(document["accuracy"])]
+        def cell(name: str, metrics: dict[str, Any] = metrics) -> str:
+            return number(metrics[name]["value"], metrics[name].get("ci"), name)
+
+        cells = [number(document["accuracy"], document.get("accuracy_ci"), "accuracy")]
         for name in DECISIVENESS_ROWS.values():
-            cells.append(f"{three_decimals(value(name))} / {three_decimals(value(name + '_measured'))}")
-        cells.append(three_decimals(value("calibration_slope")))
+            cells.append(f"{cell(name)} / {cell(name + '_measured')}")
+        cells.append(cell("calibration_slope"))
         columns[model] = cells
     frame = pd.DataFrame(columns, index=["Prediction Accuracy", *DECISIVENESS_ROWS, "Calibration slope"])
     frame.index.name = "metric"

@@ -16,7 +16,7 @@ from classwise.data.shift_sets import (
 )
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
-from classwise.pipeline.plan import check_runs, resolve_views
+from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
 from classwise.shifts.spec import expand_shifts
 from classwise.superclasses import resolve_superclasses
 
@@ -42,6 +42,10 @@ check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
 # splits, class counts).
 PLAN = check_runs(config, shifts=SHIFTS, source=CONFIG_SOURCE, shift_sets=SHIFT_SETS)
 resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
+# The bootstrap of the worst-class metrics (README: Uncertainty); 0 replicates turns it off.
+BOOTSTRAP = config["metrics"]["bootstrap"]
+BOOTSTRAP_ON = BOOTSTRAP["replicates"] > 0
+resolve_comparisons(PLAN, BOOTSTRAP)
 RESOURCES = "resources"
 
 
@@ -307,6 +311,34 @@ def metric_inputs(wildcards):
     return inputs
 
 
+def bootstrap_params():
+    """The bootstrap settings as a job parameter, None when it is off (so that changing the
+    seed of a bootstrap that is off reruns nothing)."""
+    return canonical(BOOTSTRAP) if BOOTSTRAP_ON else None
+
+
+def bootstrap_outputs(outputs):
+    """`outputs` (a rule's named outputs) when the bootstrap is on, else none. The interval
+    tables and the worst-class figure come from the jobs that write the paper's tables and
+    figures from the same files: a job of their own would add one job start per table.
+    """
+    return outputs if BOOTSTRAP_ON else {}
+
+
+def comparison_inputs(wildcards):
+    """The cached logits of every model of the dataset (in its model order) and, for a label
+    view other than the original, its label file."""
+    inputs = {
+        "logits": [
+            logits_path(wildcards.dataset, model, wildcards.shift)
+            for model in dataset_models(wildcards.dataset)
+        ]
+    }
+    if wildcards.labels != "original":
+        inputs["labels"] = f"{OUT}/labels/{wildcards.dataset}/{wildcards.labels}.csv"
+    return inputs
+
+
 def per_model_metrics(wildcards, filename, models=None):
     """One metrics file per model (default every model of the dataset), keyed by model name,
     for the aggregating rules."""
@@ -317,7 +349,9 @@ def per_model_metrics(wildcards, filename, models=None):
 
 
 def final_outputs():
-    """Every table and figure of every (dataset, label view, shift)."""
+    """Every table and figure of every (dataset, label view, shift); with the bootstrap on,
+    the interval tables, the worst-class figures and, on datasets of two models or more, the
+    model comparisons."""
     outputs = []
     for dataset in DATASETS:
         for labels in views_of(dataset):
@@ -333,6 +367,15 @@ def final_outputs():
                     f"{figures}/per_class_recall.png",
                     f"{figures}/per_class_cfps.png",
                 ]
+                if BOOTSTRAP_ON:
+                    outputs += [
+                        f"{tables}/worst_class_intervals.md",
+                        f"{figures}/worst_probability.png",
+                    ]
+                    if scored:
+                        outputs.append(f"{tables}/decisiveness_intervals.md")
+                if dataset in PLAN.compared:
+                    outputs.append(f"{tables}/model_comparison.md")
                 for model in dataset_models(dataset):
                     outputs.append(f"{figures}/confusion_{model}.png")
                     if model in scored:

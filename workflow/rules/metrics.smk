@@ -1,8 +1,10 @@
 # Metrics over cached logits: results/metrics/{dataset}/{labels}/{model}/{shift}/
-#   worst_class.json     worst-class-metrics.txt
-#   per_class.csv        per-class recall, precision, top-k recall, CFPS (classwise-robustness-cfps.txt)
+#   worst_class.json     worst-class-metrics.txt (+ bootstrap intervals, worst-class probabilities)
+#   per_class.csv        per-class recall, precision, top-k recall, CFPS (classwise-robustness-cfps.txt),
+#                        recall/precision intervals (+ how often each class is the worst)
 #   confusion.csv        true x predicted counts
-#   decisiveness.json    decisiveness-robustness.txt (reported, measured, slope, gamma sweep)
+#   decisiveness.json    decisiveness-robustness.txt (reported, measured, slope, gamma sweep;
+#                        + bootstrap intervals)
 # A label view reuses the same logits with other labels; it never reruns inference.
 # One rule per metric family, so a changed parameter reruns only that family.
 
@@ -34,6 +36,8 @@ rule compute_worst_class_metrics:
         k=config["metrics"]["worst_class"]["k"],
         n=config["metrics"]["worst_class"]["n"],
         superclasses=superclasses_of,
+        confidence=BOOTSTRAP["confidence"],
+        bootstrap=bootstrap_params(),
     script:
         "../../scripts/compute_worst_class_metrics.py"
 
@@ -63,5 +67,6 @@ rule compute_decisiveness_metrics:
         gamma=config["metrics"]["decisiveness"]["gamma"],
         gammas=config["metrics"]["decisiveness"]["gamma_sweep"],
         bins=config["metrics"]["decisiveness"]["bins"],
+        bootstrap=bootstrap_params(),
     script:
         "../../scripts/compute_decisiveness_metrics.py"

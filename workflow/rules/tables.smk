@@ -1,6 +1,9 @@
 # Paper-style tables and figures, one set per (dataset, label view, shift):
 #   results/tables/{dataset}/{labels}/{shift}/worst_class.*    Table 1, worst-class-metrics.txt
+#   .../worst_class_intervals.*, model_comparison.*           the same with intervals; every pair of
+#                                                              models (metrics.bootstrap on)
 #   results/tables/{dataset}/{labels}/{shift}/decisiveness.*   Table 1, decisiveness-robustness.txt
+#   .../decisiveness_intervals.*                               the same with intervals (bootstrap on)
 #   results/tables/{dataset}/{labels}/{shift}/gamma_sweep.*    Table 2, decisiveness-robustness.txt
 #   results/figures/{dataset}/{labels}/{shift}/                per-class bars, confusion heatmaps,
 #                                                              reliability diagrams (Figure 1)
@@ -21,6 +24,25 @@ rule aggregate_worst_class_tables:
     input:
         unpack(lambda wildcards: per_model_metrics(wildcards, "worst_class.json")),
     output:
+        # beside the paper's table, the same with each number's interval
+        **bootstrap_outputs(
+            {
+                "intervals_markdown": f"{TABLES}/worst_class_intervals.md",
+                "intervals_csv": report(
+                    f"{TABLES}/worst_class_intervals.csv",
+                    caption="../report/worst_class_intervals_table.rst",
+                    category="Worst-class metrics (worst-class-metrics.txt)",
+                    subcategory="{dataset}",
+                    labels={
+                        "result": "worst-class metrics with intervals (Table 1)",
+                        "label view": "{labels}",
+                        "shift": "{shift}",
+                        "model": "all",
+                    },
+                ),
+                "intervals_latex": f"{TABLES}/worst_class_intervals.tex",
+            }
+        ),
         markdown=f"{TABLES}/worst_class.md",
         csv=report(
             f"{TABLES}/worst_class.csv",
@@ -43,8 +65,41 @@ rule aggregate_worst_class_tables:
         "../../envs/metrics.yaml"
     params:
         models=lambda wildcards: dataset_models(wildcards.dataset),
+        bootstrap=bootstrap_params(),
     script:
         "../../scripts/aggregate_worst_class_tables.py"
+
+
+rule compare_models:
+    input:
+        unpack(comparison_inputs),
+    output:
+        markdown=f"{TABLES}/model_comparison.md",
+        csv=report(
+            f"{TABLES}/model_comparison.csv",
+            caption="../report/model_comparison_table.rst",
+            category="Worst-class metrics (worst-class-metrics.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "model comparison (Table 1 metrics)",
+                "label view": "{labels}",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
+        latex=f"{TABLES}/model_comparison.tex",
+    log:
+        f"{OUT}/logs/compare_models/{VIEW_SHIFT}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        models=lambda wildcards: dataset_models(wildcards.dataset),
+        k=config["metrics"]["worst_class"]["k"],
+        n=config["metrics"]["worst_class"]["n"],
+        superclasses=superclasses_of,
+        bootstrap=bootstrap_params(),
+    script:
+        "../../scripts/compare_models.py"
 
 
 rule aggregate_decisiveness_tables:
@@ -57,6 +112,25 @@ rule aggregate_decisiveness_tables:
             )
         ),
     output:
+        # beside the paper's Table 1, the same with each number's interval
+        **bootstrap_outputs(
+            {
+                "intervals_markdown": f"{TABLES}/decisiveness_intervals.md",
+                "intervals_csv": report(
+                    f"{TABLES}/decisiveness_intervals.csv",
+                    caption="../report/decisiveness_intervals_table.rst",
+                    category="Decisiveness and robustness (decisiveness-robustness.txt)",
+                    subcategory="{dataset}",
+                    labels={
+                        "result": "decisiveness table with intervals (Table 1)",
+                        "label view": "{labels}",
+                        "shift": "{shift}",
+                        "model": "all",
+                    },
+                ),
+                "intervals_latex": f"{TABLES}/decisiveness_intervals.tex",
+            }
+        ),
         table_markdown=f"{TABLES}/decisiveness.md",
         table_csv=report(
             f"{TABLES}/decisiveness.csv",
@@ -91,6 +165,7 @@ rule aggregate_decisiveness_tables:
         "../../envs/metrics.yaml"
     params:
         models=lambda wildcards: scored_models(wildcards.dataset, [wildcards.shift]),
+        bootstrap=bootstrap_params(),
     script:
         "../../scripts/aggregate_decisiveness_tables.py"
 
@@ -104,6 +179,22 @@ rule plot_class_wise_figures:
             wildcards, "worst_class.json"
         ).values(),
     output:
+        **bootstrap_outputs(
+            {
+                "worst_probability": report(
+                    f"{FIGURES}/worst_probability.png",
+                    caption="../report/worst_probability_figure.rst",
+                    category="Worst-class metrics (worst-class-metrics.txt)",
+                    subcategory="{dataset}",
+                    labels={
+                        "result": "worst-class probabilities (Table 1 metrics)",
+                        "label view": "{labels}",
+                        "shift": "{shift}",
+                        "model": "all",
+                    },
+                )
+            }
+        ),
         recall=report(
             f"{FIGURES}/per_class_recall.png",
             caption="../report/per_class_recall.rst",

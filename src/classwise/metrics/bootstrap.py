@@ -58,6 +58,7 @@ __all__ = [
     "check_seed",
     "bootstrap_replicates",
     "summarize",
+    "worst_shares",
 ]
 
 DEFAULT_REPLICATES = 1000
@@ -189,6 +190,7 @@ def _prepare(
     gamma: float,
     bins: int,
     k: int,
+    pairs: bool = True,
 ) -> _Model:
     n, c = stats.n_samples, stats.n_classes
     labels = stats.labels
@@ -233,7 +235,7 @@ def _prepare(
         correct_bin=_indicator(correct_bin, inner.size + 1),
         bin_counts=sp.csr_matrix(bin_counts.T.astype(np.float64)),
         gamma=float(gamma),
-        pairs=PairLosses(scores, stats) if valid.shape[0] >= 2 else None,
+        pairs=PairLosses(scores, stats) if pairs and valid.shape[0] >= 2 else None,
     )
 
 
@@ -299,6 +301,7 @@ def bootstrap_replicates(
     replicates: int = DEFAULT_REPLICATES,
     seed: int = DEFAULT_SEED,
     workers: int | None = None,
+    pairs: bool = True,
 ) -> dict[str, MetricReplicates]:
     """Replicate values of every metric of :func:`classwise.metrics.suite.evaluate`.
 
@@ -306,11 +309,12 @@ def bootstrap_replicates(
     log-probabilities) and ``probabilities`` the model's probabilities; the other arguments
     are those of ``evaluate``.  Returns metric name -> :class:`MetricReplicates`, the names
     of ``evaluate``.  ``workers`` threads share the blocks of replicates (default: the CPU
-    count); the result does not depend on it.
+    count); the result does not depend on it.  ``pairs=False`` leaves out W2CA and
+    W2CA_balanced, the costliest part, for a caller that needs the other metrics only.
     """
     b = check_replicates(replicates)
     draws = StratifiedDraws.from_labels(stats.labels, stats.n_classes, seed)
-    model = _prepare(scores, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k)
+    model = _prepare(scores, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, pairs=pairs)
     return _replicates(model, draws, b, stats, k=k, ns=ns, workers=workers)
 
 
@@ -433,6 +437,20 @@ def worst_probability(worst: list[tuple[Any, ...]], top: int = TOP_WORST) -> lis
     counts = Counter(w for w in worst if w)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], _sort_key(item[0])))
     return [(classes, count / len(worst)) for classes, count in ranked[:top]]
+
+
+def worst_shares(replicates: MetricReplicates, n_classes: int) -> np.ndarray:
+    """``(n_classes,)``: the share of replicates in which each class is the one worst class
+    a metric names (WCA, WCP, WCA@k, CFPS_max); every class is counted, not only the most
+    frequent few of :func:`worst_probability`.  Replicates that name nothing count in the
+    denominator, so the shares sum to at most 1."""
+    if replicates.worst is None:
+        raise InputError("this metric names no worst class", field="worst")
+    named = [w for w in replicates.worst if w]
+    if not all(len(w) == 1 and isinstance(w[0], (int, np.integer)) for w in named):
+        raise InputError("expected one worst class index per replicate, got pairs or superclasses", field="worst")
+    counts = np.bincount(np.asarray([w[0] for w in named], dtype=np.int64), minlength=n_classes)
+    return counts / max(1, len(replicates.worst))
 
 
 def _sort_key(classes: tuple[Any, ...]) -> tuple[Any, ...]:

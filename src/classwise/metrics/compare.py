@@ -16,6 +16,7 @@ labels, same seed; :mod:`classwise.metrics.bootstrap`), so the replicate differe
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,7 @@ from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.suite import DEFAULT_NS, argmax_scores, evaluate
 from classwise.sample_ids import sample_id_positions
 
-__all__ = ["MetricComparison", "Comparison", "align", "compare", "paired_p_value"]
+__all__ = ["MetricComparison", "Comparison", "align", "compare", "compare_models", "paired_p_value"]
 
 
 @dataclass(frozen=True)
@@ -147,37 +148,64 @@ def compare(
 ) -> Comparison:
     """Every metric of ``second`` minus ``first`` with paired bootstrap intervals and
     p-values; ``second`` is matched to ``first`` by sample id (:func:`align`)."""
+    pairs = compare_models(
+        {"a": first, "b": second}, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
+        replicates=replicates, confidence=confidence, seed=seed, workers=workers,
+    )  # fmt: skip
+    return pairs[("a", "b")]
+
+
+def compare_models(
+    files: Mapping[str, ScoresFile],
+    *,
+    superclasses: Mapping[str, Sequence[int]] | None = None,
+    gamma: float = 0.005,
+    bins: int = 10,
+    k: int = 5,
+    ns: Sequence[int] = DEFAULT_NS,
+    replicates: int = boot.DEFAULT_REPLICATES,
+    confidence: float = boot.DEFAULT_CONFIDENCE,
+    seed: int = boot.DEFAULT_SEED,
+    workers: int | None = None,
+) -> dict[tuple[str, str], Comparison]:
+    """:func:`compare` of every pair of models: ``(a, b) -> b minus a`` for ``a`` before
+    ``b`` in the order of ``files`` (model name -> scores).  Every file is matched to the
+    first by sample id (:func:`align`) and bootstrapped once, on the same draws."""
     b_count = boot.check_replicates(replicates)
     conf = check_confidence(confidence)
     seed = boot.check_seed(seed)
-    second = align(first, second)
-    values, reps = [], []
-    for f in (first, second):
+    if len(files) < 2:
+        raise InputError(f"expected at least two models to compare, got {len(files)}", field="models")
+    names = list(files)
+    reference = files[names[0]]
+    values, reps = {}, {}
+    for name in names:
+        f = reference if name == names[0] else align(reference, files[name])
         evaluation = evaluate(f.scores, f.labels, kind=f.kind, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns)
-        ranked = argmax_scores(f.scores, f.kind)
-        stats = evaluation.stats
         probabilities = Probabilities.from_scores(f.scores, f.kind)
-        values.append({name: result.value for name, result in evaluation.metrics.items()})
-        replicates_of = boot.bootstrap_replicates(
-            ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
-            replicates=b_count, seed=seed, workers=workers,
+        values[name] = {metric: result.value for metric, result in evaluation.metrics.items()}
+        reps[name] = boot.bootstrap_replicates(
+            argmax_scores(f.scores, f.kind), evaluation.stats, probabilities, superclasses=superclasses, gamma=gamma,
+            bins=bins, k=k, ns=ns, replicates=b_count, seed=seed, workers=workers,
         )  # fmt: skip
-        reps.append(replicates_of)
-    metrics = {}
-    for name in values[0]:
-        d = reps[1][name].values - reps[0][name].values
-        metrics[name] = MetricComparison(
-            a=values[0][name],
-            b=values[1][name],
-            difference=values[1][name] - values[0][name],
-            ci=percentile_interval(d, conf),
-            p_value=paired_p_value(d),
+    out = {}
+    for a, b in itertools.combinations(names, 2):
+        metrics = {}
+        for metric in values[a]:
+            d = reps[b][metric].values - reps[a][metric].values
+            metrics[metric] = MetricComparison(
+                a=values[a][metric],
+                b=values[b][metric],
+                difference=values[b][metric] - values[a][metric],
+                ci=percentile_interval(d, conf),
+                p_value=paired_p_value(d),
+            )
+        out[(a, b)] = Comparison(
+            n_samples=int(reference.labels.shape[0]),
+            n_classes=reference.n_classes,
+            replicates=b_count,
+            confidence=conf,
+            seed=seed,
+            metrics=metrics,
         )
-    return Comparison(
-        n_samples=int(first.labels.shape[0]),
-        n_classes=first.n_classes,
-        replicates=b_count,
-        confidence=conf,
-        seed=seed,
-        metrics=metrics,
-    )
+    return out

@@ -157,6 +157,12 @@ class BootstrapSettings:
     confidence: float
     seed: int
 
+    @classmethod
+    def checked(cls, replicates: object, confidence: object, seed: object) -> BootstrapSettings:
+        """The settings after :func:`boot.check_replicates` and its siblings (``InputError``
+        naming the bad one)."""
+        return cls(boot.check_replicates(replicates), check_confidence(confidence), boot.check_seed(seed))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "replicates": self.replicates,
@@ -180,6 +186,7 @@ class Evaluation:
     """Metrics left out as trivial for this many classes, with why."""
     bootstrap: dict[str, boot.BootstrapSummary] | None = None
     bootstrap_settings: BootstrapSettings | None = None
+    bootstrap_replicates: dict[str, boot.MetricReplicates] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``classwise metrics`` output layout (values are fractions in [0, 1])."""
@@ -235,19 +242,72 @@ def evaluate(
     skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
     if bootstrap is None:
         return Evaluation(metrics=metrics, stats=stats, calibration=calibration, skipped=skipped)
-    replicates = boot.bootstrap_replicates(
-        ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
-        replicates=bootstrap, seed=seed, workers=workers,
+    result = bootstrap_metrics(
+        ranked, stats, probabilities, settings=BootstrapSettings(bootstrap, confidence, seed),
+        superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns, workers=workers,
     )  # fmt: skip
-    bounds = boot.minimum_bounds(stats, k=k, ns=ns, confidence=confidence)
     return Evaluation(
         metrics=metrics,
         stats=stats,
         calibration=calibration,
         skipped=skipped,
-        bootstrap=boot.summarize(replicates, confidence=confidence, bounds=bounds),
-        bootstrap_settings=BootstrapSettings(bootstrap, confidence, seed),
+        bootstrap=result.summaries,
+        bootstrap_settings=result.settings,
+        bootstrap_replicates=result.replicates,
     )
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """The replicates of every metric and their summaries (what the JSON gets)."""
+
+    settings: BootstrapSettings
+    replicates: dict[str, boot.MetricReplicates]
+    summaries: dict[str, boot.BootstrapSummary]
+
+    def attach(self, metrics: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """``metrics`` (name -> the JSON entry of a metric) with each entry's ``ci``,
+        ``worst_probability`` and ``ci_bound`` added; metrics without replicates unchanged."""
+        return {
+            name: {**entry, **self.summaries[name].to_json()} if name in self.summaries else entry
+            for name, entry in metrics.items()
+        }
+
+
+def worst_class_shares(replicates: Mapping[str, boot.MetricReplicates], n_classes: int) -> dict[str, np.ndarray]:
+    """Per class, the share of replicates in which it has the lowest recall (the class WCA
+    names) and the lowest precision (WCP's): the per-class CSV's worst-class probabilities."""
+    return {
+        "worst_recall_probability": boot.worst_shares(replicates["WCA"], n_classes),
+        "worst_precision_probability": boot.worst_shares(replicates["WCP"], n_classes),
+    }
+
+
+def bootstrap_metrics(
+    ranked: np.ndarray,
+    stats: ClassificationStats,
+    probabilities: Probabilities,
+    *,
+    settings: BootstrapSettings,
+    superclasses: Mapping[str, Sequence[int]] | None = None,
+    gamma: float = 0.005,
+    bins: int = 10,
+    k: int = 5,
+    ns: Sequence[int] = DEFAULT_NS,
+    workers: int | None = None,
+    pairs: bool = True,
+) -> BootstrapResult:
+    """The stratified bootstrap of every metric of :func:`evaluate` (``ranked``: the
+    scores ``stats`` were computed from; ``pairs=False``: without W2CA), summarised at
+    ``settings.confidence`` with the exact bounds of the recall-type minima
+    (:mod:`classwise.metrics.bootstrap`)."""
+    replicates = boot.bootstrap_replicates(
+        ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
+        replicates=settings.replicates, seed=settings.seed, workers=workers, pairs=pairs,
+    )  # fmt: skip
+    bounds = boot.minimum_bounds(stats, k=k, ns=ns, confidence=settings.confidence)
+    summaries = boot.summarize(replicates, confidence=settings.confidence, bounds=bounds)
+    return BootstrapResult(settings, replicates, summaries)
 
 
 def per_class_table(
@@ -257,16 +317,19 @@ def per_class_table(
     class_names: Sequence[str] | np.ndarray | None = None,
     confidence: float = 0.95,
     interval: str = "clopper-pearson",
+    worst_shares: Mapping[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """One row per class: support, recall, precision, top-k recall and CFPS, then the
     ``confidence`` intervals of recall (hits out of the class's support) and precision (hits
     out of the class's predictions), Clopper-Pearson (exact) or Wilson; empty where the
-    ratio is undefined."""
+    ratio is undefined.  ``worst_shares`` (column name -> one share per class, e.g.
+    :func:`worst_class_shares`) adds columns last."""
     names = list(class_names) if class_names is not None else [str(i) for i in range(stats.n_classes)]
     hits = np.diagonal(stats.confusion)
     predicted = stats.confusion.sum(axis=0)
     recall_low, recall_high = proportion_interval(hits, stats.support, confidence, interval)
     precision_low, precision_high = proportion_interval(hits, predicted, confidence, interval)
+    extra = {name: np.asarray(shares, dtype=np.float64) for name, shares in (worst_shares or {}).items()}
     return pd.DataFrame(
         {
             "class": np.arange(stats.n_classes),
@@ -281,5 +344,6 @@ def per_class_table(
             "recall_ci_high": recall_high,
             "precision_ci_low": precision_low,
             "precision_ci_high": precision_high,
+            **extra,
         }
     )

@@ -57,6 +57,40 @@ def _extrapolation(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
     )
 
 
+def _worst_class_intervals(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
+    b = p["bootstrap"]
+    level = f"{100 * b['confidence']:g} %"
+    return (
+        f"Worst-class metrics on {w['dataset']} ({w['labels']} labels, shift {w['shift']}), in percent, "
+        f"with their {level} intervals in brackets. For the recall-type minima (WCA, WnCR, W2CA and "
+        f"their top-k versions) the exact bound, which covers the true minimum at least {level} of the "
+        f"time; for the other rows the percentile interval of {b['replicates']} stratified bootstrap "
+        f"replicates (seed {b['seed']}), which under-covers a minimum (WCP, WSupCA, WSupCR). "
+        "The table beside this one is the paper's, without intervals."
+    )
+
+
+def _decisiveness_intervals(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
+    b = p["bootstrap"]
+    return (
+        f"Decisiveness, geometric accuracy and robustness on {w['dataset']} ({w['labels']} labels, shift {w['shift']}), "
+        f"each number followed by its {100 * b['confidence']:g} % percentile interval of {b['replicates']} "
+        f"stratified bootstrap replicates (seed {b['seed']}; the bin edges of the measured metrics held fixed). "
+        "The table beside this one is the paper's, without intervals."
+    )
+
+
+def _model_comparison(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
+    b = p["bootstrap"]
+    return (
+        f"Model comparison on {w['dataset']} ({w['labels']} labels, shift {w['shift']}): each worst-class "
+        "metric of the second model minus the first, in percentage points, with the "
+        f"{100 * b['confidence']:g} % percentile interval of {b['replicates']} paired stratified "
+        f"bootstrap replicates (the same samples, matched by sample id, and the same draws for both "
+        f"models; seed {b['seed']}); * marks a difference whose interval excludes 0."
+    )
+
+
 CAPTIONS: dict[str, Text] = {
     "run_subset_tests": _subset_tests,
     "run_reference_tests": lambda w, p: (
@@ -91,6 +125,9 @@ CAPTIONS: dict[str, Text] = {
         f"Worst-class metrics on {w['dataset']} ({w['labels']} labels, "
         f"shift {w['shift']}), in percent; worst class in parentheses."
     ),
+    "aggregate_worst_class_tables/intervals": _worst_class_intervals,
+    "compare_models": _model_comparison,
+    "aggregate_decisiveness_tables/intervals": _decisiveness_intervals,
     "aggregate_decisiveness_tables": lambda w, p: (
         f"Decisiveness, geometric accuracy and robustness on {w['dataset']} ({w['labels']} labels, shift {w['shift']})."
     ),
@@ -112,10 +149,11 @@ def _job(snakemake: Any) -> tuple[str, dict[str, str], dict[str, Any]]:
     return str(snakemake.rule), dict(snakemake.wildcards.items()), dict(snakemake.params.items())
 
 
-def caption_of(snakemake: Any) -> str:
-    """The caption of the table a Snakemake job writes."""
+def caption_of(snakemake: Any, table: str = "") -> str:
+    """The caption of the table a Snakemake job writes (``table``: which one, for a job
+    that writes several; its key in :data:`CAPTIONS` is ``rule/table``)."""
     rule, wildcards, params = _job(snakemake)
-    return CAPTIONS[rule](wildcards, params)
+    return CAPTIONS[f"{rule}/{table}" if table else rule](wildcards, params)
 
 
 def title_of(snakemake: Any) -> str:

@@ -13,6 +13,9 @@ from typing import Any
 
 from classwise.errors import InputError
 
+#: A JSON-schema bound -> how the message states it ("expected a value > 0, got 0").
+_BOUNDS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+
 
 def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, Any], *, source: str = "config") -> None:
     """Raise :class:`InputError` for the first violation of ``schema`` (a YAML/JSON file or a
@@ -41,6 +44,8 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
         message = f"expected {error.validator_value}, got {error.instance!r}"
     elif error.validator == "enum":
         message = f"expected one of {error.validator_value}, got {error.instance!r}"
+    elif error.validator in _BOUNDS:
+        message = f"expected a value {_BOUNDS[error.validator]} {error.validator_value}, got {error.instance!r}"
     else:
         message = error.message
     raise InputError(message, path=source, field=".".join(where) or "(top level)")

@@ -43,6 +43,7 @@ __all__ = [
     "evaluated_shifts",
     "model_outputs",
     "resolve_analyses",
+    "resolve_comparisons",
     "resolve_views",
 ]
 
@@ -86,6 +87,8 @@ class Plan:
     #: (dataset, label view) -> the shifts its metric tables cover; ``original`` included.
     view_shifts: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     analyses: dict[str, dict[str, dict[str, Any] | None]] = field(default_factory=dict)
+    #: The datasets whose models are compared pair by pair (bootstrap on, two models or more).
+    compared: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: Whether each dataset holds images (False: labels only).
     with_images: dict[str, bool] = field(default_factory=dict)
@@ -453,3 +456,18 @@ def _resolve_k1(
     below = f"below its {limit} classes" if k2 is None else f"below k2 = {limit}"
     notes.append(f"extrapolation on {dataset}: k1 = {limit - 1} instead of the default {k1}, {below}")
     return {**settings, "k1": limit - 1}
+
+
+def resolve_comparisons(plan: Plan, bootstrap: Mapping[str, Any]) -> Plan:
+    """Fill ``plan.compared``: with the bootstrap on (``metrics.bootstrap.replicates`` > 0),
+    every dataset that evaluates two models or more gets a model-comparison table per label
+    view and shift; a dataset of one model, or the bootstrap off, gets a note instead."""
+    if int(bootstrap["replicates"]) == 0:
+        plan.notes.append("intervals, worst-class probabilities and model comparisons: off (metrics.bootstrap.replicates is 0)")
+        return plan
+    for dataset, models in plan.models.items():
+        if len(models) >= 2:
+            plan.compared.append(dataset)
+        else:
+            plan.notes.append(f"model comparison on {dataset}: skipped, it evaluates one model ({models[0]})")
+    return plan

@@ -3,7 +3,9 @@
 * :func:`plot_class_bars` -- grouped bars of a per-class value for several models
   (class-wise accuracy and CFPS, the papers' Figures 1-3);
 * :func:`plot_confusion` -- a confusion-matrix heatmap (Figure 4);
-* :func:`plot_similarity` -- a model-by-model similarity matrix (Figure 7).
+* :func:`plot_similarity` -- a model-by-model similarity matrix (Figure 7);
+* :func:`plot_worst_probabilities` -- how often each class is the worst across bootstrap
+  replicates (the uncertainty of a worst-class metric's class, not a paper figure).
 
 All are readable for 10 classes and degrade gracefully for 1000: past
 :data:`classwise.plots.MAX_LABELLED_CLASSES` classes there are no class tick labels, no
@@ -33,13 +35,32 @@ def plot_class_bars(
     title: str,
     path: str | Path,
     reference_lines: Mapping[str, float] | None = None,
+    intervals: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Path:
+    """:func:`class_bars_figure`, saved to ``path``."""
+    figure = class_bars_figure(
+        values, class_names, ylabel=ylabel, title=title, reference_lines=reference_lines, intervals=intervals
+    )
+    return save_png(figure, path)
+
+
+def class_bars_figure(
+    values: Mapping[str, np.ndarray],
+    class_names: Sequence[str],
+    *,
+    ylabel: str,
+    title: str,
+    reference_lines: Mapping[str, float] | None = None,
+    intervals: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> Figure:
     """Grouped bars: for each class one bar per model (``values``: model -> (C,) array).
 
     NaN values (e.g. the recall of a class without samples) are left out.  Optional
     ``reference_lines`` (model -> value) draw a dashed horizontal line per model in the
-    model's colour, as the paper's Figure 1 does with overall accuracy.  Past
-    ``MAX_LABELLED_CLASSES`` classes each model is drawn as a line over the class index.
+    model's colour, as the paper's Figure 1 does with overall accuracy.  Optional
+    ``intervals`` (model -> (low, high), each (C,)) draw error bars from low to high (e.g.
+    the Clopper-Pearson interval of each class's recall).  Past ``MAX_LABELLED_CLASSES``
+    classes each model is drawn as a line over the class index, its interval as a band.
     """
     models = list(values)
     if not models:
@@ -54,6 +75,17 @@ def plot_class_bars(
         if v.shape != (c,):
             raise InputError(f"expected shape ({c},) to match class_names, got {v.shape}", field=f"values[{model!r}]")
         series.append(v)
+    bands: list[tuple[np.ndarray, np.ndarray] | None] = []
+    for model in models:
+        if intervals is None or model not in intervals:
+            bands.append(None)
+            continue
+        low, high = (np.asarray(bound, dtype=np.float64) for bound in intervals[model])
+        if low.shape != (c,) or high.shape != (c,):
+            raise InputError(
+                f"expected two arrays of shape ({c},), got {low.shape} and {high.shape}", field=f"intervals[{model!r}]"
+            )
+        bands.append((low, high))
     colors = [f"C{i % 10}" for i in range(len(models))]
 
     many = c > MAX_LABELLED_CLASSES
@@ -62,17 +94,25 @@ def plot_class_bars(
     ax = fig.add_subplot()
     x = np.arange(c)
     if many:
-        for model, v, color in zip(models, series, colors):
+        for model, v, band, color in zip(models, series, bands, colors):
             ax.plot(x, v, drawstyle="steps-mid", linewidth=0.8, color=color, label=model)
+            if band is not None:
+                ax.fill_between(x, band[0], band[1], step="mid", color=color, alpha=0.2, linewidth=0)
         ax.set_xlim(-0.5, c - 0.5)
         ax.set_xlabel(f"class index ({c} classes)")
     else:
         group = 0.8
         bar = group / len(models)
-        for i, (model, v, color) in enumerate(zip(models, series, colors)):
+        for i, (model, v, band, color) in enumerate(zip(models, series, bands, colors)):
             ok = np.isfinite(v)
             offset = -group / 2 + (i + 0.5) * bar
+            errors = None
+            if band is not None:
+                ok &= np.isfinite(band[0]) & np.isfinite(band[1])
+                errors = np.stack([v[ok] - band[0][ok], band[1][ok] - v[ok]])
             ax.bar(x[ok] + offset, v[ok], width=bar, color=color, label=model)
+            if errors is not None:
+                ax.errorbar(x[ok] + offset, v[ok], yerr=errors, fmt="none", ecolor="0.2", elinewidth=0.8, capsize=1.5)
         ax.set_xticks(x)
         rotate = max(len(n) for n in names) > 4 or c > 12
         ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
@@ -87,7 +127,70 @@ def plot_class_bars(
     ax.grid(axis="y", alpha=0.3)
     if len(models) > 1 or not many:
         ax.legend(fontsize=7.5, ncols=min(len(models), 4), loc="best")
-    return save_png(fig, path)
+    return fig
+
+
+def plot_worst_probabilities(
+    shares: Mapping[str, Mapping[str, Sequence[tuple[str, float]]]],
+    *,
+    title: str,
+    path: str | Path,
+) -> Path:
+    """:func:`worst_probability_figure`, saved to ``path``."""
+    return save_png(worst_probability_figure(shares, title=title), path)
+
+
+def worst_probability_figure(
+    shares: Mapping[str, Mapping[str, Sequence[tuple[str, float]]]],
+    *,
+    title: str,
+) -> Figure:
+    """How often each class is the worst: one panel per metric (``shares``: metric ->
+    model -> ``(class label, share of bootstrap replicates)`` of its most frequent worst
+    classes), horizontal bars per model in the colours of :func:`class_bars_figure`.
+
+    Only the listed classes are drawn (a few per model and metric), so the figure reads the
+    same for 10 classes as for 1,000; labels are sorted by their largest share.
+    """
+    metrics = [metric for metric, per_model in shares.items() if any(per_model.values())]
+    if not metrics:
+        raise InputError("no metric lists worst-class shares", field="shares")
+    models = list(dict.fromkeys(model for metric in metrics for model in shares[metric]))
+    colors = {model: f"C{i % 10}" for i, model in enumerate(models)}
+    ncols = min(3, len(metrics))
+    nrows = -(-len(metrics) // ncols)
+    labels_per_panel = [len({label for ranked in shares[m].values() for label, _ in ranked}) for m in metrics]
+    height = max(2.2, 0.22 * len(models) * max(labels_per_panel) + 1.0)
+    fig = Figure(figsize=(4.2 * ncols, height * nrows + 0.6), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax, metric in zip(axes.ravel(), metrics):
+        per_model = shares[metric]
+        best: dict[str, float] = {}
+        for ranked in per_model.values():
+            for label, share in ranked:
+                best[label] = max(best.get(label, 0.0), float(share))
+        labels = sorted(best, key=lambda label: (-best[label], label))
+        y = np.arange(len(labels))
+        bar = 0.8 / max(1, len(per_model))
+        for i, (model, ranked) in enumerate(per_model.items()):
+            found = dict(ranked)
+            widths = np.array([float(found.get(label, 0.0)) for label in labels])
+            ax.barh(y - 0.4 + (i + 0.5) * bar, widths, height=bar, color=colors[model], label=model)
+        ax.set_yticks(y)
+        ax.set_yticklabels(labels, fontsize=7.5)
+        ax.invert_yaxis()
+        ax.set_xlim(0.0, 1.0)
+        ax.set_title(metric, fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+        ax.tick_params(axis="x", labelsize=7.5)
+    for ax in axes.ravel()[len(metrics) :]:
+        ax.set_axis_off()
+    for ax in axes[-1]:
+        ax.set_xlabel("share of bootstrap replicates\nin which it is the worst", fontsize=8)
+    handles, names = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside upper right", fontsize=7.5, ncols=min(len(models), 4))
+    fig.suptitle(title, fontsize=10)
+    return fig
 
 
 def plot_confusion(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,15 +22,18 @@ from classwise.metrics.cfps import cfps_max
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
 from classwise.metrics.suite import (
+    BootstrapSettings,
     argmax_scores,
+    bootstrap_metrics,
     classes_with_samples,
     nelson_family,
     per_class_table,
     skipped_worst_class_metrics,
     without_score_metrics,
     worst_class_family,
+    worst_class_shares,
 )
-from classwise.superclasses import validate_superclasses
+from classwise.superclasses import Superclasses, validate_superclasses
 
 
 def load_view(
@@ -46,6 +50,24 @@ def load_view(
 
         view_labels = aligned_labels(view_labels_path, scores_file.sample_ids)
     return apply_label_view(scores_file, label_view, view_labels, source=view_labels_path)
+
+
+def view_superclasses(view: LabelledScores, superclasses: Mapping[str, Sequence[int]]) -> Superclasses | None:
+    """The configured superclasses checked against the scores' columns (None without any); a
+    class-subset shift has its own columns, so its superclasses are restricted to them."""
+    if superclasses and view.class_indices is not None:
+        from classwise.class_subsets import restrict_superclasses
+
+        superclasses = restrict_superclasses(superclasses, view.class_indices)
+    return validate_superclasses(superclasses, view.scores.shape[1], path="config") if superclasses else None
+
+
+def bootstrap_settings(params: Mapping[str, Any] | None) -> BootstrapSettings | None:
+    """The ``metrics.bootstrap`` section of the config as settings, None when it is off
+    (no section, or 0 replicates)."""
+    if params is None or int(params["replicates"]) == 0:
+        return None
+    return BootstrapSettings.checked(params["replicates"], params["confidence"], params["seed"])
 
 
 def _finite_or_none(value):
@@ -77,19 +99,25 @@ def worst_class_step(
     confusion_path: str | Path,
     confusion_figure_path: str | Path | None = None,
     title: str = "",
+    confidence: float = 0.95,
+    bootstrap: BootstrapSettings | None = None,
+    workers: int | None = None,
 ) -> None:
-    """Worst-class metrics (JSON), per-class recall/precision/CFPS (CSV) and the confusion
-    matrix (CSV of counts, rows = true class, columns = predicted) of one logits file, and its
-    heatmap (rows normalised to the true class) when ``confusion_figure_path`` is given. A file
-    of hard predictions gives the metrics of the confusion matrix; those that need scores are
-    listed under ``skipped`` with why (and the per-class top-k recall is empty)."""
+    """Worst-class metrics (JSON), per-class recall/precision/CFPS with their ``confidence``
+    intervals (CSV) and the confusion matrix (CSV of counts, rows = true class, columns =
+    predicted) of one logits file, and its heatmap (rows normalised to the true class) when
+    ``confusion_figure_path`` is given. A file of hard predictions gives the metrics of the
+    confusion matrix; those that need scores are listed under ``skipped`` with why (and the
+    per-class top-k recall is empty).
+
+    With ``bootstrap`` settings, each metric of the JSON gets its interval (``ci``, and
+    ``ci_bound`` for the recall-type minima) and the classes most often the worst
+    (``worst_probability``), the JSON a ``bootstrap`` block, and the CSV each class's share
+    of replicates in which it is the worst (``worst_recall_probability``,
+    ``worst_precision_probability``); the values and worst classes are the same either way."""
     view = load_view(logits_path, label_view, view_labels_path, hard_predictions=True)
     n_classes = view.scores.shape[1]
-    if superclasses and view.class_indices is not None:  # a class-subset shift: its own columns
-        from classwise.class_subsets import restrict_superclasses
-
-        superclasses = restrict_superclasses(superclasses, view.class_indices)
-    groups = validate_superclasses(superclasses, n_classes, path="config") if superclasses else None
+    groups = view_superclasses(view, superclasses)
     ranked = argmax_scores(view.scores, view.kind)
     stats = compute_stats(ranked, view.labels, n_classes=n_classes)
     metrics = worst_class_family(stats, ranked, superclasses=groups, k=k, ns=ns)
@@ -97,16 +125,28 @@ def worst_class_step(
     skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
     if view.hard_predictions:
         metrics, skipped = without_score_metrics(metrics, skipped, k=k, ns=ns)
+    entries = {name: result.to_json() for name, result in metrics.items()}
+    shares = None
+    if bootstrap is not None:
+        # hard predictions have no pair accuracies to resample (they need scores)
+        result = bootstrap_metrics(
+            ranked, stats, Probabilities.from_scores(view.scores, view.kind), settings=bootstrap, superclasses=groups,
+            k=k, ns=ns, workers=workers, pairs=not view.hard_predictions,
+        )  # fmt: skip
+        entries = result.attach(entries)
+        shares = worst_class_shares(result.replicates, n_classes)
     document = {
         "n_samples": stats.n_samples,
         "n_classes": stats.n_classes,
         "label_view": label_view,
         "class_names": view.class_names.tolist(),
         "parameters": {"k": k, "n": list(ns), "superclasses": groups or {}},
-        "metrics": {name: result.to_json() for name, result in metrics.items()},
+        "metrics": entries,
         "skipped": skipped,
     }
-    per_class = per_class_table(stats, k=k, class_names=view.class_names)
+    if bootstrap is not None:
+        document["bootstrap"] = bootstrap.to_json()
+    per_class = per_class_table(stats, k=k, class_names=view.class_names, confidence=confidence, worst_shares=shares)
     if view.hard_predictions:
         per_class[f"top{k}_recall"] = np.nan  # no ranks without scores
     names = [str(name) for name in view.class_names]
@@ -131,9 +171,15 @@ def decisiveness_step(
     metrics_path: str | Path,
     figure_path: str | Path,
     title: str,
+    bootstrap: BootstrapSettings | None = None,
+    workers: int | None = None,
 ) -> None:
     """Reported and measured decisiveness / geometric accuracy / robustness, the calibration
-    slope, the gamma sweep (JSON) and the reliability figure (Figure 1 of the paper)."""
+    slope, the gamma sweep (JSON) and the reliability figure (Figure 1 of the paper).
+
+    With ``bootstrap`` settings, each metric gets its percentile interval (``ci``) and the
+    accuracy its own (``accuracy_ci``), from the same stratified replicates as the worst-class
+    metrics; the gamma sweep gets none."""
     from classwise.plots.reliability import plot_reliability  # matplotlib only where drawn
 
     view = load_view(logits_path, label_view, view_labels_path)
@@ -141,16 +187,28 @@ def decisiveness_step(
     metrics, calibration = nelson_family(probabilities, view.labels, gamma=gamma, bins=bins)
     correct_log_probs = probabilities.correct_class_log_prob(view.labels)
     reported = nelson.reported_metrics(correct_log_probs, gamma=gamma)
-    accuracy = float(np.mean(argmax_scores(view.scores, view.kind).argmax(axis=1) == view.labels))
+    ranked = argmax_scores(view.scores, view.kind)
+    accuracy = float(np.mean(ranked.argmax(axis=1) == view.labels))
     document = {
         "n_samples": int(view.labels.size),
         "n_classes": int(view.scores.shape[1]),
         "label_view": label_view,
         "parameters": {"gamma": gamma, "gammas": list(gammas), "bins": bins},
         "accuracy": accuracy,
-        "metrics": {name: result.to_json() for name, result in metrics.items()},
         "calibration": calibration.to_json(),
         "gamma_sweep": nelson.gamma_sweep(correct_log_probs, gammas),
     }
+    entries = {name: result.to_json() for name, result in metrics.items()}
+    if bootstrap is not None:
+        stats = compute_stats(ranked, view.labels, n_classes=view.scores.shape[1])
+        # the decisiveness family needs neither the top-k, the n worst classes nor the pairs
+        result = bootstrap_metrics(
+            ranked, stats, probabilities, settings=bootstrap, gamma=gamma, bins=bins, k=1, ns=(), workers=workers,
+            pairs=False,
+        )  # fmt: skip
+        entries = result.attach(entries)
+        document["accuracy_ci"] = list(result.summaries["A"].ci)
+        document["bootstrap"] = bootstrap.to_json()
+    document["metrics"] = entries
     plot_reliability(calibration, reported, title=title, path=figure_path)
     write_json(metrics_path, _finite_or_none(document))

@@ -13,8 +13,7 @@ import pandas as pd
 from classwise import tables
 from classwise.atomic import write_text
 from classwise.errors import InputError
-from classwise.metrics.suite import skipped_worst_class_metrics
-from classwise.plots.classwise import plot_class_bars
+from classwise.metrics.suite import BootstrapSettings, skipped_worst_class_metrics
 
 
 def _read_json(path: str | Path) -> dict[str, Any]:
@@ -24,6 +23,47 @@ def _read_json(path: str | Path) -> dict[str, Any]:
         raise InputError(f"not valid JSON ({exc})", path=path) from None
 
 
+def worst_class_rows(
+    *, k: int, ns: Sequence[int], superclasses: bool, label_view: str, skipped: Mapping[str, Mapping[str, str]]
+) -> tuple[list[str], str]:
+    """The rows of Table 1 of worst-class-metrics.txt (Table 2's shape, with
+    ``W2CA_balanced``, on a label view other than the original) and the caption's sentences
+    on what is missing ("" if nothing). ``skipped`` maps each model to the metrics it left out,
+    with why (:func:`skipped_worst_class_metrics`, or scores that hard predictions lack): a
+    row every model skips is left out, a row some skip is ``n/a`` for them."""
+    all_rows = tables.paper_rows(ns, k, superclasses=superclasses, balanced_pairs=label_view != "original")
+    first = next(iter(skipped.values()))
+    everywhere = {row: why for row, why in first.items() if all(row in s for s in skipped.values())}
+    rows = [row for row in all_rows if row not in everywhere]
+    note = " ".join(filter(None, [tables.skipped_rows_note(all_rows, everywhere), tables.unavailable_rows_note(rows, skipped)]))
+    return rows, note
+
+
+def _rows_of(documents: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], str, dict[str, Mapping[str, str]]]:
+    """:func:`worst_class_rows` for the parameters the worst-class JSONs (model -> document)
+    were computed with, and each model's skipped metrics: the metrics job says which rows were
+    trivial for its data or need scores (older documents: from C alone)."""
+    first = next(iter(documents.values()))
+    parameters = first["parameters"]
+    k, ns, n_classes = int(parameters["k"]), parameters["n"], int(first["n_classes"])
+    skipped = {
+        model: document.get("skipped") or skipped_worst_class_metrics(n_classes, k=k, ns=ns)
+        for model, document in documents.items()
+    }
+    rows, note = worst_class_rows(
+        k=k,
+        ns=ns,
+        superclasses=bool(parameters["superclasses"]),
+        label_view=first.get("label_view", "original"),
+        skipped=skipped,
+    )
+    return rows, note, skipped
+
+
+def _with_note(caption: str, note: str) -> str:
+    return f"{caption} {note}" if note else caption
+
+
 def worst_class_table_step(
     *,
     metrics_paths: Mapping[str, str | Path],
@@ -31,29 +71,68 @@ def worst_class_table_step(
     markdown_path: str | Path,
     csv_path: str | Path,
     latex_path: str | Path,
+    interval_paths: Mapping[str, str | Path] | None = None,
+    interval_caption: str = "",
 ) -> None:
-    """Table 1 of worst-class-metrics.txt for one (dataset, label view, shift)."""
+    """Table 1 of worst-class-metrics.txt for one (dataset, label view, shift) and, with
+    ``interval_paths`` (``markdown``, ``csv``, ``latex``), the same table with each number's
+    interval (the metrics were computed with the bootstrap on)."""
     documents = {model: _read_json(path) for model, path in metrics_paths.items()}
-    first = next(iter(documents.values()))
-    parameters = first["parameters"]
-    n_classes, k = int(first["n_classes"]), int(parameters["k"])
-    layout = dict(
-        superclasses=bool(parameters["superclasses"]),
-        balanced_pairs=first.get("label_view", "original") != "original",
-    )
-    # the metrics job says which rows were trivial for its data (older documents: from C alone),
-    # or need scores that hard predictions lack: a row none has is left out, a row some lack is n/a
-    skipped = {
-        model: document.get("skipped") or skipped_worst_class_metrics(n_classes, k=k, ns=parameters["n"])
-        for model, document in documents.items()
-    }
-    everywhere = {row: why for row, why in next(iter(skipped.values())).items() if all(row in s for s in skipped.values())}
-    all_rows = tables.paper_rows(parameters["n"], k, **layout)
-    rows = [row for row in all_rows if row not in everywhere]
-    frame = tables.metric_table(documents, rows, source=str(next(iter(metrics_paths.values()))), skipped=skipped)
-    note = " ".join(filter(None, [tables.skipped_rows_note(all_rows, everywhere), tables.unavailable_rows_note(rows, skipped)]))
+    rows, note, skipped = _rows_of(documents)
+    source = str(next(iter(metrics_paths.values())))
+    frame = tables.metric_table(documents, rows, source=source, skipped=skipped)
     paths = {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}
-    tables.write_tables(frame, f"{caption} {note}" if note else caption, paths)
+    tables.write_tables(frame, _with_note(caption, note), paths)
+    if interval_paths is not None:
+        intervals = tables.interval_table(documents, rows, source=source, skipped=skipped)
+        tables.write_tables(intervals, _with_note(interval_caption, note), interval_paths)
+
+
+def compare_models_step(
+    *,
+    logits_paths: Mapping[str, str | Path],
+    label_view: str,
+    view_labels_path: str | Path | None,
+    superclasses: Mapping[str, Sequence[int]],
+    k: int,
+    ns: Sequence[int],
+    bootstrap: BootstrapSettings,
+    caption: str,
+    table_paths: Mapping[str, str | Path],
+    workers: int | None = None,
+) -> None:
+    """Every pair of models on one (dataset, label view, shift), compared on the rows of the
+    worst-class table (:func:`classwise.metrics.compare.compare_models`: paired by sample id,
+    the same bootstrap draws for every model); written as :func:`tables.comparison_tables`."""
+    from classwise.logits_io import ScoresFile
+    from classwise.metrics.compare import compare_models
+    from classwise.metrics.suite import HARD_PREDICTIONS_REASON, score_metric_names
+    from classwise.steps.metrics import load_view, view_superclasses
+
+    files, hard = {}, {}
+    for model, path in logits_paths.items():
+        view = load_view(path, label_view, view_labels_path, hard_predictions=True)
+        files[model] = ScoresFile(view.scores, view.labels, view.kind, view.sample_ids, view.class_names, path=str(path))
+        hard[model] = view.hard_predictions
+    n_classes = next(iter(files.values())).n_classes
+    groups = view_superclasses(view, superclasses)  # the same columns for every model of the shift
+    comparisons = compare_models(
+        files, superclasses=groups, k=k, ns=ns, replicates=bootstrap.replicates, confidence=bootstrap.confidence,
+        seed=bootstrap.seed, workers=workers,
+    )  # fmt: skip
+    # the same labels for every model: the same metrics trivial; hard predictions lack the score metrics
+    trivial = skipped_worst_class_metrics(
+        n_classes, k=k, ns=ns, with_samples=int(np.unique(next(iter(files.values())).labels).size)
+    )
+    needs_scores = dict.fromkeys(score_metric_names(k, ns), HARD_PREDICTIONS_REASON)
+    skipped = {model: {**needs_scores, **trivial} if hard[model] else trivial for model in files}
+    rows, note = worst_class_rows(k=k, ns=ns, superclasses=bool(groups), label_view=label_view, skipped=skipped)
+    display, data = tables.comparison_tables(
+        {pair: c.to_json()["metrics"] for pair, c in comparisons.items()},
+        rows,
+        unavailable={(a, b): set(skipped[a]) | set(skipped[b]) for a, b in comparisons},
+    )
+    tables.write_tables(display, _with_note(caption, note), table_paths, data=data)
 
 
 def decisiveness_tables_step(
@@ -62,16 +141,22 @@ def decisiveness_tables_step(
     caption: str,
     table_paths: Mapping[str, str | Path],
     sweep_paths: Mapping[str, str | Path],
+    interval_paths: Mapping[str, str | Path] | None = None,
+    interval_caption: str = "",
 ) -> None:
-    """Tables 1 (reported / measured) and 2 (gamma sweep) of decisiveness-robustness.txt.
+    """Tables 1 (reported / measured) and 2 (gamma sweep) of decisiveness-robustness.txt and,
+    with ``interval_paths``, Table 1 with each number's bootstrap interval.
 
-    ``table_paths`` and ``sweep_paths`` map ``markdown``, ``csv`` and ``latex`` to files.
+    ``table_paths``, ``sweep_paths`` and ``interval_paths`` map ``markdown``, ``csv`` and
+    ``latex`` to files.
     """
     documents = {model: _read_json(path) for model, path in metrics_paths.items()}
     gamma = next(iter(documents.values()))["parameters"]["gamma"]
     tables.write_tables(
         tables.decisiveness_table(documents), f"{caption} Reported / measured metrics (gamma = {gamma:g}).", table_paths
     )
+    if interval_paths is not None:
+        tables.write_tables(tables.decisiveness_table(documents, intervals=True), interval_caption, interval_paths)
     tables.write_tables(tables.gamma_sweep_table(documents), f"{caption} Effect of gamma on the reported metrics.", sweep_paths)
 
 
@@ -82,13 +167,20 @@ def per_class_figures_step(
     title: str,
     recall_path: str | Path,
     cfps_path: str | Path,
+    worst_probability_path: str | Path | None = None,
 ) -> None:
-    """Per-class recall (each model's accuracy as a dashed line) and per-class CFPS bars across
-    models. (Each model's confusion heatmap comes with its worst-class metrics.)"""
+    """Per-class recall with its interval as error bars (each model's accuracy as a dashed
+    line) and per-class CFPS bars across models; with ``worst_probability_path``, how often
+    each class is the worst in the bootstrap replicates of the metrics that name one. (Each
+    model's confusion heatmap comes with its worst-class metrics.)"""
+    # matplotlib only where drawn: the table jobs importing this module start faster
+    from classwise.plots.classwise import plot_class_bars, plot_worst_probabilities
+
     frames = {model: pd.read_csv(path) for model, path in per_class_paths.items()}
     first = next(iter(frames.values()))
     names = first["name"].astype(str).tolist()
-    accuracies = {model: float(_read_json(path)["metrics"]["A"]["value"]) for model, path in metrics_paths.items()}
+    documents = {model: _read_json(path) for model, path in metrics_paths.items()}
+    accuracies = {model: float(document["metrics"]["A"]["value"]) for model, document in documents.items()}
     plot_class_bars(
         {model: frame["recall"].to_numpy(dtype=np.float64) for model, frame in frames.items()},
         names,
@@ -96,7 +188,19 @@ def per_class_figures_step(
         title=f"{title}: class-wise accuracy",
         path=recall_path,
         reference_lines=accuracies,
+        intervals={
+            model: (frame["recall_ci_low"].to_numpy(dtype=np.float64), frame["recall_ci_high"].to_numpy(dtype=np.float64))
+            for model, frame in frames.items()
+            if "recall_ci_low" in frame
+        },
     )
+    if worst_probability_path is not None:
+        rows, _, _ = _rows_of(documents)
+        plot_worst_probabilities(
+            tables.worst_probability_labels(documents, rows),
+            title=f"{title}: which class is the worst",
+            path=worst_probability_path,
+        )
     plot_class_bars(
         {model: frame["cfps"].to_numpy(dtype=np.float64) for model, frame in frames.items()},
         names,
@@ -109,7 +213,11 @@ def per_class_figures_step(
 #: Output file name -> the paper table or figure it mirrors (for the run's README).
 MIRRORS: dict[str, str] = {
     "worst_class": "worst-class-metrics.txt, Table 1 (original labels) / Table 2 (cleaned labels)",
+    "worst_class_intervals": "the worst_class table with each number's interval (not in the paper)",
+    "model_comparison": "every pair of models on the worst_class metrics, paired bootstrap (not in the paper)",
+    "worst_probability": "how often each class is the worst across bootstrap replicates (not in the paper)",
     "decisiveness": "decisiveness-robustness.txt, Table 1 (reported / measured)",
+    "decisiveness_intervals": "the decisiveness table with each number's interval (not in the paper)",
     "gamma_sweep": "decisiveness-robustness.txt, Table 2 (effect of gamma)",
     "reliability": "decisiveness-robustness.txt, Figure 1",
     "per_class_recall": "classwise-robustness-cfps.txt, Figure 1 (class-wise accuracy)",

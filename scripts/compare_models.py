@@ -1,0 +1,20 @@
+"""Snakemake script of rule compare_models: every model's logits -> paired comparison tables."""
+
+from classwise.pipeline.captions import caption_of
+from classwise.pipeline.scripting import job_log
+from classwise.steps.metrics import bootstrap_settings
+from classwise.steps.reports import compare_models_step
+
+with job_log(snakemake):
+    compare_models_step(
+        logits_paths=dict(zip(snakemake.params.models, snakemake.input.logits)),
+        label_view=snakemake.wildcards.labels,
+        view_labels_path=snakemake.input.get("labels"),
+        superclasses=snakemake.params.superclasses,
+        k=snakemake.params.k,
+        ns=snakemake.params.n,
+        bootstrap=bootstrap_settings(snakemake.params.bootstrap),
+        caption=caption_of(snakemake),
+        table_paths={"markdown": snakemake.output.markdown, "csv": snakemake.output.csv, "latex": snakemake.output.latex},
+        workers=snakemake.threads,
+    )
