@@ -1,4 +1,4 @@
-"""What ``source: checkpoint`` accepts, as the README documents it: a state dict for timm and
+"""What ``source: checkpoint`` accepts, as docs/configs.md documents it: a state dict for timm and
 torchvision architectures, a classwise checkpoint for the demo ones, and a one-line error (file,
 field, what to save instead) for a whole model saved with ``torch.save(model)``."""
 

@@ -1,7 +1,7 @@
 """The ``classwise`` command line.
 
 ``classwise metrics LOGITS.npz`` computes every metric from a logits (or probabilities) file
-that users bring themselves; see the README for the file format and the output layout.
+that users bring themselves; see docs/library.md for the file format and the output layout.
 Other subcommands live beside the code they drive and register themselves through an
 ``add_parser(subcommands)`` function (see ``_SUBCOMMAND_MODULES``).
 """

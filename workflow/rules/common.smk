@@ -42,7 +42,7 @@ check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
 # splits, class counts).
 PLAN = check_runs(config, shifts=SHIFTS, source=CONFIG_SOURCE, shift_sets=SHIFT_SETS)
 resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
-# The bootstrap of the worst-class metrics (README: Uncertainty); 0 replicates turns it off.
+# The bootstrap of the worst-class metrics (docs/uncertainty.md); 0 replicates turns it off.
 BOOTSTRAP = config["metrics"]["bootstrap"]
 BOOTSTRAP_ON = BOOTSTRAP["replicates"] > 0
 resolve_comparisons(PLAN, BOOTSTRAP)

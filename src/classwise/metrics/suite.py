@@ -2,7 +2,7 @@
 
 Sufficient statistics are computed once (:func:`compute_stats` for the argmax/rank based
 metrics, :class:`Probabilities` for the probability metrics) and shared by every metric.
-Metric names follow the ``classwise metrics`` output format documented in the README.
+Metric names follow the ``classwise metrics`` output format documented in docs/library.md.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class BootstrapSettings:
             "seed": self.seed,
             "resampling": "stratified by true class",
             "ci": "percentile",
-            "ci_bound": "exact bound for minima (README: Uncertainty)",
+            "ci_bound": "exact bound for minima (docs/uncertainty.md)",
         }
 
 
