@@ -23,7 +23,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
@@ -149,27 +149,14 @@ def fetch_file(
     otherwise (:func:`classwise.data.downloads.download_recorded`) with ``sha256_prefix`` the
     digest must start with it, and without it is only recorded. ``check`` names how the
     expected digest was obtained (for the manifest). A file already at ``dest`` that passes the
-    check is kept without downloading. A mismatch raises
-    :class:`InputError` naming the file, the URL and both digests, and keeps nothing.
+    check is kept without downloading. A mismatch raises :class:`InputError` naming the file,
+    the URL and both digests, and keeps nothing.
     """
     target = Path(dest)
+    network = asdict(options)  # retries, backoff, timeout: the download core's keywords
     if sha256 is not None:
         expected = check_sha256(sha256)
-        download(
-            url,
-            target,
-            sha256=expected,
-            retries=options.retries,
-            backoff=options.backoff,
-            timeout=options.timeout,
-        )
+        download(url, target, sha256=expected, **network)
         return FetchedFile(target, url, expected, target.stat().st_size, check or "config")
-    actual = download_recorded(
-        url,
-        target,
-        sha256_prefix=sha256_prefix,
-        retries=options.retries,
-        backoff=options.backoff,
-        timeout=options.timeout,
-    )
+    actual = download_recorded(url, target, sha256_prefix=sha256_prefix, **network)
     return FetchedFile(target, url, actual, target.stat().st_size, check or ("url-prefix" if sha256_prefix else "recorded"))
