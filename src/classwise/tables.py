@@ -352,6 +352,21 @@ def rounded_display(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
     return frame.round(digits).astype(str)
 
 
+def _undefined(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def decimals(value: Any, digits: int = 4) -> str:
+    """A display cell of the analyses' tables: ``0.1234`` style; ``n/a`` for a missing or
+    undefined value."""
+    return "n/a" if _undefined(value) else f"{float(value):.{digits}f}"
+
+
+def p_value(value: Any) -> str:
+    """A p-value's display cell: three significant digits; ``n/a`` when missing or undefined."""
+    return "n/a" if _undefined(value) else f"{float(value):.3g}"
+
+
 # ---------------------------------------------------------------------------- decisiveness-robustness.txt
 #: Table 1 of decisiveness-robustness.txt: its rows, and the JSON metric each row reads.
 DECISIVENESS_ROWS: dict[str, str] = {
