@@ -152,3 +152,45 @@ def test_summary_frame_types(confusions) -> None:  # type: ignore[no-untyped-def
     summary = shift_summary(confusions, NAMES)
     assert isinstance(summary, pd.DataFrame)
     assert summary["worst_class"].dtype.kind == "i"
+
+
+def test_the_step_writes_every_output(tmp_path: Path, confusions) -> None:  # type: ignore[no-untyped-def]
+    from classwise.steps.robustness import AcrossShiftsPaths, classwise_robustness_step
+
+    paths: dict[str, dict[str, str]] = {}
+    for shift, by_model in confusions.items():
+        for model, m in by_model.items():
+            path = tmp_path / f"{shift}_{model}.csv"
+            pd.DataFrame(m, index=NAMES, columns=NAMES).to_csv(path)
+            paths.setdefault(shift, {})[model] = str(path)
+
+    def table(stem: str) -> dict[str, Path]:
+        return {"markdown": tmp_path / f"{stem}.md", "csv": tmp_path / f"{stem}.csv", "latex": tmp_path / f"{stem}.tex"}
+
+    across = AcrossShiftsPaths(
+        shift_summary=table("summary"),
+        corruption_errors=table("errors"),
+        class_shift_accuracy=tmp_path / "accuracy.csv",
+        class_shift_cfps=tmp_path / "cfps.csv",
+        worst_classes_figure=tmp_path / "worst.png",
+        spread_figure=tmp_path / "spread.png",
+    )
+    classwise_robustness_step(
+        confusion_paths=paths,
+        attack_shifts=["pgd"],
+        corrupted_shifts=["blur_3"],
+        title="t",
+        figure_path=tmp_path / "fig.png",
+        similarity_path=tmp_path / "sim.png",
+        mean_confusion_dir=tmp_path / "mean",
+        table_paths=table("classwise"),
+        across_shifts=across,
+    )
+    summary = pd.read_csv(tmp_path / "summary.csv", index_col=[0, 1])
+    assert summary.loc[("pgd", "a"), "accuracy"] == pytest.approx(np.trace(confusions["pgd"]["a"]) / confusions["pgd"]["a"].sum())
+    assert "| shift | a A | a WCA | b A | b WCA |" in (tmp_path / "summary.md").read_text()
+    errors = pd.read_csv(tmp_path / "errors.csv", index_col=[0, 1, 2])
+    recall = np.array(_recall_loop(confusions["blur_3"]["b"]))
+    np.testing.assert_allclose(errors.loc["b"]["mean_corruption_error"].to_numpy(), 1 - recall, equal_nan=True)
+    for name in ("worst.png", "spread.png", "accuracy.csv", "cfps.csv", "errors.md", "summary.tex"):
+        assert (tmp_path / name).stat().st_size > 0, name
