@@ -63,6 +63,49 @@ rule analyse_classwise_robustness:
                 "model": "all",
             },
         ),
+        shift_summary_markdown=f"{ROBUST_TABLES}/shift_summary.md",
+        shift_summary_csv=report(
+            f"{ROBUST_TABLES}/shift_summary.csv",
+            caption="../report/shift_summary_table.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "shift summary (A and WCA per shift)",
+                "label view": "original",
+                "shift": "all",
+                "model": "all",
+            },
+        ),
+        shift_summary_latex=f"{ROBUST_TABLES}/shift_summary.tex",
+        corruption_errors_markdown=f"{ROBUST_TABLES}/corruption_errors.md",
+        corruption_errors_csv=f"{ROBUST_TABLES}/corruption_errors.csv",
+        corruption_errors_latex=f"{ROBUST_TABLES}/corruption_errors.tex",
+        class_shift_accuracy=f"{ROBUST_TABLES}/class_shift_accuracy.csv",
+        class_shift_cfps=f"{ROBUST_TABLES}/class_shift_cfps.csv",
+        worst_classes_figure=report(
+            f"{ROBUST_FIGURES}/worst_classes_by_shift.png",
+            caption="../report/worst_classes_by_shift.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "the worst classes across shifts",
+                "label view": "original",
+                "shift": "all",
+                "model": "all",
+            },
+        ),
+        spread_figure=report(
+            f"{ROBUST_FIGURES}/accuracy_spread.png",
+            caption="../report/accuracy_spread.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "spread of class-wise accuracy per shift",
+                "label view": "original",
+                "shift": "all",
+                "model": "all",
+            },
+        ),
     log:
         f"{OUT}/logs/analyse_classwise_robustness/{{dataset}}.log",
     conda:
@@ -70,6 +113,11 @@ rule analyse_classwise_robustness:
     params:
         confusions=classwise_confusions,
         attack_shifts=lambda wildcards: shifts_of_kind(wildcards.dataset, "pgd"),
+        corrupted_shifts=lambda wildcards: [
+            s
+            for s in transformed_shifts(wildcards.dataset)
+            if s in full_label_space_shifts(wildcards.dataset)
+        ],
     script:
         "../../scripts/analyse_classwise_robustness.py"
 

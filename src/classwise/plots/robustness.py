@@ -11,8 +11,9 @@
 Every function draws on a :class:`matplotlib.figure.Figure` (Agg, no pyplot), writes the PNG
 atomically with :func:`classwise.plots.save_png` and returns the figure, so callers and tests
 can inspect what was drawn. The numbers are those of :mod:`classwise.robustness.classwise`.
-Past :data:`classwise.plots.MAX_LABELLED_CLASSES` classes, bars become one line per model and
-class tick labels and cell annotations are left out.
+Past :data:`classwise.plots.MAX_LABELLED_CLASSES` classes, bars become each model's sorted
+values and the mean confusion heatmap becomes the ranked most-confused pairs
+(:mod:`classwise.plots.many_classes`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from classwise.errors import InputError
 from classwise.metrics.cfps import prediction_cosine_similarity
 from classwise.plots import MAX_LABELLED_CLASSES, save_png
 from classwise.plots.classwise import similarity_figure
+from classwise.plots.many_classes import confusion_overview_figure, draw_sorted
 from classwise.robustness.classwise import Confusions, classwise_values, mean_confusion
 
 _ANNOTATE_MAX = 12
@@ -41,7 +43,8 @@ def _colors(n: int) -> list[str]:
 
 
 def _class_values(ax: Axes, values: Mapping[str, np.ndarray], class_names: Sequence[str], colors: Sequence[str]) -> None:
-    """Grouped bars (one bar per model and class) or, for many classes, one line per model.
+    """Grouped bars (one bar per model and class) or, for many classes, each model's values
+    sorted (:func:`classwise.plots.many_classes.draw_sorted`).
 
     NaN values are left out. Bars of model ``i`` form ``ax.containers[i]``.
     """
@@ -49,10 +52,7 @@ def _class_values(ax: Axes, values: Mapping[str, np.ndarray], class_names: Seque
     x = np.arange(c)
     models = list(values)
     if c > MAX_LABELLED_CLASSES:
-        for model, color in zip(models, colors):
-            ax.plot(x, values[model], drawstyle="steps-mid", linewidth=0.8, color=color, label=model)
-        ax.set_xlim(-0.5, c - 0.5)
-        ax.set_xticks([])
+        draw_sorted(ax, values, colors)
         return
     width = 0.8 / max(1, len(models))
     for i, (model, color) in enumerate(zip(models, colors)):
@@ -138,13 +138,18 @@ def plot_mean_confusion(
     ``confusions`` is ``{model: (C, C) confusion [true, predicted]}`` under one shift (e.g.
     PGD). The heatmap (``fig.axes[0].images[0]``) shows :func:`mean_confusion` divided by its
     row sums (blank for a class without samples), blue (low) to red (high) as in the paper;
-    cells are annotated up to 12 classes.
+    cells are annotated up to 12 classes. Past ``MAX_LABELLED_CLASSES`` classes the figure is
+    :func:`classwise.plots.many_classes.confusion_overview_figure` of the mean matrix.
     """
     names = _names(class_names)
     m = mean_confusion(confusions)
     c = len(names)
     if m.shape != (c, c):
         raise InputError(f"expected ({c}, {c}) matrices to match class_names, got {m.shape}", field="confusions")
+    if c > MAX_LABELLED_CLASSES:
+        fig = confusion_overview_figure(m, names, title=f"{title} (mean of {len(confusions)} models)")
+        save_png(fig, path)
+        return fig
     support = m.sum(axis=1, keepdims=True)
     shown = np.divide(m, support, out=np.full_like(m, np.nan), where=support > 0)
     side = 5.5 if c <= _ANNOTATE_MAX else 7.5
@@ -159,16 +164,12 @@ def plot_mean_confusion(
         aspect="equal",
     )
     fig.colorbar(image, ax=ax, label=f"fraction of true class (mean of {len(confusions)} models)", shrink=0.85)
-    if c <= MAX_LABELLED_CLASSES:
-        ticks = np.arange(c)
-        ax.set_xticks(ticks)
-        ax.set_yticks(ticks)
-        rotate = max(len(n) for n in names) > 3
-        ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
-        ax.set_yticklabels(names, fontsize=8)
-    else:
-        ax.set_xticks([])
-        ax.set_yticks([])
+    ticks = np.arange(c)
+    ax.set_xticks(ticks)
+    ax.set_yticks(ticks)
+    rotate = max(len(n) for n in names) > 3
+    ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
+    ax.set_yticklabels(names, fontsize=8)
     if c <= _ANNOTATE_MAX:
         for i in range(c):
             for j in range(c):

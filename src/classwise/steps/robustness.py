@@ -4,6 +4,7 @@ transformation tests (image-classification-tests.txt), over cached logits and co
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +29,20 @@ def classwise_robustness_step(
     *,
     confusion_paths: Mapping[str, Mapping[str, str | Path]],
     attack_shifts: Sequence[str],
+    corrupted_shifts: Sequence[str] = (),
     title: str,
     figure_path: str | Path,
     similarity_path: str | Path,
     mean_confusion_dir: str | Path,
     table_paths: Mapping[str, str | Path],
+    across_shifts: AcrossShiftsPaths | None = None,
 ) -> None:
     """Figures 2-3 (class-wise accuracy and CFPS per shift and model), Figure 4 (confusion under
     each attack averaged over models, ``<mean_confusion_dir>/<shift>.png``), Figure 7 (prediction
     similarity on clean data) and the long table of the same numbers. ``confusion_paths`` is
     ``{shift: {model: confusion.csv}}``. Without attacks the directory holds a note saying so
-    (it is a declared output, so it always exists)."""
+    (it is a declared output, so it always exists). With ``across_shifts``, the class-wise view
+    across every shift too (:func:`across_shifts_outputs`)."""
     from classwise.plots.robustness import (
         plot_classwise_robustness,
         plot_mean_confusion,
@@ -75,6 +79,83 @@ def classwise_robustness_step(
         f"{title}: class-wise accuracy and class false positive score per shift and model.",
         table_paths,
     )
+    if across_shifts is not None:
+        across_shifts_outputs(confusions, class_names, corrupted_shifts, title=title, paths=across_shifts)
+
+
+@dataclass(frozen=True)
+class AcrossShiftsPaths:
+    """Where :func:`across_shifts_outputs` writes: two tables (each ``{"markdown", "csv",
+    "latex"}``), two class x shift CSVs and two figures."""
+
+    shift_summary: Mapping[str, str | Path]
+    corruption_errors: Mapping[str, str | Path]
+    class_shift_accuracy: str | Path
+    class_shift_cfps: str | Path
+    worst_classes_figure: str | Path
+    spread_figure: str | Path
+
+
+def across_shifts_outputs(
+    confusions: Mapping[str, Mapping[str, np.ndarray]],
+    class_names: Sequence[str],
+    corrupted_shifts: Sequence[str],
+    *,
+    title: str,
+    paths: AcrossShiftsPaths,
+    listed: int = 20,
+) -> None:
+    """The class-wise view across the shifts of one dataset: the shift summary table (A and WCA
+    per shift and model, with the change from clean), the class x shift accuracy and CFPS
+    matrices (CSV), the corruption errors per class (mean over every corrupted copy, and the
+    relative drop; the Markdown lists each model's ``listed`` classes of highest mean corruption
+    error, the CSV all), the worst classes x shifts heatmap and the spread of class-wise
+    accuracy per shift."""
+    from classwise.plots import save_png
+    from classwise.plots.many_classes import accuracy_spread_figure, worst_classes_by_shift_figure
+    from classwise.robustness.across_shifts import (
+        REFERENCE_SHIFT,
+        class_shift_matrix,
+        corruption_summary,
+        shift_summary,
+        shift_summary_display,
+    )
+    from classwise.robustness.classwise import classwise_values
+
+    summary = shift_summary(confusions, class_names)
+    tables.write_tables(
+        shift_summary_display(summary),
+        f"{title}: accuracy A and worst-class accuracy WCA (worst class) per shift and model; in brackets the "
+        f"change from {REFERENCE_SHIFT}.",
+        paths.shift_summary,
+        data=summary,
+    )
+    write_text(paths.class_shift_accuracy, tables.to_csv(class_shift_matrix(confusions, class_names)))
+    write_text(paths.class_shift_cfps, tables.to_csv(class_shift_matrix(confusions, class_names, value="cfps")))
+    errors = corruption_summary(confusions, class_names, corrupted_shifts)
+    if errors.empty:
+        display = pd.DataFrame({"note": [f"no corrupted copy of the dataset is evaluated beside {REFERENCE_SHIFT}"]})
+    else:
+        display = (
+            errors.sort_values(["model", "mean_corruption_error"], ascending=[True, False], kind="stable")
+            .groupby(level="model", sort=False)
+            .head(listed)
+        )
+        display = tables.rounded_display(display)
+    tables.write_tables(
+        display,
+        f"{title}: class-wise error, clean and averaged over the {len(corrupted_shifts)} corrupted copies "
+        f"(every corruption and severity); relative drop = (clean accuracy - mean corrupted accuracy) / clean "
+        f"accuracy. Each model's {listed} classes of highest mean corruption error; the CSV holds every class.",
+        paths.corruption_errors,
+        data=errors,
+    )
+    accuracy, _ = classwise_values(confusions, len(class_names))
+    save_png(
+        worst_classes_by_shift_figure(accuracy, class_names, title=f"{title}: the worst classes across shifts"),
+        paths.worst_classes_figure,
+    )
+    save_png(accuracy_spread_figure(accuracy, title=f"{title}: class-wise accuracy per shift"), paths.spread_figure)
 
 
 def transformation_tests_step(
