@@ -248,3 +248,53 @@ def test_the_adversarial_shifts_are_the_untargeted_attacks():
     assert not pgd_spec(norm="linf", eps=0.1, target=2).adversarial
     assert not ShiftSpec("clean", "clean").adversarial
     assert not corruption_spec("gaussian_noise", 1).adversarial
+
+
+def test_the_step_writes_the_table_the_figure_and_the_json(tmp_path):
+    from classwise.steps.robustness import robust_fairness_step
+
+    clean = _write(tmp_path / "clean.npz", CLEAN, LABELS, IDS)
+    attacked = _write(tmp_path / "attacked.npz", ATTACKED, LABELS, IDS)
+    unharmed = _write(tmp_path / "unharmed.npz", CLEAN, LABELS, IDS)
+    paths = {name: tmp_path / f"rf.{ext}" for name, ext in (("markdown", "md"), ("csv", "csv"), ("latex", "tex"))}
+    robust_fairness_step(
+        clean_paths={"attacked": clean, "unharmed": clean},
+        attacked_paths={"attacked": attacked, "unharmed": unharmed},
+        shift="pgd",
+        caption="Robust fairness.",
+        title="pets",
+        table_paths=paths,
+        figure_path=tmp_path / "rf.png",
+        json_path=tmp_path / "rf.json",
+    )
+    import pandas as pd
+
+    data = pd.read_csv(paths["csv"], index_col="model")
+    assert data.loc["attacked", "robust_accuracy"] == pytest.approx(3 / 8)
+    assert data.loc["unharmed", "robust_accuracy"] == pytest.approx(6 / 8)  # the clean predictions again
+    assert data.loc["attacked", "worst_class_robust_accuracy_class"] == "class2"
+    assert data.loc["attacked", "worst_boundary_error"] == pytest.approx(0.5)
+    markdown = paths["markdown"].read_text()
+    assert "| attacked | 75.00 | 37.50 | 50.00 (class2) | 00.00 (class2) | 50.00 (class0) |" in markdown
+    assert (tmp_path / "rf.png").read_bytes().startswith(b"\x89PNG")
+    document = json.loads((tmp_path / "rf.json").read_text())
+    assert document["models"]["attacked"]["robust_accuracy"] == pytest.approx(3 / 8)
+    assert document["class_names"] == ["class0", "class1", "class2", "class3"]
+
+
+def test_the_figure_names_the_worst_classes_and_reads_at_a_thousand_classes(tmp_path):
+    from classwise.plots.robustness import plot_clean_vs_robust
+
+    rng = np.random.default_rng(6)
+    labels = np.repeat(np.arange(1000), 2)
+    clean = rng.normal(size=(labels.size, 1000)).astype(np.float32)
+    clean[np.arange(labels.size), labels] += 4.0
+    attacked = clean.copy()
+    attacked[labels == 17, 17] -= 10.0  # class 17 breaks under the attack
+    result = robust_fairness(clean, attacked, labels)
+    names = [f"n{c}" for c in range(1000)]
+    fig = plot_clean_vs_robust({"net": result}, names, path=tmp_path / "f.png", named=3)
+    ax = fig.axes[0]
+    assert len(ax.collections[0].get_offsets()) == 1000
+    assert "n17" in [text.get_text() for text in ax.texts]
+    assert (tmp_path / "f.png").is_file()
