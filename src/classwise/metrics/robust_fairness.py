@@ -36,8 +36,7 @@ Over ``K``:
 * ``robust_error_sd = sqrt(1/m sum_c (r_c - mean)^2)``, ``r_c = robust_error_c``, ``mean =
   1/m sum_c r_c``: the *population* standard deviation (``ddof = 0``), because the classes of
   the evaluation are the whole population whose spread is described, not a sample from a
-  larger set of classes, and because it is what ``numpy.std`` (the robust-fairness code bases'
-  spread) computes.
+  larger set of classes (``numpy.std``'s default).
 * ``robust_error_nsd = robust_error_sd / mean``: the normalised standard deviation
   (coefficient of variation), comparable between models of different robust error.
 * ``robust_error_gini = sum_c sum_d |r_c - r_d| / (2 m^2 mean)``: the Gini coefficient, the
