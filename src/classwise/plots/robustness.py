@@ -256,7 +256,7 @@ def plot_clean_vs_robust(
     """Robust fairness, one panel per model: a point per class with samples at (clean
     accuracy, robust accuracy), the diagonal (robust = clean: the attack changes nothing),
     dotted lines at the model's overall A and robust A, and the ``named`` classes of lowest
-    robust accuracy in red with their names. Points, not bars, so 1,000 classes stay
+    robust accuracy (ties to the lowest class index) in red with their names. Points, not bars, so 1,000 classes stay
     readable: the mass of classes is a cloud, the classes the attack breaks fall far below the
     diagonal. Panel ``i`` is ``fig.axes[i]``, its points ``fig.axes[i].collections[0]``."""
     names = _names(class_names)
@@ -282,12 +282,14 @@ def plot_clean_vs_robust(
         ax.plot([0.0, 1.0], [0.0, 1.0], linestyle="--", color="0.5", linewidth=0.8)
         ax.axvline(result.accuracy, linestyle=":", color="0.6", linewidth=0.8)
         ax.axhline(result.robust_accuracy, linestyle=":", color="0.6", linewidth=0.8)
+        # ties to the lowest class index, as the table's worst class; classes at one point share a label
         worst = np.argsort(robust, kind="stable")[: max(0, named)]
         ax.scatter(clean[worst], robust[worst], s=24, color="C3", linewidths=0)
+        labels: dict[tuple[float, float], list[str]] = {}
         for i in worst:
-            ax.annotate(
-                names[int(present[i])], (clean[i], robust[i]), xytext=(3, 3), textcoords="offset points", fontsize=7, color="C3"
-            )
+            labels.setdefault((float(clean[i]), float(robust[i])), []).append(names[int(present[i])])
+        for j, (point, at_point) in enumerate(labels.items()):  # stacked: the worst points lie close together
+            ax.annotate(", ".join(at_point), point, xytext=(3, 3 + 9 * j), textcoords="offset points", fontsize=7, color="C3")
         ax.set_xlim(-0.02, 1.05)
         ax.set_ylim(-0.02, 1.05)
         ax.set_aspect("equal")
