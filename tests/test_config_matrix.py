@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from config_matrix import (
@@ -26,7 +27,7 @@ from config_matrix import (
 )
 from snakemake_runner import run_snakemake
 
-from classwise.logits_io import load_scores
+from classwise.logits_io import load_outputs, load_scores
 
 pytestmark = pytest.mark.workflow
 Run = tuple[Path, dict[str, Any], subprocess.CompletedProcess[str]]
@@ -79,6 +80,7 @@ def test_every_sampled_config_runs_to_the_end_and_writes_its_worst_class_tables(
             assert (tables / "model_comparison.csv").is_file() == (bootstrap and len(dataset_cfg["models"]) == 2)
             per_class = results / "metrics" / dataset / "original" / dataset_cfg["models"][0] / shift / "per_class.csv"
             assert ("worst_recall_probability" in per_class.read_text().splitlines()[0]) == bootstrap
+        _assert_robust_fairness(results, dataset, dataset_cfg)
         for view in dataset_cfg.get("label_views", {}):  # evaluated on clean images
             compared = results / "tables" / dataset / view / "clean" / "model_comparison.csv"
             assert compared.is_file() == (bootstrap and len(dataset_cfg["models"]) == 2)
@@ -92,6 +94,25 @@ def test_every_sampled_config_runs_to_the_end_and_writes_its_worst_class_tables(
                 assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
                 label_space = {"sklearn_digits": 10, "imagenet_val": 1000}.get(dataset_cfg["source"], len(recalls))
                 assert document["n_classes"] == label_space
+
+
+def _assert_robust_fairness(results: Path, dataset: str, dataset_cfg: dict[str, Any]) -> None:
+    """With PGD and clean images: the robust-fairness table and figure, its robust A the accuracy
+    of the PGD cached logits; without clean images: neither, and the README says why."""
+    if PGD not in dataset_cfg["shifts"]:
+        return
+    table = results / "tables" / dataset / "robustness" / f"robust_fairness_{PGD}.csv"
+    if "clean" not in dataset_cfg["shifts"]:
+        assert not table.exists()
+        assert f"robust fairness on {dataset}: skipped" in (results / "README.md").read_text()
+        return
+    data = pd.read_csv(table, index_col="model")
+    assert list(data.index) == dataset_cfg["models"]
+    for model in dataset_cfg["models"]:
+        attacked = load_outputs(results / "logits" / dataset / model / f"{PGD}.npz")
+        robust_accuracy = np.mean(attacked.scores.argmax(axis=1) == attacked.labels)
+        assert data.loc[model, "robust_accuracy"] == pytest.approx(robust_accuracy)
+    assert (results / "figures" / dataset / "robustness" / f"robust_fairness_{PGD}.png").is_file()
 
 
 def test_an_imagenet_cleaned_view_runs_end_to_end_with_the_labels_worked_out_by_hand(

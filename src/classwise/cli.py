@@ -121,6 +121,7 @@ _SUBCOMMAND_MODULES: dict[str, str] = {
     "imagenet-cleaned-labels": "classwise.labels.cli",
     "extrapolate": "classwise.extrapolation.cli",
     "check": "classwise.metrics.check_cli",
+    "robust-fairness": "classwise.metrics.robust_fairness_cli",
 }
 
 

@@ -8,6 +8,8 @@
 #   results/tables/{dataset}/robustness/classwise.*                 the numbers of Figures 2-3
 #   results/tables/{dataset}/robustness/targeted_success.*          the numbers of Figure 5
 #   results/tables/{dataset}/robustness/transformation_tests_{model}.*  pass / warn / fail
+#   results/tables/{dataset}/robustness/robust_fairness_{shift}.*      robust fairness, each attack
+#   results/figures/{dataset}/robustness/robust_fairness_{shift}.png   class-wise clean vs robust
 rule analyse_classwise_robustness:
     input:
         flat_confusions,
@@ -112,7 +114,7 @@ rule analyse_classwise_robustness:
         "../../envs/metrics.yaml"
     params:
         confusions=classwise_confusions,
-        attack_shifts=lambda wildcards: shifts_of_kind(wildcards.dataset, "pgd"),
+        attack_shifts=lambda wildcards: adversarial_shifts(wildcards.dataset),
         corrupted_shifts=lambda wildcards: [
             s
             for s in transformed_shifts(wildcards.dataset)
@@ -200,6 +202,56 @@ rule analyse_targeted_attacks:
         models=lambda wildcards: targeted_models(wildcards.dataset),
     script:
         "../../scripts/analyse_targeted_attacks.py"
+
+
+# One job per (dataset, attack) reads every model's clean and attacked logits: a job per model
+# would cost a Python start each.
+rule analyse_robust_fairness:
+    input:
+        clean=lambda wildcards: [
+            logits_path(wildcards.dataset, model, "clean")
+            for model in dataset_models(wildcards.dataset)
+        ],
+        attacked=lambda wildcards: [
+            logits_path(wildcards.dataset, model, wildcards.shift)
+            for model in dataset_models(wildcards.dataset)
+        ],
+    output:
+        markdown=f"{ROBUST_TABLES}/robust_fairness_{{shift}}.md",
+        csv=report(
+            f"{ROBUST_TABLES}/robust_fairness_{{shift}}.csv",
+            caption="../report/robust_fairness_table.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "robust fairness table (Figure 3 under attack)",
+                "label view": "original",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
+        latex=f"{ROBUST_TABLES}/robust_fairness_{{shift}}.tex",
+        json=f"{ROBUST_TABLES}/robust_fairness_{{shift}}.json",
+        figure=report(
+            f"{ROBUST_FIGURES}/robust_fairness_{{shift}}.png",
+            caption="../report/robust_fairness_figure.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "class-wise clean vs robust accuracy (Figure 3 under attack)",
+                "label view": "original",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
+    log:
+        f"{OUT}/logs/analyse_robust_fairness/{{dataset}}/{{shift}}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        models=lambda wildcards: dataset_models(wildcards.dataset),
+    script:
+        "../../scripts/analyse_robust_fairness.py"
 
 
 rule plot_corruption_grid:

@@ -80,12 +80,24 @@ class ShiftSpec:
         return self.kind == "dataset" and bool(self.params.get("restricted"))
 
     @property
+    def adversarial(self) -> bool:
+        """Whether the shift is an untargeted attack on the model (its kind is one of
+        :data:`ADVERSARIAL_KINDS` and it has no target class): what the robust-fairness tables
+        compare with clean."""
+        return self.kind in ADVERSARIAL_KINDS and self.params.get("target") is None
+
+    @property
     def corruption(self) -> str:
         return str(self.params["corruption"])
 
     @property
     def severity(self) -> int:
         return int(self.params["severity"])
+
+
+#: The shift kinds that attack the model (gradient or query attacks on its own outputs), read
+#: by :attr:`ShiftSpec.adversarial`: a new attack kind joins the robust-fairness tables here.
+ADVERSARIAL_KINDS: frozenset[str] = frozenset({"pgd"})
 
 
 def clean_spec() -> ShiftSpec:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from classwise import tables
-from classwise.atomic import write_text
+from classwise.atomic import write_json, write_text
 
 
 def _write_tables(frame: pd.DataFrame, caption: str, paths: Mapping[str, str | Path]) -> None:
@@ -240,4 +240,44 @@ def corruption_grid_step(
         corruptions=list(corruptions) if corruptions else None,
         severities=list(severities),
         title=f"{dataset_name}: sample {images.sample_ids[index]} under every corruption",
+    )
+
+
+def robust_fairness_step(
+    *,
+    clean_paths: Mapping[str, str | Path],
+    attacked_paths: Mapping[str, str | Path],
+    shift: str,
+    caption: str,
+    title: str,
+    table_paths: Mapping[str, str | Path],
+    figure_path: str | Path,
+    json_path: str | Path,
+) -> None:
+    """The robust-fairness table and figure of every model under one attack
+    (:mod:`classwise.metrics.robust_fairness`); ``clean_paths`` and ``attacked_paths`` map each
+    model to its clean and attacked outputs, matched by sample id. The JSON holds, per model,
+    the library's JSON with the overall ``accuracy`` and ``robust_accuracy`` beside it."""
+    from classwise.metrics.robust_fairness import robust_fairness_of_files
+    from classwise.plots.robustness import plot_clean_vs_robust
+
+    results = {}
+    class_names: list[str] = []
+    for model, clean in clean_paths.items():
+        results[model], clean_file = robust_fairness_of_files(clean, attacked_paths[model])
+        class_names = clean_file.class_names.tolist()
+    # everything computed before anything is written
+    display, data = tables.robust_fairness_table(results, class_names)
+    tables.write_tables(display, caption, table_paths, data=data)
+    plot_clean_vs_robust(results, class_names, path=figure_path, title=title)
+    write_json(
+        json_path,
+        {
+            "shift": shift,
+            "class_names": class_names,
+            "models": {
+                model: {"accuracy": result.accuracy, "robust_accuracy": result.robust_accuracy, **result.to_json()}
+                for model, result in results.items()
+            },
+        },
     )
