@@ -2,7 +2,8 @@
 
 Conventions:
 
-- Every download names its expected sha256 (64 hex digits). The file only ever appears at
+- Every download names its expected sha256 (64 hex digits), or, for a file whose digest is not
+  published (``record=True``), checks the digest recorded beside it on first download. The file only ever appears at
   ``dest`` complete and verified; while it streams it lives under a temporary name in ``dest``'s
   directory, which is removed on any failure.
 - A ``dest`` that already exists with the expected digest is not downloaded again (so a download
@@ -36,7 +37,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from classwise.atomic import atomic_path
+from classwise.atomic import atomic_open, atomic_path
 from classwise.errors import InputError
 
 __all__ = ["DownloadError", "download", "sha256_file", "check_sha256"]
@@ -110,7 +111,8 @@ def download(
     url: str,
     dest: str | Path,
     *,
-    sha256: str,
+    sha256: str | None,
+    record: bool = False,
     retries: int = 3,
     backoff: float = 2.0,
     timeout: float = 60.0,
@@ -124,8 +126,16 @@ def download(
     seconds. Raises :class:`InputError` on a checksum mismatch (not retried) and
     :class:`DownloadError` when the network attempts are exhausted or the server answers with a
     final HTTP error. See the module docstring for the guarantees.
+
+    ``record`` (with ``sha256=None``) is for a file whose digest nobody publishes: the digest of
+    the file the first call finds or downloads is written to ``<dest>.sha256``, and every later
+    call checks the file against that record as it would against a given ``sha256``.
     """
-    expected = check_sha256(sha256)
+    record_path = Path(f"{dest}.sha256")
+    if sha256 is None and record:
+        expected = check_sha256(record_path.read_text().strip(), field=str(record_path)) if record_path.is_file() else None
+    else:
+        expected = check_sha256(sha256)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise InputError(f"expected an integer >= 0, got {retries!r}", field="retries")
     if not backoff >= 0:
@@ -135,6 +145,10 @@ def download(
     target = Path(dest)
     if target.is_file():
         actual = sha256_file(target, chunk_size=chunk_size)
+        if expected is None:
+            _record(record_path, actual)
+            log.warning("%s: present; no sha256 published, recorded %s in %s", target, actual, record_path)
+            return target
         if actual == expected:
             log.info("%s: already present with the expected sha256, not downloading", target)
             return target
@@ -150,14 +164,18 @@ def download(
         try:
             with atomic_path(target) as tmp:
                 actual = _stream(url, tmp, timeout=timeout, chunk_size=chunk_size)
-                if actual != expected:
+                if expected is not None and actual != expected:
                     raise InputError(
                         f"checksum mismatch for the download of {url}: expected sha256 {expected}, "
                         f"got sha256 {actual}; the file was not kept",
                         path=target,
                         field="sha256",
                     )
-            log.info("%s: downloaded from %s, sha256 verified", target, url)
+            if expected is None:  # the file is in place: record its digest for the next calls
+                _record(record_path, actual)
+                log.warning("%s: no sha256 published; recorded the download's, %s, in %s", target, actual, record_path)
+            else:
+                log.info("%s: downloaded from %s, sha256 verified", target, url)
             return target
         except InputError:
             raise
@@ -168,6 +186,11 @@ def download(
     raise DownloadError(
         f"{target}: downloading {url} failed after {attempts} attempt(s); last error: {last_error}"
     ) from last_error
+
+
+def _record(path: Path, digest: str) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        handle.write(digest + "\n")
 
 
 def unpack(archive: str | Path, root: str | Path, folder: str, *, check: Callable[[Path], None] | None = None) -> Path:
