@@ -251,6 +251,7 @@ def test_download_with_a_given_digest_and_a_bad_download(tmp_path: Path) -> None
     short = _write(tmp_path / "published" / "short.json", [[2]] * 3)
     with pytest.raises(InputError, match="expected 50000 entries"):
         download_real(tmp_path / "other.json", url=short.as_uri())
+    assert not (tmp_path / "other.json").exists() and not (tmp_path / "other.json.sha256").exists()
     with pytest.raises(InputError, match="sha256"):
         download(good.as_uri(), tmp_path / "x.json", sha256=None)  # no digest without record=True
 
@@ -285,3 +286,18 @@ def test_the_bootstrap_resamples_real_correctness(tmp_path: Path) -> None:
         low, high = metrics[name]["ci"]
         assert low <= metrics[name]["value"] <= high, name
     assert "W2CA" not in metrics and {w["classes"][0] for w in metrics["WCA"]["worst_probability"]} <= {0, 1, 2}
+
+
+def test_a_gate_on_a_metric_a_real_view_lacks_is_an_error_before_any_job() -> None:
+    from classwise.pipeline.gates import gate_runs
+
+    plan = Plan(models={"in": ["net"]}, classes={"in": 1000})
+    plan.view_shifts = {("in", "original"): ["clean"], ("in", "real"): ["clean"]}
+    plan.label_set_views = {("in", "real")}
+    views = {"in": ["original", "real"]}
+    for metric in ("W2CA", "decisiveness"):
+        with pytest.raises(InputError, match="needs one correct label per image") as error:
+            gate_runs({metric: {"min": 0.1}}, plan, views=views, k=2, ns=[2], source="my.yaml")
+        assert error.value.field == f"gates.{metric}"
+    runs = gate_runs({"WCA": {"min": 0.1}, "W2CA": {"min": 0.1, "label_views": ["original"]}}, plan, views=views, k=2, ns=[2])
+    assert {(run["labels"], run["scored"]) for run in runs} == {("original", "yes"), ("real", "no")}

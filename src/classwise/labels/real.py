@@ -233,9 +233,16 @@ def download_real(dest: str | Path, *, url: str = REAL_URL, sha256: str | None =
     """Fetch ``real.json`` to ``dest`` through the download core (atomic, retried, skipped when
     present and verified). With ``sha256`` the file must have that digest. Without it (no digest
     is published) the digest of the first download is recorded in ``<dest>.sha256`` and every
-    later call checks the file against it, so the labels never change under a run unnoticed."""
+    later call checks the file against it, so the labels never change under a run unnoticed.
+    A file that is not a valid real.json is removed (with its record) and reported."""
     from classwise.data.downloads import download
 
     path = download(url, dest, sha256=sha256, record=sha256 is None)
-    read_real_json(path)
+    try:
+        read_real_json(path)
+    except InputError:
+        # not the published format: leave nothing behind (nor a record of its digest)
+        path.unlink(missing_ok=True)
+        Path(f"{path}.sha256").unlink(missing_ok=True)
+        raise
     return path
