@@ -126,6 +126,12 @@ def build_view(
     """``(sample_ids, labels)`` of a configured view (``-1`` = removed)."""
     kind = view.get("kind")
     required_files(view, field=field)
+    if kind == "real":
+        raise InputError(
+            "a ReaL view holds sets of labels, not one label per sample: build it with "
+            "classwise.labels.real (read_real_json, write_real_view)",
+            field=f"{field}.kind",
+        )
     if kind == "imagenet_cleaned":
         from classwise.labels.imagenet_cleaned import IMAGENET_FILES, build_imagenet_view, read_index_to_filepath
 
