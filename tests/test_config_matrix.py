@@ -24,6 +24,7 @@ from config_matrix import (
     write_checkpoint,
     write_image_folder,
     write_imagenet_label_errors,
+    write_real_labels,
 )
 from snakemake_runner import run_snakemake
 
@@ -135,6 +136,31 @@ def test_an_imagenet_cleaned_view_runs_end_to_end_with_the_labels_worked_out_by_
     assert document["n_samples"] == int(kept.sum()) and document["n_classes"] == 1000
     assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
     assert "W2CR" in document["metrics"]  # n = 2 of the 3 classes that hold samples
+
+
+def test_a_real_view_counts_a_prediction_in_the_image_set_as_correct(matrix: dict[str, Run], tmp_path: Path) -> None:
+    """ImageNet ReaL: correct = the prediction is in the image's set, an empty set removes the
+    image, per-class recall groups by the original label; the pair metrics and decisiveness are
+    left out and results/README.md says so."""
+    run_dir, _, _ = matrix["analyses_on"]
+    sets = write_real_labels(tmp_path / "real.json")
+    scores = load_scores(run_dir / "results" / "logits" / "imagenet" / "in1k" / "clean.npz")
+    image_sets = [sets[str(sample).rsplit("/", 1)[1]] for sample in scores.sample_ids]
+    kept = np.array([bool(s) for s in image_sets])
+    predicted = scores.scores.argmax(axis=1)
+    correct = np.array([int(p) in s for p, s in zip(predicted, image_sets)])[kept]
+    labels = scores.labels[kept]
+    recalls = [correct[labels == c].mean() for c in np.unique(labels)]
+    metrics = run_dir / "results" / "metrics" / "imagenet" / "real" / "in1k" / "clean"
+    document = json.loads((metrics / "worst_class.json").read_text())
+    assert document["n_samples"] == int(kept.sum()) == 5
+    assert document["metrics"]["A"]["value"] == pytest.approx(correct.mean())
+    assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
+    assert "W2CA" not in document["metrics"] and "W2CA" in document["skipped"]
+    tables = run_dir / "results" / "tables" / "imagenet" / "real" / "clean"
+    assert (tables / "worst_class.csv").is_file() and not (tables / "decisiveness.csv").exists()
+    assert (run_dir / "results" / "figures" / "imagenet" / "real" / "clean" / "per_class_recall.png").is_file()
+    assert "label view real of imagenet (ImageNet ReaL" in (run_dir / "results" / "README.md").read_text()
 
 
 def test_without_a_pgd_shift_the_mean_confusion_directory_holds_a_note(matrix: dict[str, Run]) -> None:

@@ -4,9 +4,10 @@ download core of the package: datasets, shift sets, label views and model weight
 
 Conventions:
 
-- A download names its expected sha256 (64 hex digits; :func:`download`), or, for model weights
-  whose publisher gives none, part of it or nothing (:func:`download_recorded`, which returns
-  the digest for the model's manifest). The file only ever appears at
+- A download names its expected sha256 (64 hex digits; :func:`download`), or, for a file whose
+  digest is not published (``record=True``), checks the digest recorded beside it on first
+  download; for model weights whose publisher gives none, part of it or nothing
+  (:func:`download_recorded`, which returns the digest for the model's manifest). The file only ever appears at
   ``dest`` complete and verified; while it streams it lives under a temporary name in ``dest``'s
   directory, which is removed on any failure.
 - A ``dest`` that already exists with the expected digest is not downloaded again (so a download
@@ -42,7 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from classwise.atomic import atomic_path
+from classwise.atomic import atomic_open, atomic_path
 from classwise.errors import InputError
 
 __all__ = [
@@ -192,7 +193,8 @@ def download(
     url: str,
     dest: str | Path,
     *,
-    sha256: str,
+    sha256: str | None,
+    record: bool = False,
     retries: int = 3,
     backoff: float = 2.0,
     timeout: float = 60.0,
@@ -206,27 +208,49 @@ def download(
     seconds. Raises :class:`InputError` on a checksum mismatch (not retried) and
     :class:`DownloadError` when the network attempts are exhausted or the server answers with a
     final HTTP error. See the module docstring for the guarantees.
+
+    ``record`` (with ``sha256=None``) is for a file whose digest nobody publishes: the digest of
+    the file the first call finds or downloads is written to ``<dest>.sha256``, and every later
+    call checks the file against that record as it would against a given ``sha256``.
     """
-    expected = check_sha256(sha256)
+    record_path = Path(f"{dest}.sha256")
+    expected: str | None
+    if sha256 is None and record:
+        expected = check_sha256(record_path.read_text().strip(), field=str(record_path)) if record_path.is_file() else None
+    else:
+        expected = check_sha256(sha256)
     check_network_options(retries, backoff, timeout)
     target = Path(dest)
     if target.is_file():
         actual = sha256_file(target, chunk_size=chunk_size)
+        if expected is None:
+            _record(record_path, actual)
+            log.warning("%s: present; no sha256 published, recorded %s in %s", target, actual, record_path)
+            return target
         if actual == expected:
             log.info("%s: already present with the expected sha256, not downloading", target)
             return target
         log.warning("%s: present with sha256 %s, expected %s; downloading again", target, actual, expected)
-    _download_checked(
+    actual = _download_checked(
         url,
         target,
-        lambda actual: None if actual == expected else f"sha256 {expected}",
+        lambda actual: None if expected is None or actual == expected else f"sha256 {expected}",
         retries=retries,
         backoff=backoff,
         timeout=timeout,
         chunk_size=chunk_size,
     )
-    log.info("%s: downloaded from %s, sha256 verified", target, url)
+    if expected is None:  # the file is in place: record its digest for the next calls
+        _record(record_path, actual)
+        log.warning("%s: no sha256 published; recorded the download's, %s, in %s", target, actual, record_path)
+    else:
+        log.info("%s: downloaded from %s, sha256 verified", target, url)
     return target
+
+
+def _record(path: Path, digest: str) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        handle.write(digest + "\n")
 
 
 def download_recorded(
