@@ -5,7 +5,7 @@ from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.reports import worst_class_table_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     output = snakemake.output
     with_intervals = output.get("intervals_csv") is not None
     worst_class_table_step(

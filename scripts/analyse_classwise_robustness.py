@@ -5,7 +5,7 @@ from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import AcrossShiftsPaths, classwise_robustness_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     output = snakemake.output
     classwise_robustness_step(
         confusion_paths=snakemake.params.confusions,

@@ -4,7 +4,7 @@ from classwise.pipeline.captions import caption_of, title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import robust_fairness_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     output = snakemake.output
     models = snakemake.params.models
     robust_fairness_step(

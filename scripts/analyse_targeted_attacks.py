@@ -4,7 +4,7 @@ from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import targeted_success_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     output = snakemake.output
     targeted_success_step(
         runs=snakemake.params.runs,

@@ -3,7 +3,7 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import build_label_view_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     build_label_view_step(
         dataset_name=snakemake.wildcards.dataset,
         view_name=snakemake.wildcards.labels,

@@ -3,7 +3,7 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.gates import check_gates_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     check_gates_step(
         gates=snakemake.params.gates,
         runs=snakemake.params.runs,

@@ -5,7 +5,7 @@ from classwise.pipeline.scripting import job_log
 from classwise.steps.metrics import bootstrap_settings
 from classwise.steps.reports import compare_models_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     compare_models_step(
         logits_paths=dict(zip(snakemake.params.models, snakemake.input.logits)),
         label_view=snakemake.wildcards.labels,

@@ -4,7 +4,7 @@ from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.metrics import bootstrap_settings, decisiveness_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     decisiveness_step(
         logits_path=snakemake.input.logits,
         label_view=snakemake.wildcards.labels,

@@ -5,7 +5,7 @@ from pathlib import Path
 from classwise.pipeline.scripting import job_log
 from classwise.steps.reports import results_readme_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     results_readme_step(
         description=snakemake.params.description,
         output_dir=Path(snakemake.output.readme).parent,

@@ -5,7 +5,7 @@ from pathlib import Path
 from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import download_model_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     download_model_step(
         model_name=snakemake.wildcards.model,
         model_cfg=snakemake.params.model,

@@ -4,7 +4,7 @@ from classwise.pipeline.captions import caption_of, title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.extrapolation import extrapolation_step
 
-with job_log(snakemake) as log:
+with job_log(snakemake, exit_when_done=True) as log:
     extrapolation_step(
         logits_path=snakemake.input.logits,
         label_view=snakemake.wildcards.labels,

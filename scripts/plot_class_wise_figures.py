@@ -4,7 +4,7 @@ from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.reports import per_class_figures_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     models = snakemake.params.models
     per_class_figures_step(
         per_class_paths=dict(zip(models, snakemake.input.per_class)),

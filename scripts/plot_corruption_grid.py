@@ -3,7 +3,7 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import corruption_grid_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     corruption_grid_step(
         dataset_name=snakemake.wildcards.dataset,
         dataset_cfg=snakemake.params.dataset,

@@ -5,7 +5,7 @@ rerun the shifts' inference; the params hold what the file is (its sha256, where
 from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import prepare_shift_set_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     dataset, key = snakemake.wildcards.dataset, snakemake.wildcards.shift_set
     prepare_shift_set_step(
         dataset_name=dataset,

@@ -4,7 +4,7 @@ from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.robustness import transformation_tests_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     output = snakemake.output
     transformation_tests_step(
         clean_path=snakemake.input.clean,

@@ -4,7 +4,7 @@ from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.extrapolation import simulation_step
 
-with job_log(snakemake) as log:
+with job_log(snakemake, exit_when_done=True) as log:
     simulation_step(
         k1s=snakemake.params.k1,
         k2=snakemake.params.k2,

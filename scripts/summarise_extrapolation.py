@@ -4,7 +4,7 @@ from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.extrapolation import extrapolation_summary_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     extrapolation_summary_step(
         table_paths=dict(zip(snakemake.params.models, snakemake.input.tables)),
         caption=caption_of(snakemake),

@@ -4,7 +4,7 @@ from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
 from classwise.steps.testsuites import reference_summary_step
 
-with job_log(snakemake):
+with job_log(snakemake, exit_when_done=True):
     reference_summary_step(
         report_paths=dict(zip(snakemake.params.models, snakemake.input.reports)),
         caption=caption_of(snakemake),

@@ -3,7 +3,7 @@
 from classwise.pipeline.scripting import job_log
 from classwise.steps.models import train_step
 
-with job_log(snakemake) as log:
+with job_log(snakemake, exit_when_done=True) as log:
     train_step(
         model_name=snakemake.wildcards.model,
         model_cfg=snakemake.params.model,
