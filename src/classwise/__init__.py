@@ -8,14 +8,14 @@ from typing import Any
 
 from classwise.errors import InputError
 
-__all__ = ["InputError", "__version__", "pgd_attack"]
+__all__ = ["InputError", "__version__", "autoattack", "pgd_attack"]
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    # pgd_attack needs torch; importing it lazily keeps `import classwise` (and the metrics CLI) light.
-    if name == "pgd_attack":
+    # the attacks need torch; importing them lazily keeps `import classwise` (and the metrics CLI) light.
+    if name in ("pgd_attack", "autoattack"):
         from classwise._extras import import_module
 
-        return import_module("classwise.shifts.pgd").pgd_attack
+        return getattr(import_module(f"classwise.shifts.{'pgd' if name == 'pgd_attack' else 'autoattack'}"), name)
     raise AttributeError(f"module 'classwise' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Distribution shifts: specifications, seeding, common corruptions and PGD attacks.
+"""Distribution shifts: specifications, seeding, common corruptions, PGD and AutoAttack.
 
 The names below are imported on first use, so that the workflow's DAG build (which needs only
 :mod:`classwise.shifts.spec`) does not import torch through the PGD module.
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from classwise._extras import import_module
 
 if TYPE_CHECKING:
+    from classwise.shifts.autoattack import autoattack
     from classwise.shifts.corruptions import (
         CORRUPTIONS,
         Corruption,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from classwise.shifts.spec import ShiftSpec, expand_shifts
 
 _LAZY = {
+    "autoattack": "classwise.shifts.autoattack",
     "CORRUPTIONS": "classwise.shifts.corruptions",
     "Corruption": "classwise.shifts.corruptions",
     "corrupt_batch": "classwise.shifts.corruptions",
