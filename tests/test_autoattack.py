@@ -240,3 +240,81 @@ def test_per_sample_budget_guard() -> None:
     assert torch.equal(fixed[0], adv[0])
     assert np.allclose(fixed[1].numpy(), 0.6)
     assert torch.equal(fixed[2], clean[2])
+
+
+# ----------------------------------------------------------------------------- the shift and its subset
+
+
+def test_per_class_subset_is_stratified_and_deterministic() -> None:
+    from classwise.shifts.spec import stratified_subset
+
+    labels = np.random.default_rng(0).integers(0, 5, size=200)
+    labels[labels == 4] = 3  # class 4 absent, class 3 doubled
+    labels[:2] = 4  # class 4: two samples, fewer than asked
+    picked = stratified_subset(labels, 7, seed=11)
+    counts = np.bincount(labels[picked], minlength=5)
+    assert counts.tolist() == [7, 7, 7, 7, 2]
+    assert np.all(np.diff(picked) > 0)  # in dataset order, no repeats
+    assert np.array_equal(stratified_subset(labels, 7, seed=11), picked)
+    assert not np.array_equal(stratified_subset(labels, 7, seed=12), picked)
+    # a uniform draw within each class: over seeds, every sample of class 0 gets picked
+    seen = np.zeros(len(labels), dtype=bool)
+    for seed in range(60):
+        seen[stratified_subset(labels, 7, seed=seed)] = True
+    assert seen[labels == 0].all()
+
+
+def test_autoattack_shifts_from_the_config() -> None:
+    from classwise.shifts.spec import ADVERSARIAL_KINDS, expand_shifts
+
+    shifts = expand_shifts(
+        {
+            "clean": True,
+            "pgd": [{"norm": "linf", "eps": 0.1, "per_class": 3}],
+            "autoattack": [{"norm": "linf", "eps": 0.1, "per_class": 2}, {"norm": "l2", "eps": 0.5, "version": "rand"}],
+        }
+    )
+    assert list(shifts) == ["clean", "pgd_linf_eps0.1", "autoattack_linf_eps0.1", "autoattack_rand_l2_eps0.5"]
+    assert shifts["autoattack_linf_eps0.1"].params == {"norm": "linf", "eps": 0.1, "version": "standard", "per_class": 2}
+    assert shifts["pgd_linf_eps0.1"].per_class == 3 and shifts["autoattack_rand_l2_eps0.5"].per_class is None
+    assert {name for name, spec in shifts.items() if spec.kind in ADVERSARIAL_KINDS} == set(list(shifts)[1:])
+    # without per_class, a PGD shift's params are what they were before the option existed
+    assert "per_class" not in expand_shifts({"pgd": [{"norm": "linf", "eps": 0.1}]})["pgd_linf_eps0.1"].params
+
+
+@pytest.mark.parametrize(
+    "entry, field",
+    [
+        ({"norm": "linf", "eps": 0.1, "version": "plus2"}, "shifts.autoattack[0].version"),
+        ({"norm": "l1", "eps": 0.1}, "shifts.autoattack[0].norm"),
+        ({"norm": "linf", "eps": -1}, "shifts.autoattack[0].eps"),
+        ({"norm": "linf", "eps": 0.1, "per_class": 0}, "shifts.autoattack[0].per_class"),
+        ({"norm": "linf", "eps": 0.1, "steps": 5}, "shifts.autoattack[0].steps"),
+        ({"eps": 0.1}, "shifts.autoattack[0].norm"),
+    ],
+)
+def test_bad_autoattack_config_entries(entry, field) -> None:  # type: ignore[no-untyped-def]
+    from classwise.shifts.spec import expand_shifts
+
+    with pytest.raises(InputError) as error:
+        expand_shifts({"autoattack": [entry]})
+    assert error.value.field == field
+
+
+def test_predict_logits_under_autoattack(model, data) -> None:  # type: ignore[no-untyped-def]
+    """The inference loop attacks batch by batch with the shift's seed, and logs every attack."""
+    from classwise.data.imageset import ImageSet
+    from classwise.inference import predict_logits
+    from classwise.shifts.seeding import sample_seed
+    from classwise.shifts.spec import autoattack_spec
+
+    x, y = data
+    images = ImageSet(images=x.numpy(), labels=y.numpy(), sample_ids=[f"s{i}" for i in range(len(y))], class_names=list("abcd"))
+    spec = autoattack_spec(norm="linf", eps=LARGE["linf"])
+    log = io.StringIO()
+    logits = predict_logits(model, images, spec, base_seed=5, batch_size=8, device="cpu", attack_log=log)
+    seed = sample_seed(5, spec.name)
+    expected = torch.cat([autoattack(model, x[i : i + 8], y[i : i + 8], norm="linf", eps=LARGE["linf"], seed=seed) for i in (0, 8)])
+    with torch.no_grad():
+        assert np.array_equal(logits, model(expected).numpy())
+    assert log.getvalue().count("apgd-ce") == 2  # one line per attack and batch

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     )
     from classwise.shifts.pgd import pgd_attack, random_start_delta
     from classwise.shifts.seeding import sample_seed
-    from classwise.shifts.spec import ShiftSpec, expand_shifts
+    from classwise.shifts.spec import ADVERSARIAL_KINDS, ShiftSpec, expand_shifts, stratified_subset
 
 _LAZY = {
     "autoattack": "classwise.shifts.autoattack",
@@ -33,7 +33,9 @@ _LAZY = {
     "pgd_attack": "classwise.shifts.pgd",
     "random_start_delta": "classwise.shifts.pgd",
     "sample_seed": "classwise.shifts.seeding",
+    "ADVERSARIAL_KINDS": "classwise.shifts.spec",
     "ShiftSpec": "classwise.shifts.spec",
+    "stratified_subset": "classwise.shifts.spec",
     "expand_shifts": "classwise.shifts.spec",
 }
 

@@ -52,6 +52,7 @@ from torch import nn
 
 from classwise.errors import InputError
 from classwise.shifts.pgd import NORMS, Norm, _flat_norm, _model_device, check_attack_inputs
+from classwise.shifts.spec import AUTOATTACK_MIN_CLASSES
 
 Version = Literal["standard", "rand"]
 VERSIONS: tuple[Version, ...] = ("standard", "rand")
@@ -62,8 +63,7 @@ REFERENCE_TARGET_CLASSES = 9
 SQUARE_QUERIES = 5000
 EOT_SAMPLES = 20
 """The ``rand`` version's expectation-over-transformation samples per step."""
-MIN_CLASSES: dict[str, int] = {"standard": 4, "rand": 3}
-"""The fewest model outputs each version's DLR losses can use."""
+MIN_CLASSES = AUTOATTACK_MIN_CLASSES
 _TORCHATTACKS_NORM = {"linf": "Linf", "l2": "L2"}
 
 
