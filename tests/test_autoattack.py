@@ -314,7 +314,9 @@ def test_predict_logits_under_autoattack(model, data) -> None:  # type: ignore[n
     log = io.StringIO()
     logits = predict_logits(model, images, spec, base_seed=5, batch_size=8, device="cpu", attack_log=log)
     seed = sample_seed(5, spec.name)
-    expected = torch.cat([autoattack(model, x[i : i + 8], y[i : i + 8], norm="linf", eps=LARGE["linf"], seed=seed) for i in (0, 8)])
+    expected = torch.cat(
+        [autoattack(model, x[i : i + 8], y[i : i + 8], norm="linf", eps=LARGE["linf"], seed=seed) for i in (0, 8)]
+    )
     with torch.no_grad():
         assert np.array_equal(logits, model(expected).numpy())
     assert log.getvalue().count("apgd-ce") == 2  # one line per attack and batch
