@@ -3,6 +3,7 @@
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
 #   make bench   speed and memory benchmarks (install, metrics, PGD, pipeline) -> results/bench/
+#   make docs    the documentation site (docs/ and the docstrings, mkdocs) -> results/site/index.html
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -28,8 +29,9 @@ AUTOATTACK_BENCH_ARGS ?=
 # Timing a fresh pip install too adds about 3 minutes: INSTALL_BENCH_ARGS=--pip.
 INSTALL_BENCH_ARGS ?=
 REPORT ?= results/report.html
+SITE ?= results/site
 
-.PHONY: install run report test lint bench clean
+.PHONY: install run report test lint docs bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) tools/install_env.py --venv $(VENV) --installer $(INSTALLER) -- $(TORCH_PINS) -e ".[dev]"
@@ -51,6 +53,10 @@ lint: install
 	$(BIN)/ruff check src tests scripts tools
 	$(BIN)/ruff format --check src tests scripts tools
 	$(BIN)/mypy src
+	$(BIN)/mkdocs build --strict --quiet --site-dir $(SITE)  # a broken link, anchor or page fails
+
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir $(SITE)
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)

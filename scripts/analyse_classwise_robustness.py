@@ -1,18 +1,35 @@
-"""Snakemake script of rule analyse_classwise_robustness: confusions -> Figures 2-4, 7 + table."""
+"""Snakemake script of rule analyse_classwise_robustness: confusions -> Figures 2-4, 7, the
+class-wise table and the class-wise view across shifts."""
 
 from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.robustness import classwise_robustness_step
+from classwise.steps.robustness import AcrossShiftsPaths, classwise_robustness_step
 
 with job_log(snakemake):
     output = snakemake.output
-    attacks = snakemake.params.attack_shifts
     classwise_robustness_step(
         confusion_paths=snakemake.params.confusions,
-        attack_shifts=attacks,
+        attack_shifts=snakemake.params.attack_shifts,
+        corrupted_shifts=snakemake.params.corrupted_shifts,
         title=title_of(snakemake),
         figure_path=output.figure,
         similarity_path=output.similarity,
         mean_confusion_dir=output.mean_confusion,
         table_paths={"markdown": output.table_markdown, "csv": output.table_csv, "latex": output.table_latex},
+        across_shifts=AcrossShiftsPaths(
+            shift_summary={
+                "markdown": output.shift_summary_markdown,
+                "csv": output.shift_summary_csv,
+                "latex": output.shift_summary_latex,
+            },
+            corruption_errors={
+                "markdown": output.corruption_errors_markdown,
+                "csv": output.corruption_errors_csv,
+                "latex": output.corruption_errors_latex,
+            },
+            class_shift_accuracy=output.class_shift_accuracy,
+            class_shift_cfps=output.class_shift_cfps,
+            worst_classes_figure=output.worst_classes_figure,
+            spread_figure=output.spread_figure,
+        ),
     )

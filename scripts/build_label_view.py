@@ -1,4 +1,4 @@
-"""Snakemake script of rule build_label_view: label-errors files or reference logits -> view CSV."""
+"""Snakemake script of rule build_label_view: label-errors files, reference logits or real.json -> view CSV."""
 
 from classwise.pipeline.scripting import job_log
 from classwise.steps.resources import build_label_view_step
@@ -10,5 +10,6 @@ with job_log(snakemake):
         view_cfg=snakemake.params.view,
         label_errors_dir=snakemake.params.label_errors_dir,
         reference_logits=snakemake.input.get("reference"),
+        real_file=snakemake.input.get("real"),
         view_path=snakemake.output.view,
     )

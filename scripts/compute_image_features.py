@@ -1,7 +1,7 @@
 """Snakemake script of rule compute_image_features: a dataset's evaluation images -> features CSV."""
 
 from classwise.pipeline.scripting import job_log
-from classwise.steps.analyses import image_features_step
+from classwise.steps.testsuites import image_features_step
 
 with job_log(snakemake):
     image_features_step(

@@ -2,7 +2,7 @@
 
 from classwise.pipeline.captions import caption_of, title_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.analyses import extrapolation_step
+from classwise.steps.extrapolation import extrapolation_step
 
 with job_log(snakemake) as log:
     extrapolation_step(

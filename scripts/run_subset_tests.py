@@ -2,7 +2,7 @@
 
 from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.analyses import subset_tests_step
+from classwise.steps.testsuites import subset_tests_step
 
 with job_log(snakemake):
     subset_tests_step(

@@ -2,7 +2,7 @@
 
 from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.analyses import simulation_step
+from classwise.steps.extrapolation import simulation_step
 
 with job_log(snakemake) as log:
     simulation_step(

@@ -2,7 +2,7 @@
 
 from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.analyses import extrapolation_summary_step
+from classwise.steps.extrapolation import extrapolation_summary_step
 
 with job_log(snakemake):
     extrapolation_summary_step(

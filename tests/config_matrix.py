@@ -9,7 +9,8 @@ few Snakemake runs, each run adding global options (``shifts.clean: false``, ana
 
 The run with analyses also holds an ImageNet validation folder (three classes of the 1,000, scored
 by a 1,000-class checkpoint) with an ``imagenet_cleaned`` label view built from label-errors files
-the tests write in the official format, so each view kind a tiny run can build is run end to end
+the tests write in the official format and an ImageNet ReaL view (``real``) from a ``real.json``
+they write, so each view kind a tiny run can build is run end to end
 (``cifar10_cleaned`` needs torchvision's CIFAR-10 files, whose md5s only the real archive matches).
 """
 
@@ -163,6 +164,23 @@ def write_imagenet_label_errors(directory: Path, image_root: Path) -> dict[str, 
     return expected
 
 
+#: ImageNet ReaL sets of the fixture's images (file number -> set; the other 49,994 are empty).
+REAL_VIEW_SETS = {1: [0], 2: [], 3: [0, 1], 4: [1], 5: [2], 6: [0, 2]}
+
+
+def write_real_labels(path: Path) -> dict[str, list[int]]:
+    """A real.json in the published format (50,000 lists, file-number order) with
+    :data:`REAL_VIEW_SETS`; returns each fixture image's set by file name."""
+    import json
+
+    entries: list[list[int]] = [[] for _ in range(50_000)]
+    for number, labels in REAL_VIEW_SETS.items():
+        entries[number - 1] = labels
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(entries))
+    return {f"ILSVRC2012_val_{number:08d}.JPEG": labels for number, labels in REAL_VIEW_SETS.items()}
+
+
 def imagenet_dataset(workdir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ImageNet dataset entry (with its label view) and its model entry."""
     from PIL import Image
@@ -178,6 +196,7 @@ def imagenet_dataset(workdir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             pixels = np.clip(rng.normal(level, 20, size=(20, 24, 3)), 0, 255).astype(np.uint8)
             Image.fromarray(pixels).save(root / "val" / wnid / f"ILSVRC2012_val_{2 * c + i + 1:08d}.JPEG")
     write_imagenet_label_errors(workdir / "label-errors", root)
+    write_real_labels(workdir / "real" / "real.json")
     checkpoint = workdir / "in1k.pth"
     write_checkpoint(checkpoint, 1000, seed=0, favoured=3)
     dataset = {
@@ -187,7 +206,8 @@ def imagenet_dataset(workdir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         "models": ["in1k"],
         "shifts": ["clean"],
         "label_views": {
-            "cleaned": {"kind": "imagenet_cleaned", "variant": "aligned", "label_errors_dir": str(workdir / "label-errors")}
+            "cleaned": {"kind": "imagenet_cleaned", "variant": "aligned", "label_errors_dir": str(workdir / "label-errors")},
+            "real": {"kind": "real", "file": str(workdir / "real" / "real.json")},
         },
     }
     return dataset, checkpoint_entry(checkpoint, 1000)

@@ -320,3 +320,36 @@ def test_predict_logits_under_autoattack(model, data) -> None:  # type: ignore[n
     with torch.no_grad():
         assert np.array_equal(logits, model(expected).numpy())
     assert log.getvalue().count("apgd-ce") == 2  # one line per attack and batch
+
+
+def test_robust_fairness_compares_a_per_class_attack_on_its_subset(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The clean logits hold every sample, the attacked ones (per_class) a subset: the metrics are
+    those of the clean rows of the attacked samples; without the sidecar's record, an error."""
+    import json
+
+    from classwise.logits_io import save_logits
+    from classwise.metrics.robust_fairness import robust_fairness, robust_fairness_of_files
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(12) % 3
+    ids = np.array([f"s{i:02d}" for i in range(12)])
+    clean, attacked = rng.normal(size=(12, 3)).astype(np.float32), rng.normal(size=(12, 3)).astype(np.float32)
+    subset = np.array([0, 4, 5, 9])
+    save_logits(
+        tmp_path / "clean.npz", logits=clean, labels=labels, sample_ids=ids, class_names=np.array(list("abc")), metadata={}
+    )
+    metadata = {"attacked_subset": {"per_class": 1, "samples": 4, "of": 12}}
+    save_logits(
+        tmp_path / "aa.npz",
+        logits=attacked[subset],
+        labels=labels[subset],
+        sample_ids=ids[subset],
+        class_names=np.array(list("abc")),
+        metadata=metadata,
+    )
+    result, _ = robust_fairness_of_files(tmp_path / "clean.npz", tmp_path / "aa.npz")
+    expected = robust_fairness(clean[subset], attacked[subset], labels[subset])
+    assert result.to_json() == expected.to_json() and result.robust_accuracy == expected.robust_accuracy
+    (tmp_path / "aa.json").write_text(json.dumps({}))  # no record of a subset: the samples must match
+    with pytest.raises(InputError, match="missing"):
+        robust_fairness_of_files(tmp_path / "clean.npz", tmp_path / "aa.npz")

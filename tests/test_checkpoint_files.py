@@ -1,4 +1,4 @@
-"""What ``source: checkpoint`` accepts, as the README documents it: a state dict for timm and
+"""What ``source: checkpoint`` accepts, as docs/configs.md documents it: a state dict for timm and
 torchvision architectures, a classwise checkpoint for the demo ones, and a one-line error (file,
 field, what to save instead) for a whole model saved with ``torch.save(model)``."""
 
@@ -131,3 +131,19 @@ def test_data_config_defaults_and_overrides_as_documented() -> None:
     with pytest.raises(InputError) as info:
         parse_model_spec({k: v for k, v in base.items() if k != "library"}, key="m")
     assert info.value.field == "models.m.library"
+
+
+def test_every_marked_payload_reader_names_a_pickled_whole_model(tmp_path: Path) -> None:
+    """The demo checkpoint, the fine-tuned checkpoint and the prototype file share one reader
+    (state_dicts.read_marked_payload): a whole model saved in their place gets the same one line."""
+    from classwise.models.finetune import read_finetuned
+    from classwise.models.prototypes import read_prototypes
+
+    path = tmp_path / "whole.pt"
+    torch.save(_resnet18(), path)
+    for read in (load_checkpoint, read_finetuned, read_prototypes):
+        with pytest.raises(InputError) as info:
+            read(path)
+        _assert_one_clean_line(info.value)
+        assert info.value.path == str(path) and info.value.field == "path", read.__name__
+        assert "torchvision.models.resnet.ResNet" in str(info.value), read.__name__

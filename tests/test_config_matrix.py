@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from config_matrix import (
@@ -24,10 +25,11 @@ from config_matrix import (
     write_checkpoint,
     write_image_folder,
     write_imagenet_label_errors,
+    write_real_labels,
 )
 from snakemake_runner import run_snakemake
 
-from classwise.logits_io import load_scores
+from classwise.logits_io import load_outputs, load_scores
 
 pytestmark = pytest.mark.workflow
 Run = tuple[Path, dict[str, Any], subprocess.CompletedProcess[str]]
@@ -80,6 +82,7 @@ def test_every_sampled_config_runs_to_the_end_and_writes_its_worst_class_tables(
             assert (tables / "model_comparison.csv").is_file() == (bootstrap and len(dataset_cfg["models"]) == 2)
             per_class = results / "metrics" / dataset / "original" / dataset_cfg["models"][0] / shift / "per_class.csv"
             assert ("worst_recall_probability" in per_class.read_text().splitlines()[0]) == bootstrap
+        _assert_robust_fairness(results, dataset, dataset_cfg)
         for view in dataset_cfg.get("label_views", {}):  # evaluated on clean images
             compared = results / "tables" / dataset / view / "clean" / "model_comparison.csv"
             assert compared.is_file() == (bootstrap and len(dataset_cfg["models"]) == 2)
@@ -93,6 +96,25 @@ def test_every_sampled_config_runs_to_the_end_and_writes_its_worst_class_tables(
                 assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
                 label_space = {"sklearn_digits": 10, "imagenet_val": 1000}.get(dataset_cfg["source"], len(recalls))
                 assert document["n_classes"] == label_space
+
+
+def _assert_robust_fairness(results: Path, dataset: str, dataset_cfg: dict[str, Any]) -> None:
+    """With PGD and clean images: the robust-fairness table and figure, its robust A the accuracy
+    of the PGD cached logits; without clean images: neither, and the README says why."""
+    if PGD not in dataset_cfg["shifts"]:
+        return
+    table = results / "tables" / dataset / "robustness" / f"robust_fairness_{PGD}.csv"
+    if "clean" not in dataset_cfg["shifts"]:
+        assert not table.exists()
+        assert f"robust fairness on {dataset}: skipped" in (results / "README.md").read_text()
+        return
+    data = pd.read_csv(table, index_col="model")
+    assert list(data.index) == dataset_cfg["models"]
+    for model in dataset_cfg["models"]:
+        attacked = load_outputs(results / "logits" / dataset / model / f"{PGD}.npz")
+        robust_accuracy = np.mean(attacked.scores.argmax(axis=1) == attacked.labels)
+        assert data.loc[model, "robust_accuracy"] == pytest.approx(robust_accuracy)
+    assert (results / "figures" / dataset / "robustness" / f"robust_fairness_{PGD}.png").is_file()
 
 
 def test_an_imagenet_cleaned_view_runs_end_to_end_with_the_labels_worked_out_by_hand(
@@ -115,6 +137,31 @@ def test_an_imagenet_cleaned_view_runs_end_to_end_with_the_labels_worked_out_by_
     assert document["n_samples"] == int(kept.sum()) and document["n_classes"] == 1000
     assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
     assert "W2CR" in document["metrics"]  # n = 2 of the 3 classes that hold samples
+
+
+def test_a_real_view_counts_a_prediction_in_the_image_set_as_correct(matrix: dict[str, Run], tmp_path: Path) -> None:
+    """ImageNet ReaL: correct = the prediction is in the image's set, an empty set removes the
+    image, per-class recall groups by the original label; the pair metrics and decisiveness are
+    left out and results/README.md says so."""
+    run_dir, _, _ = matrix["analyses_on"]
+    sets = write_real_labels(tmp_path / "real.json")
+    scores = load_scores(run_dir / "results" / "logits" / "imagenet" / "in1k" / "clean.npz")
+    image_sets = [sets[str(sample).rsplit("/", 1)[1]] for sample in scores.sample_ids]
+    kept = np.array([bool(s) for s in image_sets])
+    predicted = scores.scores.argmax(axis=1)
+    correct = np.array([int(p) in s for p, s in zip(predicted, image_sets)])[kept]
+    labels = scores.labels[kept]
+    recalls = [correct[labels == c].mean() for c in np.unique(labels)]
+    metrics = run_dir / "results" / "metrics" / "imagenet" / "real" / "in1k" / "clean"
+    document = json.loads((metrics / "worst_class.json").read_text())
+    assert document["n_samples"] == int(kept.sum()) == 5
+    assert document["metrics"]["A"]["value"] == pytest.approx(correct.mean())
+    assert document["metrics"]["WCA"]["value"] == pytest.approx(min(recalls))
+    assert "W2CA" not in document["metrics"] and "W2CA" in document["skipped"]
+    tables = run_dir / "results" / "tables" / "imagenet" / "real" / "clean"
+    assert (tables / "worst_class.csv").is_file() and not (tables / "decisiveness.csv").exists()
+    assert (run_dir / "results" / "figures" / "imagenet" / "real" / "clean" / "per_class_recall.png").is_file()
+    assert "label view real of imagenet (ImageNet ReaL" in (run_dir / "results" / "README.md").read_text()
 
 
 def test_without_a_pgd_shift_the_mean_confusion_directory_holds_a_note(matrix: dict[str, Run]) -> None:

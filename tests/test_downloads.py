@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from classwise.data import torchvision_sets
-from classwise.data.downloads import DownloadError, download, sha256_file
+from classwise.data.downloads import DownloadError, download, download_recorded, sha256_file
 from classwise.errors import InputError
 
 
@@ -166,6 +166,25 @@ def test_connection_refused_is_retried_then_reported(tmp_path: Path) -> None:
     with pytest.raises(DownloadError, match="after 2 attempt"):
         download(f"http://127.0.0.1:{port}/x", tmp_path / "x", sha256="a" * 64, retries=1, backoff=0, timeout=2)
     assert _leftovers(tmp_path) == []
+
+
+def test_a_download_without_a_full_digest_follows_the_same_rules(server: LocalServer, tmp_path: Path) -> None:
+    """Model weights without a published sha256 (models.fetch): the digest is returned to be
+    recorded, a prefix is checked, and retries and atomicity are the core's."""
+    body = _payload(5000)
+    url = server.add("/w-1234.pth", body, fail_first=1, failure="truncate")
+    dest = tmp_path / "w.pth"
+    assert download_recorded(url, dest, retries=1, backoff=0) == _sha(body)
+    assert dest.read_bytes() == body and server.routes["/w-1234.pth"].hits == 2
+    assert download_recorded(url, dest, sha256_prefix=_sha(body)[:8].upper(), backoff=0) == _sha(body)
+    assert server.routes["/w-1234.pth"].hits == 2  # present with the prefix: no request
+    other = tmp_path / "other.pth"
+    with pytest.raises(InputError) as info:
+        download_recorded(url, other, sha256_prefix="0" * 8, retries=3, backoff=0)
+    assert "a sha256 starting with 00000000" in str(info.value) and _sha(body) in str(info.value)
+    assert server.routes["/w-1234.pth"].hits == 3 and not other.exists()
+    with pytest.raises(InputError, match="expected an integer >= 0"):
+        download_recorded(url, other, retries=-1)
 
 
 def test_wrong_existing_file_is_replaced(server: LocalServer, tmp_path: Path) -> None:

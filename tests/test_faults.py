@@ -3,7 +3,7 @@
 Each fault must give a message that names the file (where there is one), the field and what was
 expected, and leave nothing half-written: no output under its final name, no temporary beside it.
 Faults of the pipeline run Snakemake itself in a temporary directory; the rest call the library.
-The README's "Bad input and faults" table points at these tests and the older ones they extend.
+The "Bad input and faults" table of docs/faults.md points at these tests and the older ones they extend.
 """
 
 from __future__ import annotations

@@ -84,6 +84,7 @@ def test_the_metrics_commands_run_without_any_extra(score_files):
             "metrics": main(["metrics", "a.npz", "--out", "m.json", "--n", "2", "--k", "2", "--bootstrap", "20"]),
             "compare": main(["compare", "a.npz", "b.npz", "--out", "c.json", "--n", "2", "--k", "2", "--bootstrap", "20"]),
             "extrapolate": main(["extrapolate", "a.npz", "--k-max", "6", "--method", "naive", "--out", "e.csv"]),
+            "robust-fairness": main(["robust-fairness", "a.npz", "b.npz", "--out", "r.json"]),
         }
         status["check"] = main(["check", "m.json", "--min", "WCA=0", "--max", "CFPS_max=1"])
         loaded = sorted({name.partition(".")[0] for name in sys.modules} & REFUSED)
@@ -91,11 +92,15 @@ def test_the_metrics_commands_run_without_any_extra(score_files):
         """,
         score_files,
     )
-    assert report == {"status": {"metrics": 0, "compare": 0, "extrapolate": 0, "check": 0}, "loaded": []}
+    assert report == {
+        "status": {"metrics": 0, "compare": 0, "extrapolate": 0, "robust-fairness": 0, "check": 0},
+        "loaded": [],
+    }
     metrics = json.loads((score_files / "m.json").read_text())["metrics"]
     assert {"WCA", "W2CA", "CFPS_max"} <= set(metrics)
     assert "WCA" in json.loads((score_files / "c.json").read_text())["metrics"]
     assert (score_files / "e.csv").read_text().startswith("k,accuracy\n2,")
+    assert len(json.loads((score_files / "r.json").read_text())["per_class"]) == 4
 
 
 def test_a_feature_of_an_extra_names_the_extra_to_install(score_files):

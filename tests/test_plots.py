@@ -21,6 +21,11 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 NAMES10 = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 
 
+def _png_size(path: Path) -> tuple[int, int]:
+    height, width = matplotlib.image.imread(path).shape[:2]
+    return width, height
+
+
 def _assert_png(path: Path) -> None:
     assert path.is_file()
     assert path.read_bytes()[:8] == PNG_MAGIC
@@ -96,18 +101,43 @@ def test_thousand_classes(tmp_path):
     _assert_png(plot_class_bars(values, names, ylabel="CFPS", title="1000 classes", path=tmp_path / "b.png"))
     bands = {model: (v * 0.8, np.minimum(1.0, v * 1.2)) for model, v in values.items()}
     fig = cw.class_bars_figure(values, names, ylabel="recall", title="1000 classes", intervals=bands)
-    assert len(fig.axes[0].collections) == 2  # one band per model, not 2000 error bars
+    sorted_axes, named_axes = fig.axes[:2]
+    for line, v in zip(sorted_axes.lines, values.values()):  # each model's values, sorted
+        np.testing.assert_allclose(line.get_ydata(), np.sort(v))
+    mean = (values["a"] + values["b"]) / 2
+    worst20 = [names[i] for i in np.argsort(mean, kind="stable")[:20]]
+    assert [t.get_text() for t in named_axes.get_yticklabels()] == worst20
     m = rng.integers(0, 3, (c, c))
     np.fill_diagonal(m, 50)
-    _assert_png(plot_confusion(m, names, title="1000 classes", path=tmp_path / "c.png"))
+    m[7, 3] = 40  # the one pair that must lead the ranking
+    path = plot_confusion(m, names, title="1000 classes", path=tmp_path / "c.png")
+    _assert_png(path)
 
 
-def test_class_ticks_stop_past_the_limit():
-    for c, labelled in ((10, True), (MAX_LABELLED_CLASSES, True), (MAX_LABELLED_CLASSES + 1, False)):
-        ax = Figure().add_subplot()
-        cw._class_ticks(ax, [f"n{i}" for i in range(c)])
-        shown = [t.get_text() for t in ax.get_xticklabels()]
-        assert (shown == [f"n{i}" for i in range(c)]) if labelled else (len(ax.get_xticks()) == 0)
+def test_thousand_class_confusion_names_the_worst_pairs():
+    c = 200
+    names = [f"class {i}" for i in range(c)]
+    m = np.zeros((c, c), dtype=np.int64)
+    np.fill_diagonal(m, 50)
+    m[7, 7], m[7, 3] = 10, 40  # class 7 mostly predicted as class 3
+    m[11, 11], m[11, 5] = 30, 20
+    fig = cw.confusion_overview_figure(m, names, title="t")
+    pairs = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert pairs[:2] == ["class 7 → class 3", "class 11 → class 5"]
+    rows = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert rows[:2] == ["class 7", "class 11"]  # lowest recall first
+
+
+def test_confusion_heatmap_up_to_the_limit_overview_past_it(tmp_path):
+    for c, heatmap in ((10, True), (MAX_LABELLED_CLASSES, True), (MAX_LABELLED_CLASSES + 1, False)):
+        m = np.eye(c, dtype=np.int64) * 5 + 1
+        names = [f"n{i}" for i in range(c)]
+        fig = Figure().add_subplot()
+        cw._class_ticks(fig, names)
+        assert [t.get_text() for t in fig.get_xticklabels()] == names
+        path = plot_confusion(m, names, title="t", path=tmp_path / f"{c}.png")
+        width, height = _png_size(path)
+        assert (width < 1.3 * height) == heatmap  # a square heatmap, or the wide two-panel overview
 
 
 def test_failed_save_leaves_nothing(tmp_path, monkeypatch, calibration, confusion10):

@@ -342,7 +342,7 @@ def test_the_cifar100_config_s_protocol_runs_on_the_prototype_classifier_s_logit
     import pandas as pd
     import yaml
 
-    from classwise.steps.analyses import extrapolation_step
+    from classwise.steps.extrapolation import extrapolation_step
     from classwise.steps.models import infer_step
 
     settings = yaml.safe_load((REPO / "config" / "extrapolation_cifar100.yaml").read_text())["analyses"]["extrapolation"]

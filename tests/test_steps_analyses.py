@@ -1,5 +1,5 @@
-"""The analysis steps (classwise.steps.analyses) on synthetic logits files, and the schema of
-the `analyses:` config section."""
+"""The analysis steps (classwise.steps.testsuites, classwise.steps.extrapolation) on synthetic
+logits files, and the schema of the `analyses:` config section."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ from paths import REPO
 
 from classwise.errors import InputError
 from classwise.logits_io import save_logits
-from classwise.steps import analyses as steps
+from classwise.plots.extrapolation import extrapolation_figure
+from classwise.steps import extrapolation as extrapolation_steps
+from classwise.steps import testsuites as testsuite_steps
+from classwise.testsuites.features import read_features
 
 SCHEMA = REPO / "workflow" / "schemas" / "analyses.schema.yaml"
 N, C = 240, 6
@@ -144,10 +147,10 @@ def test_image_features_of_an_in_memory_set_with_metadata(tmp_path: Path) -> Non
     metadata = tmp_path / "meta.csv"
     pd.DataFrame({"sample_id": evaluation.sample_ids[::-1], "source": "x", "score": 1.5}).to_csv(metadata, index=False)
     out = tmp_path / "features.csv"
-    steps.image_features_step(
+    testsuite_steps.image_features_step(
         dataset_name="digits", dataset_cfg=dataset, metadata_path=metadata, batch_size=100, features_path=out
     )
-    frame = steps.read_features(out)
+    frame = read_features(out)
     expected = image_features(evaluation.images, sample_ids=evaluation.sample_ids)
     assert list(frame.columns) == [*expected.columns, "source", "score"]
     pd.testing.assert_frame_equal(frame[expected.columns], expected, check_dtype=False, rtol=1e-12)
@@ -155,7 +158,7 @@ def test_image_features_of_an_in_memory_set_with_metadata(tmp_path: Path) -> Non
 
     pd.DataFrame({"sample_id": evaluation.sample_ids, "contrast": 0.0}).to_csv(metadata, index=False)
     with pytest.raises(InputError, match="contrast"):
-        steps.image_features_step(
+        testsuite_steps.image_features_step(
             dataset_name="digits", dataset_cfg=dataset, metadata_path=metadata, batch_size=100, features_path=tmp_path / "x.csv"
         )
     assert not (tmp_path / "x.csv").exists()
@@ -170,7 +173,7 @@ def test_image_features_of_image_files_use_their_original_size(tmp_path: Path) -
         (tmp_path / name).parent.mkdir(exist_ok=True)
         Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8)).save(tmp_path / name)
     out = tmp_path / "features.csv"
-    steps.image_features_step(
+    testsuite_steps.image_features_step(
         dataset_name="files",
         dataset_cfg={"source": "image_folder", "root": str(tmp_path)},
         metadata_path=None,
@@ -178,7 +181,7 @@ def test_image_features_of_image_files_use_their_original_size(tmp_path: Path) -
         features_path=out,
         threads=2,
     )
-    frame = steps.read_features(out).set_index("sample_id")
+    frame = read_features(out).set_index("sample_id")
     assert "saturation" in frame.columns  # colour images
     for name, (height, width) in sizes.items():
         assert (frame.loc[name, "height"], frame.loc[name, "width"]) == (height, width)
@@ -193,7 +196,7 @@ def test_subset_tests_match_the_library_and_skip_constant_features(tmp_path: Pat
     logits = _save(tmp_path / "clean.npz", 0, 2.0)
     features = _features(tmp_path / "features.csv")
     outputs = _outputs(tmp_path, "subset_tests")
-    steps.subset_tests_step(
+    testsuite_steps.subset_tests_step(
         logits_path=logits,
         label_view="original",
         view_labels_path=None,
@@ -234,7 +237,7 @@ def test_subset_tests_under_a_label_view_use_its_samples(tmp_path: Path) -> None
     view_labels = np.where(np.arange(N) % 4 == 0, -1, labels)
     pd.DataFrame({"sample_id": [f"s{i:04d}" for i in range(N)], "label": view_labels}).to_csv(view, index=False)
     outputs = _outputs(tmp_path, "subset_tests")
-    steps.subset_tests_step(
+    testsuite_steps.subset_tests_step(
         logits_path=logits,
         label_view="cleaned",
         view_labels_path=view,
@@ -259,7 +262,7 @@ def test_subset_tests_name_unknown_features(tmp_path: Path) -> None:
         (dict(SUBSET_OPTIONS, categorical=["hight"]), "analyses.subset_tests.categorical"),
     ]:
         with pytest.raises(InputError, match=field):
-            steps.subset_tests_step(
+            testsuite_steps.subset_tests_step(
                 logits_path=logits,
                 label_view="original",
                 view_labels_path=None,
@@ -273,7 +276,7 @@ def test_subset_tests_name_unknown_features(tmp_path: Path) -> None:
     short = tmp_path / "short.csv"
     pd.read_csv(features).iloc[:10].to_csv(short, index=False)
     with pytest.raises(InputError, match="have no features"):
-        steps.subset_tests_step(
+        testsuite_steps.subset_tests_step(
             logits_path=logits,
             label_view="original",
             view_labels_path=None,
@@ -297,7 +300,7 @@ def test_reference_reports_and_summary_match_the_library(tmp_path: Path) -> None
             "noise": _save(tmp_path / f"{model}_noise.npz", 1, signal / 3),
         }
         outputs = _outputs(tmp_path, f"reference_{model}")
-        steps.reference_tests_step(
+        testsuite_steps.reference_tests_step(
             logits_paths=logits_paths,
             label_view="original",
             view_labels_path=None,
@@ -314,14 +317,14 @@ def test_reference_reports_and_summary_match_the_library(tmp_path: Path) -> None
         sets = {shift: _logits(seed, s) for shift, seed, s in (("clean", 0, signal), ("noise", 1, signal / 3))}
         report = reference_report(sets, dataset="synthetic", model=model, thresholds={"accuracy": {"absolute": 0.6}})
         expected.append(report)
-        written = steps.read_report(outputs["csv_path"])
+        written = testsuite_steps.read_report(outputs["csv_path"])
         assert list(written.columns) == list(report.columns)
         np.testing.assert_allclose(written["evaluation_value"], report["evaluation_value"], rtol=1e-12)
         assert written["status"].tolist() == report["status"].tolist()
         assert "| noise | atc |" in outputs["markdown_path"].read_text()
         paths[model] = outputs["csv_path"]
     outputs = _outputs(tmp_path, "summary")
-    steps.reference_summary_step(report_paths=paths, caption="Summary.", **outputs)
+    testsuite_steps.reference_summary_step(report_paths=paths, caption="Summary.", **outputs)
     summary = pd.read_csv(outputs["csv_path"], keep_default_na=False)
     reference = summarise_reports(expected, by=("model",))
     assert summary["model"].tolist() == ["good", "weak"]
@@ -337,7 +340,7 @@ def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
     logits = _save(tmp_path / "clean.npz", 0, 1.5)
     outputs = _outputs(tmp_path, "extrapolation")
     progress = io.StringIO()  # the rule passes its log file
-    steps.extrapolation_step(
+    extrapolation_steps.extrapolation_step(
         logits_path=logits,
         label_view="original",
         view_labels_path=None,
@@ -385,7 +388,9 @@ def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
     assert "CleaneX wins" in outputs["markdown_path"].read_text()
 
     summary = _outputs(tmp_path, "summary")
-    steps.extrapolation_summary_step(table_paths={"m1": outputs["csv_path"], "m2": outputs["csv_path"]}, caption="S.", **summary)
+    extrapolation_steps.extrapolation_summary_step(
+        table_paths={"m1": outputs["csv_path"], "m2": outputs["csv_path"]}, caption="S.", **summary
+    )
     frame = pd.read_csv(summary["csv_path"], index_col="method")
     assert list(frame.columns) == ["k1", "m1", "m2"] and (frame["k1"] == 3).all()
     np.testing.assert_allclose(frame["m1"], table["rmse_mean"], rtol=1e-12)
@@ -399,7 +404,7 @@ def _extrapolate(directory: Path, logits: Path, **settings: object) -> dict[str,
         "figure_path": directory / "figure.png",
     }
     options = {"repetitions": 3, "methods": ["naive", "kde"], "cleanex_steps": 3, "ties": "random", "device": "cpu", "seed": 1}
-    steps.extrapolation_step(
+    extrapolation_steps.extrapolation_step(
         logits_path=logits,
         label_view="original",
         view_labels_path=None,
@@ -424,7 +429,7 @@ def test_several_k1_and_a_k2_give_one_block_each_independent_of_the_others(tmp_p
     assert "| k1 " in both["markdown_path"].read_text()  # rows of several k1 say which
     assert "| k1 " not in alone["markdown_path"].read_text()
     summary = _outputs(tmp_path, "summary")
-    steps.extrapolation_summary_step(table_paths={"m": both["csv_path"]}, caption="S.", **summary)
+    extrapolation_steps.extrapolation_summary_step(table_paths={"m": both["csv_path"]}, caption="S.", **summary)
     frame = pd.read_csv(summary["csv_path"])
     assert frame[["k1", "method"]].values.tolist() == [[3, "naive"], [3, "kde"], [2, "naive"], [2, "kde"]]
     with pytest.raises(InputError, match="analyses.extrapolation.k2"):
@@ -454,7 +459,7 @@ def test_panel_e_draws_the_capped_rmse_ratios_to_cleanex_and_only_with_cleanex()
             rmse=rmse[rmse["method"].isin(chosen)].reset_index(drop=True),
         )
 
-    figure = steps.extrapolation_figure(evaluation(methods), title="t")
+    figure = extrapolation_figure(evaluation(methods), title="t")
     panel = next(ax for ax in figure.axes if "RMSE ratio to CleaneX (capped at 4)" in ax.get_title())
     assert panel.get_title().startswith("E: ")  # after A-C (curves) and D (RMSE), as in the paper
     assert [t.get_text() for t in panel.get_xticklabels()] == ["regression / cleanex", "kde / cleanex"]
@@ -466,14 +471,14 @@ def test_panel_e_draws_the_capped_rmse_ratios_to_cleanex_and_only_with_cleanex()
         np.testing.assert_allclose(rmse_ratios(rmse)[method], naive, rtol=1e-12)
         assert lines[6 * box + 5].get_ydata()[0] == pytest.approx(np.median(naive))
     assert lines[6 + 5].get_ydata()[0] == 4.0  # kde's median ratio, capped
-    without = steps.extrapolation_figure(evaluation(["regression", "kde"]), title="t")
+    without = extrapolation_figure(evaluation(["regression", "kde"]), title="t")
     assert not any("ratio" in ax.get_title() for ax in without.axes)
 
 
 def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: Path) -> None:
     logits = _save(tmp_path / "clean.npz", 0, 1.5)
     with pytest.raises(InputError, match="analyses.extrapolation.k1"):
-        steps.extrapolation_step(
+        extrapolation_steps.extrapolation_step(
             logits_path=logits,
             label_view="original",
             view_labels_path=None,
@@ -498,7 +503,7 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
 
     outputs = _outputs(tmp_path, "simulation")
     kwargs = dict(k2=12, sigma2=0.1, repetitions=2, methods=["naive", "kde"], cleanex_steps=1, device="cpu", seed=0)
-    steps.simulation_step(
+    extrapolation_steps.simulation_step(
         k1s=[4, 6],
         caption="Simulation.",
         json_path=tmp_path / "s.json",
@@ -516,7 +521,7 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
     assert document["settings"]["threads"] == 2
     assert "seconds" not in outputs["markdown_path"].read_text()  # tables hold no timings
     with pytest.raises(InputError, match="analyses.simulation.k1"):
-        steps.simulation_step(
+        extrapolation_steps.simulation_step(
             k1s=[12],
             caption="c",
             json_path=tmp_path / "x.json",

@@ -51,3 +51,13 @@ def test_probability_rows_within_the_tolerance_pass() -> None:
     check_probabilities(nearly)
     assert compute_stats(np.log(nearly + 1e-12), LABELS).n_samples == 3
     assert check_labels(np.array([1, 0, 0], dtype=np.int32), 3, 2).dtype == np.int64
+
+
+def test_hard_predictions_are_checked_like_labels() -> None:
+    """A file of hard predictions (logits_io) goes through check_labels: any length but zero."""
+    assert check_labels(np.array([2, 0, 1]), None, 3).tolist() == [2, 0, 1]
+    with pytest.raises(InputError, match=r"expected a 1-D array of class indices, got shape \(0,\)"):
+        check_labels(np.array([], dtype=np.int64), None, 3, field="predictions")
+    assert check_labels(np.array([], dtype=np.int64), 0, 3).size == 0  # labels of no sample: their count is known
+    with pytest.raises(InputError, match=r"predictions must lie in \[0, 3\): prediction 3 at position 1"):
+        check_labels(np.array([0, 3]), None, 3, field="predictions", noun="prediction")

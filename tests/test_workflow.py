@@ -185,6 +185,17 @@ def test_class_wise_robustness_outputs(finished_run: Path) -> None:
     assert sorted(targeted["target"]) == [0, 1]
     # Targeted attacks do not enter the metric tables.
     assert not (results / "tables" / "digits" / "original" / "pgd_targeted_0").exists()
+    # The view across shifts: the summary's WCA is the minimum of the class x shift matrix.
+    for name in ("worst_classes_by_shift.png", "accuracy_spread.png"):
+        assert (figures / name).read_bytes()[:4] == b"\x89PNG", name
+    summary = pd.read_csv(results / "tables" / "digits" / "robustness" / "shift_summary.csv", index_col=[0, 1])
+    matrix = pd.read_csv(results / "tables" / "digits" / "robustness" / "class_shift_accuracy.csv", index_col=[0, 1, 2])
+    assert summary.loc[("gaussian_noise_s3", "mlp"), "worst_class_accuracy"] == pytest.approx(
+        matrix.loc["mlp"]["gaussian_noise_s3"].min()
+    )
+    assert summary.loc[("pgd_linf_eps0.1", "mlp"), "accuracy"] == pytest.approx(np.trace(confusion) / confusion.sum())
+    errors = pd.read_csv(results / "tables" / "digits" / "robustness" / "corruption_errors.csv", index_col=[0, 1, 2])
+    assert errors.loc["mlp"]["clean_error"].to_numpy() == pytest.approx(1 - matrix.loc["mlp"]["clean"].to_numpy())
 
 
 def test_logits_files_follow_the_documented_format(finished_run: Path) -> None:

@@ -6,7 +6,7 @@ Each build goes into a new virtualenv in a temporary directory, removed afterwar
 twice: with an empty cache (a newcomer's first build: ``UV_CACHE_DIR`` in the temporary
 directory) and again into a second new environment with that cache filled. pip takes about
 3 minutes here, so it is timed only with ``--pip``; without it the file carries the figure
-measured earlier (``PIP_REFERENCE``, also in the README), marked as not measured by this run.
+measured earlier (``PIP_REFERENCE``, also in docs/install.md), marked as not measured by this run.
 uv's own output is left out (``--quiet``).
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import install_env
 
-# `make install` with pip into a fresh .venv on this project's 2-core machine (see the README).
+# `make install` with pip into a fresh .venv on this project's 2-core machine (see docs/install.md).
 PIP_REFERENCE = {
     "seconds": 171.8,
     "load_average_start": [6.61, 5.07, 3.66],

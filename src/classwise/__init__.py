@@ -8,7 +8,7 @@ from typing import Any
 
 from classwise.errors import InputError
 
-__all__ = ["InputError", "__version__", "autoattack", "pgd_attack"]
+__all__ = ["InputError", "__version__", "autoattack", "pgd_attack", "robust_fairness"]
 __version__ = "0.1.0"
 
 
@@ -18,4 +18,8 @@ def __getattr__(name: str) -> Any:
         from classwise._extras import import_module
 
         return getattr(import_module(f"classwise.shifts.{'pgd' if name == 'pgd_attack' else 'autoattack'}"), name)
+    if name == "robust_fairness":  # numpy only, but imported on first use like the rest of the API
+        from classwise.metrics import robust_fairness
+
+        return robust_fairness
     raise AttributeError(f"module 'classwise' has no attribute {name!r}")

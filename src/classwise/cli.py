@@ -1,7 +1,7 @@
 """The ``classwise`` command line.
 
 ``classwise metrics LOGITS.npz`` computes every metric from a logits (or probabilities) file
-that users bring themselves; see the README for the file format and the output layout.
+that users bring themselves; see docs/library.md for the file format and the output layout.
 Other subcommands live beside the code they drive and register themselves through an
 ``add_parser(subcommands)`` function (see ``_SUBCOMMAND_MODULES``).
 """
@@ -121,6 +121,7 @@ _SUBCOMMAND_MODULES: dict[str, str] = {
     "imagenet-cleaned-labels": "classwise.labels.cli",
     "extrapolate": "classwise.extrapolation.cli",
     "check": "classwise.metrics.check_cli",
+    "robust-fairness": "classwise.metrics.robust_fairness_cli",
 }
 
 

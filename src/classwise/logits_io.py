@@ -49,7 +49,6 @@ from classwise.validation import (
     check_labels,
     check_probabilities,
     check_score_matrix,
-    rows_message,
 )
 
 __all__ = [
@@ -188,26 +187,12 @@ def save_predictions(
     indices, no scores) and its sidecar JSON, atomically as a pair; the number of classes is
     that of ``class_names``."""
     class_names = np.asarray(class_names).astype(str)
-    predictions = _check_predictions(predictions, class_names.shape[0], path=path)
+    # hard predictions are class indices like labels; their length sets the number of samples
+    predictions = check_labels(
+        np.asarray(predictions), None, class_names.shape[0], path=path, field=PREDICTIONS, noun="prediction"
+    )
     labels = check_labels(np.asarray(labels), predictions.shape[0], class_names.shape[0], path=path)
     _save_pair(path, {PREDICTIONS: predictions, "labels": labels}, sample_ids, class_names, class_names.shape[0], metadata)
-
-
-def _check_predictions(predictions: np.ndarray, n_classes: int, *, path: str | Path | None) -> np.ndarray:
-    arr = np.asarray(predictions)
-    if arr.ndim != 1 or not arr.size:
-        raise InputError(f"expected a 1-D array of class indices, got shape {arr.shape}", path=path, field=PREDICTIONS)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise InputError(f"expected integer class indices, got dtype {arr.dtype}", path=path, field=PREDICTIONS)
-    bad = np.flatnonzero((arr < 0) | (arr >= n_classes))
-    if bad.size:
-        raise InputError(
-            f"predicted classes must lie in [0, {n_classes}): {int(arr[bad[0]])} at position {int(bad[0])}; "
-            f"out-of-range rows: {rows_message(bad)}",
-            path=path,
-            field=PREDICTIONS,
-        )
-    return arr.astype(np.int64, copy=False)
 
 
 def _save_pair(
@@ -332,7 +317,9 @@ def _load(path: str | Path, *, allow_predictions: bool) -> ScoresFile:
                 raise InputError(
                     "a file of hard predictions needs 'class_names' (the number of classes)", path=p, field="class_names"
                 )
-            predictions = _check_predictions(archive[PREDICTIONS], class_names.shape[0], path=p)
+            predictions = check_labels(
+                archive[PREDICTIONS], None, class_names.shape[0], path=p, field=PREDICTIONS, noun="prediction"
+            )
             scores = np.zeros((predictions.shape[0], class_names.shape[0]), dtype=np.float32)
             scores[np.arange(predictions.shape[0]), predictions] = 1.0
             kind: ScoreKind = "logits"

@@ -17,12 +17,15 @@ import io
 import math
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from classwise.atomic import write_text
 from classwise.errors import InputError
+
+if TYPE_CHECKING:
+    from classwise.metrics.robust_fairness import RobustFairness
 
 
 def paper_rows(
@@ -350,6 +353,70 @@ def rounded_display(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
     """``frame`` with numbers rounded to ``digits`` decimals, as strings (the display cells of
     a table whose CSV holds the full-precision frame)."""
     return frame.round(digits).astype(str)
+
+
+def _undefined(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def decimals(value: Any, digits: int = 4) -> str:
+    """A display cell of the analyses' tables: ``0.1234`` style; ``n/a`` for a missing or
+    undefined value."""
+    return "n/a" if _undefined(value) else f"{float(value):.{digits}f}"
+
+
+def p_value(value: Any) -> str:
+    """A p-value's display cell: three significant digits; ``n/a`` when missing or undefined."""
+    return "n/a" if _undefined(value) else f"{float(value):.3g}"
+
+
+# ---------------------------------------------------------------------------------------- robust fairness
+#: The robust-fairness table's columns (display header -> data column of the CSV).
+ROBUST_FAIRNESS_COLUMNS: dict[str, str] = {
+    "A": "accuracy",
+    "robust A": "robust_accuracy",
+    "worst-class A": "worst_class_clean_accuracy",
+    "worst-class robust A": "worst_class_robust_accuracy",
+    "worst boundary error": "worst_boundary_error",
+    "NSD": "robust_error_nsd",
+    "Gini": "robust_error_gini",
+}
+
+
+def robust_fairness_table(results: Mapping[str, RobustFairness], class_names: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The robust-fairness table of the models under one attack (:mod:`classwise.metrics.robust_fairness`):
+    rows = models. The display frame has percent cells (:func:`percent`) for A, robust A and
+    the worst-class clean and robust accuracy and the worst (largest) class-wise boundary
+    error, the last three with their class in parentheses, and the NSD and Gini of the
+    class-wise robust error with three decimals. The data frame (the CSV) holds the same as
+    fractions at full precision, each class in a ``..._class`` column, and the SD beside the
+    NSD."""
+    display: dict[str, list[str]] = {header: [] for header in ROBUST_FAIRNESS_COLUMNS}
+    records = []
+    for model, result in results.items():
+        worst = {
+            "worst_class_clean_accuracy": result.worst_class_clean_accuracy,
+            "worst_class_robust_accuracy": result.worst_class_robust_accuracy,
+            "worst_boundary_error": result.worst_boundary_error(),
+        }
+        display["A"].append(percent(result.accuracy))
+        display["robust A"].append(percent(result.robust_accuracy))
+        record: dict[str, Any] = {"model": model, "accuracy": result.accuracy, "robust_accuracy": result.robust_accuracy}
+        for header, name in ROBUST_FAIRNESS_COLUMNS.items():
+            if name in worst:
+                label = class_names[worst[name].class_index]
+                display[header].append(f"{percent(worst[name].value)} ({label})")
+                record |= {name: worst[name].value, f"{name}_class": label}
+        display["NSD"].append(three_decimals(result.robust_error_nsd))
+        display["Gini"].append(three_decimals(result.robust_error_gini))
+        record |= {
+            "robust_error_sd": result.robust_error_sd,
+            "robust_error_nsd": result.robust_error_nsd,
+            "robust_error_gini": result.robust_error_gini,
+        }
+        records.append(record)
+    frame = pd.DataFrame(display, index=pd.Index(list(results), name="model"))
+    return frame, pd.DataFrame.from_records(records).set_index("model")
 
 
 # ---------------------------------------------------------------------------- decisiveness-robustness.txt

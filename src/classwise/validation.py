@@ -5,7 +5,8 @@ The logits file reader (:mod:`classwise.logits_io`), the sufficient statistics
 the test suites (:mod:`classwise.testsuites.classification`) and confident learning
 (:mod:`classwise.labels.confident_learning`) validate their arrays here, so that one input gets
 the same verdict and the same message wherever it enters. What differs between them is only what
-each accepts, and that is a parameter: the number of classes, and which non-finite scores are
+each accepts, and that is a parameter: the number of classes, the number of samples (none
+given for a file of hard predictions, whose length sets it), and which non-finite scores are
 allowed (the statistics rank ``+-inf`` logits, the probability wrapper allows ``-inf`` = log 0,
 a logits file holds neither).
 
@@ -87,13 +88,26 @@ def check_score_matrix(
     return arr
 
 
-def check_labels(labels: object, n_samples: int, n_classes: int, *, field: str = "labels", path: PathLike = None) -> np.ndarray:
+def check_labels(
+    labels: object,
+    n_samples: int | None,
+    n_classes: int,
+    *,
+    field: str = "labels",
+    path: PathLike = None,
+    noun: str = "label",
+) -> np.ndarray:
     """``labels`` as an int64 ``(n_samples,)`` array of class indices in ``[0, n_classes)``
-    (no copy when it already is one), else :class:`InputError` naming the first bad row."""
+    (no copy when it already is one), else :class:`InputError` naming the first bad row.
+
+    ``n_samples=None`` accepts any length but zero: a file of hard predictions, whose length
+    sets the number of samples. ``noun`` is what one entry is called in the message
+    (``"label"``, ``"prediction"``)."""
     arr = labels if isinstance(labels, np.ndarray) else np.asarray(labels)
-    if arr.ndim != 1:
-        raise InputError(f"expected a 1-D array of {n_samples} class indices, got shape {arr.shape}", path=path, field=field)
-    if arr.shape[0] != n_samples:
+    if arr.ndim != 1 or (n_samples is None and not arr.size):
+        count = "" if n_samples is None else f"{n_samples} "
+        raise InputError(f"expected a 1-D array of {count}class indices, got shape {arr.shape}", path=path, field=field)
+    if n_samples is not None and arr.shape[0] != n_samples:
         raise InputError(
             f"expected shape ({n_samples},), one label per score row: "
             f"scores have {n_samples} rows but labels have length {arr.shape[0]}",
@@ -108,8 +122,8 @@ def check_labels(labels: object, n_samples: int, n_classes: int, *, field: str =
             bad = np.flatnonzero(out_of_range)
             first = int(bad[0])
             raise InputError(
-                f"labels must lie in [0, {n_classes}): label {int(arr[first])} at position {first} is out of range "
-                f"(expected 0 <= label < {n_classes}); out-of-range rows: {rows_message(bad)}",
+                f"{noun}s must lie in [0, {n_classes}): {noun} {int(arr[first])} at position {first} is out of range "
+                f"(expected 0 <= {noun} < {n_classes}); out-of-range rows: {rows_message(bad)}",
                 path=path,
                 field=field,
             )

@@ -69,7 +69,9 @@ def analysed_views(dataset, section):
     return [
         view
         for view in ANALYSES["label_views"]
-        if view in views_of(dataset) and shift in view_shifts(dataset, view)
+        if view in views_of(dataset)
+        and shift in view_shifts(dataset, view)
+        and (dataset, view) not in PLAN.label_set_views
     ]
 
 

@@ -14,6 +14,7 @@ from classwise.data.shift_sets import (
     merge_shifts,
     shift_archives,
 )
+from classwise.labels.real import REAL_URL
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
 from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
@@ -42,7 +43,7 @@ check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
 # splits, class counts).
 PLAN = check_runs(config, shifts=SHIFTS, source=CONFIG_SOURCE, shift_sets=SHIFT_SETS)
 resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
-# The bootstrap of the worst-class metrics (README: Uncertainty); 0 replicates turns it off.
+# The bootstrap of the worst-class metrics (docs/uncertainty.md); 0 replicates turns it off.
 BOOTSTRAP = config["metrics"]["bootstrap"]
 BOOTSTRAP_ON = BOOTSTRAP["replicates"] > 0
 resolve_comparisons(PLAN, BOOTSTRAP)
@@ -275,6 +276,24 @@ SHIFT_SET_DOWNLOADS = {
 }
 
 
+# ImageNet ReaL's real.json when a view gives no `file` (rule download_real_labels).
+REAL_DOWNLOAD = f"{RESOURCES}/real/real.json"
+REAL_DOWNLOADS = [
+    view_cfg
+    for dataset in DATASETS
+    for view_cfg in config["datasets"][dataset].get("label_views", {}).values()
+    if view_cfg["kind"] == "real" and "file" not in view_cfg
+]
+
+
+def real_download(key):
+    """The url or sha256 of the ReaL download (the first view that downloads it sets them)."""
+    defaults = {"url": REAL_URL, "sha256": None}
+    return (
+        REAL_DOWNLOADS[0].get(key, defaults[key]) if REAL_DOWNLOADS else defaults[key]
+    )
+
+
 def label_files_dir(dataset, view):
     view_cfg = config["datasets"][dataset]["label_views"][view]
     return view_cfg.get("label_errors_dir", f"{RESOURCES}/label-errors")
@@ -289,6 +308,8 @@ def label_view_inputs(wildcards):
         inputs["files"] = [f"{directory}/{name}" for name in names]
     if view_cfg.get("paper_file"):
         inputs["paper_file"] = view_cfg["paper_file"]
+    if view_cfg["kind"] == "real":
+        inputs["real"] = view_cfg.get("file", REAL_DOWNLOAD)
     if view_cfg["kind"] == "confident_learning":
         inputs["reference"] = logits_path(
             wildcards.dataset, view_cfg["reference_model"], "clean"
@@ -358,8 +379,10 @@ def final_outputs():
             for shift in view_shifts(dataset, labels):
                 tables = f"{OUT}/tables/{dataset}/{labels}/{shift}"
                 figures = f"{OUT}/figures/{dataset}/{labels}/{shift}"
-                # decisiveness needs scores: not for models with hard predictions only
-                scored = scored_models(dataset, [shift])
+                # decisiveness needs scores (not for models with hard predictions only)
+                # and one true class per image (not under a ReaL view)
+                label_sets = (dataset, labels) in PLAN.label_set_views
+                scored = [] if label_sets else scored_models(dataset, [shift])
                 outputs.append(f"{tables}/worst_class.md")
                 if scored:
                     outputs += [f"{tables}/decisiveness.md", f"{tables}/gamma_sweep.md"]
@@ -374,7 +397,7 @@ def final_outputs():
                     ]
                     if scored:
                         outputs.append(f"{tables}/decisiveness_intervals.md")
-                if dataset in PLAN.compared:
+                if dataset in PLAN.compared and not label_sets:
                     outputs.append(f"{tables}/model_comparison.md")
                 for model in dataset_models(dataset):
                     outputs.append(f"{figures}/confusion_{model}.png")

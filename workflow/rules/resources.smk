@@ -5,6 +5,7 @@
 #   resources/datasets/{dataset}.prepared.json
 #   resources/shift_sets/{dataset}/{key}/{file}.prepared.json   one file of a published shift set
 #   resources/label-errors/{file}              label-errors and worst_classes files
+#   resources/real/real.json                   ImageNet ReaL labels (a view of kind real)
 #   results/labels/{dataset}/{labels}.csv      one label view: sample_id,label (-1 = removed)
 
 
@@ -13,6 +14,7 @@ localrules:
     prepare_dataset,
     prepare_shift_set,
     download_label_file,
+    download_real_labels,
 
 
 rule download_model:
@@ -69,6 +71,20 @@ rule download_label_file:
         "../../envs/metrics.yaml"
     script:
         "../../scripts/download_label_file.py"
+
+
+rule download_real_labels:
+    output:
+        file=REAL_DOWNLOAD,
+    log:
+        f"{RESOURCES}/real/.logs/real.json.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        url=real_download("url"),
+        sha256=real_download("sha256"),
+    script:
+        "../../scripts/download_real_labels.py"
 
 
 rule build_label_view:

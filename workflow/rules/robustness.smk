@@ -8,6 +8,8 @@
 #   results/tables/{dataset}/robustness/classwise.*                 the numbers of Figures 2-3
 #   results/tables/{dataset}/robustness/targeted_success.*          the numbers of Figure 5
 #   results/tables/{dataset}/robustness/transformation_tests_{model}.*  pass / warn / fail
+#   results/tables/{dataset}/robustness/robust_fairness_{shift}.*      robust fairness, each attack
+#   results/figures/{dataset}/robustness/robust_fairness_{shift}.png   class-wise clean vs robust
 rule analyse_classwise_robustness:
     input:
         flat_confusions,
@@ -63,13 +65,61 @@ rule analyse_classwise_robustness:
                 "model": "all",
             },
         ),
+        shift_summary_markdown=f"{ROBUST_TABLES}/shift_summary.md",
+        shift_summary_csv=report(
+            f"{ROBUST_TABLES}/shift_summary.csv",
+            caption="../report/shift_summary_table.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "shift summary (A and WCA per shift)",
+                "label view": "original",
+                "shift": "all",
+                "model": "all",
+            },
+        ),
+        shift_summary_latex=f"{ROBUST_TABLES}/shift_summary.tex",
+        corruption_errors_markdown=f"{ROBUST_TABLES}/corruption_errors.md",
+        corruption_errors_csv=f"{ROBUST_TABLES}/corruption_errors.csv",
+        corruption_errors_latex=f"{ROBUST_TABLES}/corruption_errors.tex",
+        class_shift_accuracy=f"{ROBUST_TABLES}/class_shift_accuracy.csv",
+        class_shift_cfps=f"{ROBUST_TABLES}/class_shift_cfps.csv",
+        worst_classes_figure=report(
+            f"{ROBUST_FIGURES}/worst_classes_by_shift.png",
+            caption="../report/worst_classes_by_shift.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "the worst classes across shifts",
+                "label view": "original",
+                "shift": "all",
+                "model": "all",
+            },
+        ),
+        spread_figure=report(
+            f"{ROBUST_FIGURES}/accuracy_spread.png",
+            caption="../report/accuracy_spread.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "spread of class-wise accuracy per shift",
+                "label view": "original",
+                "shift": "all",
+                "model": "all",
+            },
+        ),
     log:
         f"{OUT}/logs/analyse_classwise_robustness/{{dataset}}.log",
     conda:
         "../../envs/metrics.yaml"
     params:
         confusions=classwise_confusions,
-        attack_shifts=lambda wildcards: shifts_of_kind(wildcards.dataset, "pgd"),
+        attack_shifts=lambda wildcards: adversarial_shifts(wildcards.dataset),
+        corrupted_shifts=lambda wildcards: [
+            s
+            for s in transformed_shifts(wildcards.dataset)
+            if s in full_label_space_shifts(wildcards.dataset)
+        ],
     script:
         "../../scripts/analyse_classwise_robustness.py"
 
@@ -152,6 +202,56 @@ rule analyse_targeted_attacks:
         models=lambda wildcards: targeted_models(wildcards.dataset),
     script:
         "../../scripts/analyse_targeted_attacks.py"
+
+
+# One job per (dataset, attack) reads every model's clean and attacked logits: a job per model
+# would cost a Python start each.
+rule analyse_robust_fairness:
+    input:
+        clean=lambda wildcards: [
+            logits_path(wildcards.dataset, model, "clean")
+            for model in dataset_models(wildcards.dataset)
+        ],
+        attacked=lambda wildcards: [
+            logits_path(wildcards.dataset, model, wildcards.shift)
+            for model in dataset_models(wildcards.dataset)
+        ],
+    output:
+        markdown=f"{ROBUST_TABLES}/robust_fairness_{{shift}}.md",
+        csv=report(
+            f"{ROBUST_TABLES}/robust_fairness_{{shift}}.csv",
+            caption="../report/robust_fairness_table.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "robust fairness table (Figure 3 under attack)",
+                "label view": "original",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
+        latex=f"{ROBUST_TABLES}/robust_fairness_{{shift}}.tex",
+        json=f"{ROBUST_TABLES}/robust_fairness_{{shift}}.json",
+        figure=report(
+            f"{ROBUST_FIGURES}/robust_fairness_{{shift}}.png",
+            caption="../report/robust_fairness_figure.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "class-wise clean vs robust accuracy (Figure 3 under attack)",
+                "label view": "original",
+                "shift": "{shift}",
+                "model": "all",
+            },
+        ),
+    log:
+        f"{OUT}/logs/analyse_robust_fairness/{{dataset}}/{{shift}}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        models=lambda wildcards: dataset_models(wildcards.dataset),
+    script:
+        "../../scripts/analyse_robust_fairness.py"
 
 
 rule plot_corruption_grid:

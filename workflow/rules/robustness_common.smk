@@ -16,6 +16,11 @@ def shifts_of_kind(dataset, kind):
     return [s for s in view_shifts(dataset, "original") if SHIFTS[s].kind == kind]
 
 
+def adversarial_shifts(dataset):
+    """The untargeted attacks evaluated on `dataset` (classwise.shifts.spec: ShiftSpec.adversarial)."""
+    return [s for s in view_shifts(dataset, "original") if SHIFTS[s].adversarial]
+
+
 def transformed_shifts(dataset):
     """The shifts the transformation tests compare with clean, sample by sample: corruptions
     made on the fly and published corrupted copies of the dataset (CIFAR-10-C, ImageNet-C).
@@ -100,6 +105,11 @@ def _plan_robustness():
                 f"transformation tests on {dataset}: skipped, they compare each corruption "
                 "with the clean shift, which is not evaluated on it"
             )
+        if adversarial_shifts(dataset) and not has_clean:
+            PLAN.notes.append(
+                f"robust fairness on {dataset}: skipped, it compares each attack with the clean "
+                "shift, which is not evaluated on it"
+            )
         if targeted_shifts(dataset) and not targeted_models(dataset):
             PLAN.notes.append(
                 f"targeted attacks on {dataset}: skipped, no model of "
@@ -125,6 +135,12 @@ def robustness_outputs():
             outputs += [f"{figures}/classwise_robustness.png", f"{tables}/classwise.md"]
         if shifts_of_kind(dataset, "corruption"):
             outputs.append(f"{figures}/corruption_grid.png")
+        if has_clean:
+            for shift in adversarial_shifts(dataset):
+                outputs += [
+                    f"{tables}/robust_fairness_{shift}.md",
+                    f"{figures}/robust_fairness_{shift}.png",
+                ]
         if transformed_shifts(dataset) and has_clean:
             outputs += [
                 f"{tables}/transformation_tests_{model}.md"

@@ -3,7 +3,7 @@
 The targets (issue "The metrics library"): on 50,000 x 1,000 float32 logits and 2 CPU
 cores, all worst-class metrics together in <= 0.5 s, the whole ``classwise metrics`` run
 (file read included) in <= 2 s, and peak memory <= 3x the logits array. Results are
-written as JSON; the README quotes them.
+written as JSON; docs/benchmarks.md quotes them.
 """
 
 from __future__ import annotations

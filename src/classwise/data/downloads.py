@@ -1,8 +1,13 @@
-"""Verified downloads: stream to a temporary name, check sha256, rename atomically.
+"""Verified downloads: stream to a temporary name, check sha256, rename atomically. The one
+download core of the package: datasets, shift sets, label views and model weights
+(:mod:`classwise.models.fetch`) all download through it.
 
 Conventions:
 
-- Every download names its expected sha256 (64 hex digits). The file only ever appears at
+- A download names its expected sha256 (64 hex digits; :func:`download`), or, for a file whose
+  digest is not published (``record=True``), checks the digest recorded beside it on first
+  download; for model weights whose publisher gives none, part of it or nothing
+  (:func:`download_recorded`, which returns the digest for the model's manifest). The file only ever appears at
   ``dest`` complete and verified; while it streams it lives under a temporary name in ``dest``'s
   directory, which is removed on any failure.
 - A ``dest`` that already exists with the expected digest is not downloaded again (so a download
@@ -11,6 +16,7 @@ Conventions:
   429) are retried ``retries`` times with exponential backoff (``backoff * 2**attempt`` seconds);
   other HTTP errors (404, 403, ...) fail at once. After the last attempt a
   :class:`DownloadError` names the URL, the destination and the last error.
+  :func:`retried` holds these rules for any request (the model fetcher's ``HEAD`` too).
 - A checksum mismatch is not a network error and is not retried: it raises
   :class:`~classwise.errors.InputError` naming the file, the URL and both digests, and leaves
   nothing behind.
@@ -35,11 +41,21 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from classwise.atomic import atomic_path
+from classwise.atomic import atomic_open, atomic_path
 from classwise.errors import InputError
 
-__all__ = ["DownloadError", "download", "sha256_file", "check_sha256"]
+__all__ = [
+    "DownloadError",
+    "check_network_options",
+    "check_sha256",
+    "download",
+    "download_recorded",
+    "retried",
+    "sha256_file",
+    "unpack",
+]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +69,8 @@ RETRYABLE_HTTP_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 """HTTP statuses that are worth another attempt; any other HTTP error is final."""
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+T = TypeVar("T")
 
 
 class DownloadError(OSError):
@@ -106,11 +124,77 @@ def _stream(url: str, tmp: Path, *, timeout: float, chunk_size: int) -> str:
     return digest.hexdigest()
 
 
+def check_network_options(retries: int, backoff: float, timeout: float) -> None:
+    """:class:`InputError` unless ``retries`` is an integer >= 0, ``backoff`` >= 0 and ``timeout`` > 0."""
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise InputError(f"expected an integer >= 0, got {retries!r}", field="retries")
+    if not backoff >= 0:
+        raise InputError(f"expected a number >= 0, got {backoff!r}", field="backoff")
+    if not timeout > 0:
+        raise InputError(f"expected a number > 0, got {timeout!r}", field="timeout")
+
+
+def retried(attempt: Callable[[], T], *, what: str, retries: int, backoff: float) -> T:
+    """``attempt()``'s result, calling it again after a network failure: at most ``retries + 1``
+    calls, the wait before retry ``i`` (1-based) ``backoff * 2**(i - 1)`` seconds.
+
+    An :class:`InputError` (a checksum mismatch) is raised at once; any other error that is not
+    a network failure (a final HTTP status, an unknown URL scheme, ...) becomes a
+    :class:`DownloadError` at once; after the last attempt a :class:`DownloadError` names
+    ``what`` and the last error.
+    """
+    attempts = retries + 1
+    last_error: BaseException | None = None
+    for index in range(attempts):
+        if index:
+            wait = backoff * 2 ** (index - 1)
+            log.warning("%s: attempt %d/%d failed (%s); retrying in %.1f s", what, index, attempts, last_error, wait)
+            time.sleep(wait)
+        try:
+            return attempt()
+        except InputError:
+            raise
+        except Exception as error:  # noqa: BLE001 - classified just below
+            if not _is_retryable(error):
+                raise DownloadError(f"{what} failed: {error}") from error
+            last_error = error
+    raise DownloadError(f"{what} failed after {attempts} attempt(s); last error: {last_error}") from last_error
+
+
+def _download_checked(
+    url: str,
+    target: Path,
+    expected: Callable[[str], str | None],
+    *,
+    retries: int,
+    backoff: float,
+    timeout: float,
+    chunk_size: int,
+) -> str:
+    """Stream ``url`` to ``target`` atomically, retried; return its sha256. ``expected(sha256)``
+    says what was expected instead (for the error) when the digest is wrong, else ``None``."""
+
+    def attempt() -> str:
+        with atomic_path(target) as tmp:
+            actual = _stream(url, tmp, timeout=timeout, chunk_size=chunk_size)
+            wanted = expected(actual)
+            if wanted is not None:
+                raise InputError(
+                    f"checksum mismatch for the download of {url}: expected {wanted}, got sha256 {actual}; the file was not kept",
+                    path=target,
+                    field="sha256",
+                )
+        return actual
+
+    return retried(attempt, what=f"{target}: downloading {url}", retries=retries, backoff=backoff)
+
+
 def download(
     url: str,
     dest: str | Path,
     *,
-    sha256: str,
+    sha256: str | None,
+    record: bool = False,
     retries: int = 3,
     backoff: float = 2.0,
     timeout: float = 60.0,
@@ -124,50 +208,86 @@ def download(
     seconds. Raises :class:`InputError` on a checksum mismatch (not retried) and
     :class:`DownloadError` when the network attempts are exhausted or the server answers with a
     final HTTP error. See the module docstring for the guarantees.
+
+    ``record`` (with ``sha256=None``) is for a file whose digest nobody publishes: the digest of
+    the file the first call finds or downloads is written to ``<dest>.sha256``, and every later
+    call checks the file against that record as it would against a given ``sha256``.
     """
-    expected = check_sha256(sha256)
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise InputError(f"expected an integer >= 0, got {retries!r}", field="retries")
-    if not backoff >= 0:
-        raise InputError(f"expected a number >= 0, got {backoff!r}", field="backoff")
-    if not timeout > 0:
-        raise InputError(f"expected a number > 0, got {timeout!r}", field="timeout")
+    record_path = Path(f"{dest}.sha256")
+    expected: str | None
+    if sha256 is None and record:
+        expected = check_sha256(record_path.read_text().strip(), field=str(record_path)) if record_path.is_file() else None
+    else:
+        expected = check_sha256(sha256)
+    check_network_options(retries, backoff, timeout)
     target = Path(dest)
     if target.is_file():
         actual = sha256_file(target, chunk_size=chunk_size)
+        if expected is None:
+            _record(record_path, actual)
+            log.warning("%s: present; no sha256 published, recorded %s in %s", target, actual, record_path)
+            return target
         if actual == expected:
             log.info("%s: already present with the expected sha256, not downloading", target)
             return target
         log.warning("%s: present with sha256 %s, expected %s; downloading again", target, actual, expected)
+    actual = _download_checked(
+        url,
+        target,
+        lambda actual: None if expected is None or actual == expected else f"sha256 {expected}",
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+        chunk_size=chunk_size,
+    )
+    if expected is None:  # the file is in place: record its digest for the next calls
+        _record(record_path, actual)
+        log.warning("%s: no sha256 published; recorded the download's, %s, in %s", target, actual, record_path)
+    else:
+        log.info("%s: downloaded from %s, sha256 verified", target, url)
+    return target
 
-    attempts = retries + 1
-    last_error: BaseException | None = None
-    for attempt in range(attempts):
-        if attempt:
-            wait = backoff * 2 ** (attempt - 1)
-            log.warning("%s: attempt %d/%d failed (%s); retrying in %.1f s", url, attempt, attempts, last_error, wait)
-            time.sleep(wait)
-        try:
-            with atomic_path(target) as tmp:
-                actual = _stream(url, tmp, timeout=timeout, chunk_size=chunk_size)
-                if actual != expected:
-                    raise InputError(
-                        f"checksum mismatch for the download of {url}: expected sha256 {expected}, "
-                        f"got sha256 {actual}; the file was not kept",
-                        path=target,
-                        field="sha256",
-                    )
-            log.info("%s: downloaded from %s, sha256 verified", target, url)
-            return target
-        except InputError:
-            raise
-        except Exception as error:  # noqa: BLE001 - classified just below
-            if not _is_retryable(error):
-                raise DownloadError(f"{target}: downloading {url} failed: {error}") from error
-            last_error = error
-    raise DownloadError(
-        f"{target}: downloading {url} failed after {attempts} attempt(s); last error: {last_error}"
-    ) from last_error
+
+def _record(path: Path, digest: str) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        handle.write(digest + "\n")
+
+
+def download_recorded(
+    url: str,
+    dest: str | Path,
+    *,
+    sha256_prefix: str | None = None,
+    retries: int = 3,
+    backoff: float = 2.0,
+    timeout: float = 60.0,
+    chunk_size: int = CHUNK_SIZE,
+) -> str:
+    """Download ``url`` to ``dest`` when its full sha256 is not known, and return the sha256 (for
+    the caller to record). With ``sha256_prefix`` (leading hex digits of the digest, such as
+    the torch.hub file-name convention gives) the digest must start with it, and a ``dest``
+    already present that does is kept without downloading. Retries, atomicity and errors as
+    :func:`download`.
+    """
+    check_network_options(retries, backoff, timeout)
+    prefix = sha256_prefix.lower() if sha256_prefix else None
+    target = Path(dest)
+    if prefix is not None and target.is_file():
+        actual = sha256_file(target, chunk_size=chunk_size)
+        if actual.startswith(prefix):
+            log.info("%s: already present with sha256 %s..., not downloading", target, prefix)
+            return actual
+    actual = _download_checked(
+        url,
+        target,
+        lambda actual: None if prefix is None or actual.startswith(prefix) else f"a sha256 starting with {prefix}",
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+        chunk_size=chunk_size,
+    )
+    log.info("%s: downloaded from %s, sha256 %s", target, url, actual)
+    return actual
 
 
 def unpack(archive: str | Path, root: str | Path, folder: str, *, check: Callable[[Path], None] | None = None) -> Path:

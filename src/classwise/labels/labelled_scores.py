@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from classwise.errors import InputError
+from classwise.labels.real import REAL_CLASSES, LabelSets
 from classwise.logits_io import ScoresFile
 from classwise.validation import ScoreKind
 
@@ -33,6 +34,9 @@ class LabelledScores:
     class_indices: np.ndarray | None = None
     #: The scores are the one-hot encoding of hard predictions (see ``ScoresFile``).
     hard_predictions: bool = False
+    #: A view of several correct labels per sample (ImageNet ReaL): each kept sample's set;
+    #: ``labels`` are then the original labels, which per-class figures group by.
+    label_sets: LabelSets | None = None
 
 
 def apply_label_view(
@@ -81,4 +85,31 @@ def apply_label_view(
         scores_file.class_names,
         scores_file.extra.get("class_indices"),
         scores_file.hard_predictions,
+    )
+
+
+def apply_label_sets(scores_file: ScoresFile, view: str, sets: LabelSets, *, source: str | Path | None = None) -> LabelledScores:
+    """The scores of a view of label sets (:mod:`classwise.labels.real`), one set per sample of
+    ``scores_file`` in its order: samples with an empty set are removed, the others keep their
+    original label and carry their set."""
+    if len(sets) != scores_file.n_samples:
+        raise InputError(f"expected {scores_file.n_samples} sets, got {len(sets)}", path=source, field="real")
+    if scores_file.n_classes != REAL_CLASSES or scores_file.extra.get("class_indices") is not None:
+        raise InputError(
+            f"ReaL labels index the {REAL_CLASSES} ImageNet-1k classes, but {scores_file.path} scores "
+            f"{scores_file.n_classes} columns (set label_space: imagenet1k on the dataset)",
+            path=source,
+            field="real",
+        )
+    keep = np.flatnonzero(sets.sizes > 0)
+    return LabelledScores(
+        scores_file.scores[keep],
+        scores_file.labels[keep].astype(np.int64),
+        scores_file.sample_ids[keep],
+        view,
+        scores_file.kind,
+        scores_file.class_names,
+        None,
+        scores_file.hard_predictions,
+        sets.take(keep),
     )

@@ -12,6 +12,8 @@ Kinds (``datasets.<name>.label_views.<view>.kind``):
   ``cifar10-test-%05d``.
 * ``confident_learning``: confident learning on a reference model's clean softmax, flagged
   samples removed (:func:`classwise.labels.confident_learning.cleaned_cl_labels`).
+* ``real``: ImageNet ReaL, several correct labels per image, written as ``sample_id,real``
+  (:mod:`classwise.labels.real`); only the worst-class metrics read it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from classwise.atomic import atomic_open
 from classwise.errors import InputError
 from classwise.sample_ids import sample_id_positions
 
-VIEW_KINDS = ("imagenet_cleaned", "cifar10_cleaned", "confident_learning")
+VIEW_KINDS = ("imagenet_cleaned", "cifar10_cleaned", "confident_learning", "real")
 
 _LABEL_ERRORS = "https://raw.githubusercontent.com/cleanlab/label-errors/{commit}/{path}"
 _WORST_CLASSES = "https://raw.githubusercontent.com/j-cb/worst_classes/{commit}/{path}"
@@ -79,13 +81,14 @@ _FILES_OF_KIND: dict[str, tuple[str, ...]] = {
     ),
     "cifar10_cleaned": ("cifar10_mturk.json", "cifar10_test_set_original_labels.npy"),
     "confident_learning": (),
+    "real": (),  # real.json, read by its own rule (classwise.labels.real)
 }
 
 
 def required_files(view: Mapping[str, Any], *, field: str = "label_view") -> tuple[str, ...]:
     """The label-errors files a view is built from: those its kind (and ImageNet variant) reads,
     without the published label file when the view names its own ``paper_file``; none for
-    confident learning."""
+    confident learning and ReaL."""
     kind = view.get("kind")
     if kind not in VIEW_KINDS:
         raise InputError(f"unknown kind {kind!r}; expected one of {list(VIEW_KINDS)}", field=f"{field}.kind")
@@ -123,6 +126,12 @@ def build_view(
     """``(sample_ids, labels)`` of a configured view (``-1`` = removed)."""
     kind = view.get("kind")
     required_files(view, field=field)
+    if kind == "real":
+        raise InputError(
+            "a ReaL view holds sets of labels, not one label per sample: build it with "
+            "classwise.labels.real (read_real_json, write_real_view)",
+            field=f"{field}.kind",
+        )
     if kind == "imagenet_cleaned":
         from classwise.labels.imagenet_cleaned import IMAGENET_FILES, build_imagenet_view, read_index_to_filepath
 

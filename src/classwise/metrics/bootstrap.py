@@ -163,6 +163,9 @@ class _Model:
     hits1: sp.csr_matrix  # (m_valid, N): correct top-1 sample of each valid class
     hitsk: sp.csr_matrix  # (m_valid, N): top-k hit
     predicted: sp.csr_matrix  # (C, N): predicted class
+    # (C, N): correct prediction, by predicted class (the hits1 rows by label, unless a sample
+    # has several correct labels: then a correct prediction need not be its label)
+    precision_hits: sp.csr_matrix
     superclasses: _Superclasses | None
     terms: np.ndarray  # (3, N) generalized-mean terms (decisiveness, geometric, robustness)
     zero: np.ndarray  # (N,) float64: clipped probability is 0
@@ -228,6 +231,7 @@ def _prepare(
         hits1=_indicator(position[labels], valid.shape[0], rank == 0),
         hitsk=_indicator(position[labels], valid.shape[0], rank < k),
         predicted=_indicator(stats.predictions, c),
+        precision_hits=_indicator(stats.predictions, c, rank == 0),
         superclasses=supers,
         terms=np.ascontiguousarray(np.stack(terms)),
         zero=zeros[-1].astype(np.float64),
@@ -262,6 +266,7 @@ def _block(model: _Model, draws: StratifiedDraws, replicates: np.ndarray) -> dic
         "hits1": _counts(model.hits1, w),
         "hitsk": _counts(model.hitsk, w),
         "predicted": _counts(model.predicted, w),
+        "precision_hits": _counts(model.precision_hits, w),
         "term_sums": term_sums,
         "zeros": zeros,
         "n_correct_bins": _counts(model.correct_bin, w),
@@ -350,7 +355,8 @@ def _replicates(
     hits_full = np.zeros((b, c), dtype=np.int64)
     hits_full[:, valid] = hits1
     precision = np.full((b, c), np.nan)
-    np.divide(hits_full, predicted, out=precision, where=predicted > 0)
+    precision_hits = _stack(blocks, "precision_hits")
+    np.divide(precision_hits, predicted, out=precision, where=predicted > 0)
     value, where = wc.worst_of_rows(precision)
     out["WCP"] = MetricReplicates(value, [(int(x),) for x in where])
     if model.superclasses is not None:
@@ -391,7 +397,7 @@ def _replicates(
     out["calibration_slope"] = MetricReplicates(slope)
 
     errors = n - hits1.sum(axis=1)
-    value, where = cfps_metrics.cfps_max_rows(predicted - hits_full, errors)
+    value, where = cfps_metrics.cfps_max_rows(predicted - precision_hits, errors)
     out["CFPS_max"] = MetricReplicates(value, [(int(x),) if x >= 0 else () for x in where])
     return out
 
@@ -464,7 +470,7 @@ def minimum_bounds(stats: ClassificationStats, *, k: int, ns: Sequence[int], con
     successes: pooled restricted-argmax wins)."""
     valid = np.flatnonzero(stats.support > 0)
     support = stats.support[valid]
-    hits1 = np.diagonal(stats.confusion)[valid]
+    hits1 = stats.hits[valid]
     hitsk = wc._topk_hits(stats, k)[valid]
     out = {"WCA": minimum_bound(hits1, support, confidence), f"WCA@{k}": minimum_bound(hitsk, support, confidence)}
     for m in (m for m in ns if 1 <= m < stats.n_classes):

@@ -24,6 +24,7 @@ that the logits do not have).  Ties are broken towards the lower class index eve
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +32,15 @@ import numpy as np
 from classwise.errors import InputError
 from classwise.validation import check_labels, check_score_matrix
 
-__all__ = ["ClassificationStats", "class_counts", "class_rates", "compute_stats", "macro_rates", "ratio"]
+__all__ = [
+    "ClassificationStats",
+    "class_counts",
+    "class_rates",
+    "compute_stats",
+    "macro_rates",
+    "ratio",
+    "with_label_sets",
+]
 
 #: Default number of score rows processed at once.  A chunk costs about
 #: ``chunk_rows * C * (itemsize + 2)`` bytes of scratch memory (12 MiB at 2048 x 1000
@@ -62,6 +71,9 @@ class ClassificationStats:
         ``(N,)`` int64 number of classes ranked ahead of the true class ``y``, where ``j``
         ranks ahead of ``y`` iff ``s_j > s_y`` or (``s_j == s_y`` and ``j < y``).  The true
         class is a top-k hit iff ``rank < k``; ``rank == 0`` iff ``prediction == label``.
+        Under several correct labels per sample (:func:`with_label_sets`) it is the rank of the
+        best-ranked correct class, and the confusion is ``[label, prediction]`` whose diagonal
+        is no longer the hits: every count of hits comes from the rank.
     pairwise_wins:
         ``(C, C)`` int64; ``[a, b]`` is the number of samples with label ``a`` for which
         ``a`` beats ``b`` in the pair ``{a, b}``: ``s_a > s_b`` or (``s_a == s_b`` and
@@ -85,9 +97,27 @@ class ClassificationStats:
         return int(self.labels.shape[0])
 
     @property
+    def correct(self) -> np.ndarray:
+        """``(N,)`` bool: the sample is classified correctly (``true_class_rank == 0``)."""
+        return self.true_class_rank == 0
+
+    @property
     def hits(self) -> np.ndarray:
-        """``(C,)`` correctly classified samples per class (the confusion diagonal)."""
-        return np.diagonal(self.confusion)
+        """``(C,)`` correctly classified samples per true class: the confusion diagonal, counted
+        from :attr:`correct` so that it holds under several correct labels too."""
+        return np.bincount(self.labels[self.correct], minlength=self.n_classes).astype(np.int64, copy=False)
+
+    @property
+    def precision_hits(self) -> np.ndarray:
+        """``(C,)`` correct predictions per predicted class: with one label per sample the
+        confusion diagonal (equal to :attr:`hits`); under several correct labels the predictions
+        of each class that are in their sample's set."""
+        return np.bincount(self.predictions[self.correct], minlength=self.n_classes).astype(np.int64, copy=False)
+
+    @property
+    def errors(self) -> int:
+        """Number of misclassified samples."""
+        return int(self.n_samples - np.count_nonzero(self.correct))
 
     @property
     def predicted(self) -> np.ndarray:
@@ -230,6 +260,20 @@ def compute_stats(
         pairwise_wins=pairwise_wins,
         confusion=confusion,
     )
+
+
+def with_label_sets(stats: ClassificationStats, best_rank: np.ndarray) -> ClassificationStats:
+    """``stats`` under several correct labels per sample: ``true_class_rank`` replaced by
+    ``best_rank``, the rank of each sample's best-ranked correct class
+    (:func:`classwise.labels.real.best_set_rank`). Labels, support, predictions and the
+    confusion stay those of the original (one) label, so per-class figures group by it; a
+    sample is correct iff its rank is 0. The pairwise wins still count the original label and
+    mean nothing here: the callers leave out the pair metrics."""
+    rank = np.asarray(best_rank, dtype=np.int64).copy()
+    if rank.shape != stats.true_class_rank.shape:
+        raise InputError(f"expected one rank per sample {stats.true_class_rank.shape}, got {rank.shape}", field="best_rank")
+    rank.setflags(write=False)
+    return dataclasses.replace(stats, true_class_rank=rank)
 
 
 # ---------------------------------------------------------------------------- per-class rates

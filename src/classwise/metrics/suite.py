@@ -2,7 +2,7 @@
 
 Sufficient statistics are computed once (:func:`compute_stats` for the argmax/rank based
 metrics, :class:`Probabilities` for the probability metrics) and shared by every metric.
-Metric names follow the ``classwise metrics`` output format documented in the README.
+Metric names follow the ``classwise metrics`` output format documented in docs/library.md.
 """
 
 from __future__ import annotations
@@ -103,6 +103,46 @@ def skipped_worst_class_metrics(n_classes: int, *, k: int, ns: Sequence[int], wi
     return skipped
 
 
+def class_false_positive_scores(stats: ClassificationStats) -> np.ndarray:
+    """CFPS per class (classwise-robustness-cfps.txt Eq. 1) from the stats' counts:
+    ``(predicted_c - correct predictions of c) / errors``, all 0 without errors. With one label
+    per sample this is :func:`classwise.metrics.cfps.class_false_positive_score` of the
+    confusion; under several correct labels a false positive of ``c`` is a prediction of ``c``
+    outside its sample's set."""
+    errors = stats.errors
+    if errors == 0:
+        return np.zeros(stats.n_classes, dtype=np.float64)
+    return (stats.predicted - stats.precision_hits).astype(np.float64) / float(errors)
+
+
+def cfps_max_of_stats(stats: ClassificationStats) -> MetricResult:
+    """:func:`classwise.metrics.cfps.cfps_max` from the stats' counts (see
+    :func:`class_false_positive_scores`)."""
+    errors = stats.errors
+    if errors == 0:
+        return MetricResult(0.0, (), {"n_errors": 0})
+    value, worst = cfps_metrics.cfps_max_rows(stats.predicted - stats.precision_hits, np.float64(errors))
+    return MetricResult(float(value), (int(worst),), {"n_errors": errors})
+
+
+#: Why some metrics are missing under a view with several correct labels per image (ImageNet ReaL).
+LABEL_SETS_REASON = (
+    "several correct labels per image (ReaL): the restricted argmax within a pair of classes or a "
+    "superclass has no single true class to match (docs/real-labels.md)"
+)
+LABEL_SETS_METRICS = ("W2CA", "W2CA_balanced", "WSupCA")
+
+
+def without_pair_metrics(
+    metrics: Mapping[str, MetricResult], skipped: Mapping[str, str]
+) -> tuple[dict[str, MetricResult], dict[str, str]]:
+    """``metrics`` under a view of label sets less :data:`LABEL_SETS_METRICS`, which join
+    ``skipped`` with :data:`LABEL_SETS_REASON` (WSupCA only where superclasses were given)."""
+    kept = {name: result for name, result in metrics.items() if name not in LABEL_SETS_METRICS}
+    reasons = {name: LABEL_SETS_REASON for name in LABEL_SETS_METRICS if name != "WSupCA" or name in metrics}
+    return kept, {**skipped, **reasons}
+
+
 #: Why the metrics that rank or weigh classes by score are missing for hard predictions.
 HARD_PREDICTIONS_REASON = "hard predictions only: no scores to rank the classes by"
 
@@ -170,7 +210,7 @@ class BootstrapSettings:
             "seed": self.seed,
             "resampling": "stratified by true class",
             "ci": "percentile",
-            "ci_bound": "exact bound for minima (README: Uncertainty)",
+            "ci_bound": "exact bound for minima (docs/uncertainty.md)",
         }
 
 
@@ -325,21 +365,20 @@ def per_class_table(
     ratio is undefined.  ``worst_shares`` (column name -> one share per class, e.g.
     :func:`worst_class_shares`) adds columns last."""
     names = list(class_names) if class_names is not None else [str(i) for i in range(stats.n_classes)]
-    hits = np.diagonal(stats.confusion)
-    predicted = stats.confusion.sum(axis=0)
-    recall_low, recall_high = proportion_interval(hits, stats.support, confidence, interval)
-    precision_low, precision_high = proportion_interval(hits, predicted, confidence, interval)
+    predicted = stats.predicted
+    recall_low, recall_high = proportion_interval(stats.hits, stats.support, confidence, interval)
+    precision_low, precision_high = proportion_interval(stats.precision_hits, predicted, confidence, interval)
     extra = {name: np.asarray(shares, dtype=np.float64) for name, shares in (worst_shares or {}).items()}
     return pd.DataFrame(
         {
             "class": np.arange(stats.n_classes),
             "name": names,
             "support": stats.support,
-            "predicted": stats.confusion.sum(axis=0),
+            "predicted": predicted,
             "recall": wc.class_recall(stats),
             "precision": wc.class_precision(stats),
             f"top{k}_recall": wc.class_topk_recall(stats, k),
-            "cfps": cfps_metrics.class_false_positive_score(stats.confusion),
+            "cfps": class_false_positive_scores(stats),
             "recall_ci_low": recall_low,
             "recall_ci_high": recall_high,
             "precision_ci_low": precision_low,

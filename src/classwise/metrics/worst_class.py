@@ -65,7 +65,7 @@ def _check_k(k: Any) -> int:
 def _topk_hits(stats: ClassificationStats, k: int) -> np.ndarray:
     """``(C,)`` number of samples of each class whose true class is in the top k."""
     if k == 1:
-        return np.diagonal(stats.confusion).astype(np.int64)
+        return stats.hits
     hit = stats.true_class_rank < k
     return np.bincount(stats.labels[hit], minlength=stats.n_classes).astype(np.int64)
 
@@ -189,7 +189,7 @@ def accuracy(stats: ClassificationStats) -> MetricResult:
     ``A = #{argmax_i s_i == y} / N`` over all ``N`` samples; argmax ties go to the lowest
     class index.  Always defined (``N >= 1``); ``classes`` is empty.
     """
-    hits = int(np.trace(stats.confusion))
+    hits = int(np.count_nonzero(stats.correct))
     return MetricResult(hits / stats.n_samples)
 
 
@@ -222,7 +222,7 @@ def class_precision(stats: ClassificationStats) -> np.ndarray:
     index.  NaN for classes that are never predicted (0/0).  A class that is predicted but
     has no samples has precision 0.
     """
-    return class_rates(stats.hits, stats.support, stats.predicted)["precision"]
+    return class_rates(stats.precision_hits, stats.support, stats.predicted)["precision"]
 
 
 def class_topk_recall(stats: ClassificationStats, k: int) -> np.ndarray:
@@ -269,7 +269,7 @@ def worst_class_precision(stats: ClassificationStats) -> MetricResult:
     class without samples has precision 0 and is included.  Ties: the lowest class index;
     ``classes == (c,)``.  Since ``N >= 1`` some class is always predicted.
     """
-    return worst_precision(stats.hits, stats.predicted)
+    return worst_precision(stats.precision_hits, stats.predicted)
 
 
 # ----------------------------------------------------------------------- from the counts
@@ -460,7 +460,7 @@ def worst_superclass_recall(stats: ClassificationStats, superclasses: Mapping[An
     ties to the first superclass in mapping order, ``classes == (name,)``).
     """
     groups = _validate_superclasses(superclasses, stats.n_classes)
-    hits = np.diagonal(stats.confusion)
+    hits = stats.hits
     per_super = [(name, int(hits[idx].sum()), int(stats.support[idx].sum())) for name, idx in groups]
     return worst_superclass(per_super)
 

@@ -12,7 +12,7 @@ from torch import nn
 from classwise.atomic import atomic_path
 from classwise.errors import InputError
 from classwise.models.architectures import build_model
-from classwise.models.state_dicts import unreadable_torch_file
+from classwise.models.state_dicts import check_fits, read_marked_payload
 
 CHECKPOINT_FORMAT = "classwise-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -67,29 +67,16 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     fit the architecture, raise :class:`InputError` naming the file.
     """
     source = Path(path)
-    if not source.is_file():
-        raise InputError("checkpoint file does not exist", path=source)
-    try:
-        payload = torch.load(str(source), map_location=map_location, weights_only=True)
-    except Exception as exc:  # torch raises many types for corrupt or foreign files
-        raise unreadable_torch_file(
-            exc,
-            source,
-            what="checkpoint",
-            expected="a classwise checkpoint",
-            instead="save it with classwise.models.checkpoint.save_checkpoint (model.state_dict() plus the architecture)",
-        ) from None
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise InputError("not a classwise checkpoint (missing format marker)", path=source)
-    if payload.get("version") != CHECKPOINT_VERSION:
-        raise InputError(
-            f"unsupported checkpoint version {payload.get('version')!r}; expected {CHECKPOINT_VERSION}",
-            path=source,
-            field="version",
-        )
-    for key in (*_METADATA_KEYS, "state_dict"):
-        if key not in payload:
-            raise InputError("checkpoint lacks this entry", path=source, field=key)
+    payload = read_marked_payload(
+        source,
+        format_marker=CHECKPOINT_FORMAT,
+        version=CHECKPOINT_VERSION,
+        required=(*_METADATA_KEYS, "state_dict"),
+        name="classwise checkpoint",
+        short="checkpoint",
+        rule=None,  # the train rule writes it, and so may the user (source: checkpoint)
+        instead="save it with classwise.models.checkpoint.save_checkpoint (model.state_dict() plus the architecture)",
+    )
     metadata = {key: payload[key] for key in _METADATA_KEYS}
     metadata["input_shape"] = tuple(int(v) for v in metadata["input_shape"])
     metadata["class_names"] = tuple(metadata["class_names"])
@@ -102,34 +89,11 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         )
     except InputError as exc:
         raise InputError(f"cannot rebuild the model: {exc}", path=source, field=exc.field) from None
-    _check_state_dict(model, payload["state_dict"], source)
+    check_fits(model, payload["state_dict"], source, what=f"architecture {type(model).__name__}")
     model.load_state_dict(payload["state_dict"])
     model.to(map_location)
     model.eval()
     return model, metadata
-
-
-def _check_state_dict(model: nn.Module, state: Any, source: Path) -> None:
-    if not isinstance(state, dict):
-        raise InputError("state_dict is not a mapping", path=source, field="state_dict")
-    expected = model.state_dict()
-    missing = [key for key in expected if key not in state]
-    unexpected = [key for key in state if key not in expected]
-    if missing or unexpected:
-        raise InputError(
-            f"weights do not fit architecture {type(model).__name__}: missing {missing}, unexpected {unexpected}",
-            path=source,
-            field=f"state_dict.{(missing or unexpected)[0]}",
-        )
-    for key, reference in expected.items():
-        value = state[key]
-        if not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(reference.shape):
-            shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-            raise InputError(
-                f"parameter {key!r} has shape {shape} but the architecture expects {tuple(reference.shape)}",
-                path=source,
-                field=f"state_dict.{key}",
-            )
 
 
 def plain_metadata(value: Any, *, field: str) -> Any:

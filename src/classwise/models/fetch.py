@@ -9,40 +9,38 @@ A weights file is checked in the strongest way its source allows:
 - neither: the digest is computed while downloading and recorded in the model's manifest, so
   later loads can detect a changed or damaged file.
 
-Every variant writes through :func:`classwise.atomic.atomic_path` (``dest`` only appears complete)
-and retries network failures with exponential backoff, like ``downloads.download``.
+Every variant downloads through the one download core, :mod:`classwise.data.downloads`
+(``download`` with a full digest, ``download_recorded`` without): ``dest`` only appears
+complete, and network failures are retried with exponential backoff by the same rules, the
+``HEAD`` of :func:`remote_sha256` included.
 """
 
 from __future__ import annotations
 
 import email.message
-import hashlib
 import http.client
-import logging
 import re
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-from classwise.atomic import atomic_path
 from classwise.data.downloads import (
-    CHUNK_SIZE,
     RETRYABLE_HTTP_STATUS,
     USER_AGENT,
     DownloadError,
+    check_network_options,
     check_sha256,
     download,
-    sha256_file,
+    download_recorded,
+    retried,
 )
 from classwise.errors import InputError
 
 __all__ = ["DEFAULT_FETCH", "FetchOptions", "FetchedFile", "fetch_file", "hash_prefix_from_url", "remote_sha256"]
 
-log = logging.getLogger(__name__)
 
 _HASH_PREFIX_RE = re.compile(r"-([a-f0-9]{8,64})\.")
 """torch.hub's convention: ``name-<first hex digits of the sha256>.ext`` (at least 8 digits here)."""
@@ -97,24 +95,22 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 def _head(url: str, options: FetchOptions) -> tuple[int, email.message.Message]:
-    """Status and headers of a HEAD request to ``url`` (redirects are not followed), retried."""
+    """Status and headers of a HEAD request to ``url`` (redirects are not followed), retried
+    by the download core's rules."""
     opener = urllib.request.build_opener(_NoRedirect)
     request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"})
-    last: BaseException | None = None
-    for attempt in range(options.retries + 1):
-        if attempt:
-            time.sleep(options.backoff * 2 ** (attempt - 1))
+
+    def attempt() -> tuple[int, email.message.Message]:
         try:
             with opener.open(request, timeout=options.timeout) as response:
                 return response.status, response.headers
         except urllib.error.HTTPError as error:
             if error.code in RETRYABLE_HTTP_STATUS:
-                last = error
-                continue
+                raise
             return error.code, error.headers
-        except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException) as error:
-            last = error
-    raise DownloadError(f"HEAD {url} failed after {options.retries + 1} attempt(s); last error: {last}") from last
+
+    check_network_options(options.retries, options.backoff, options.timeout)
+    return retried(attempt, what=f"HEAD {url}", retries=options.retries, backoff=options.backoff)
 
 
 def remote_sha256(url: str, options: FetchOptions = DEFAULT_FETCH) -> str | None:
@@ -150,75 +146,17 @@ def fetch_file(
     """Download ``url`` to ``dest`` (atomically, retried) and verify what can be verified.
 
     With ``sha256`` the full digest is checked by :func:`classwise.data.downloads.download`;
-    otherwise with ``sha256_prefix`` the digest must start with it; otherwise it is only
-    recorded. ``check`` names how the expected digest was obtained (for the manifest). A file
-    already at ``dest`` that passes the check is kept without downloading. A mismatch raises
-    :class:`InputError` naming the file, the URL and both digests, and keeps nothing.
+    otherwise (:func:`classwise.data.downloads.download_recorded`) with ``sha256_prefix`` the
+    digest must start with it, and without it is only recorded. ``check`` names how the
+    expected digest was obtained (for the manifest). A file already at ``dest`` that passes the
+    check is kept without downloading. A mismatch raises :class:`InputError` naming the file,
+    the URL and both digests, and keeps nothing.
     """
     target = Path(dest)
+    network = asdict(options)  # retries, backoff, timeout: the download core's keywords
     if sha256 is not None:
         expected = check_sha256(sha256)
-        download(
-            url,
-            target,
-            sha256=expected,
-            retries=options.retries,
-            backoff=options.backoff,
-            timeout=options.timeout,
-        )
+        download(url, target, sha256=expected, **network)
         return FetchedFile(target, url, expected, target.stat().st_size, check or "config")
-    prefix = sha256_prefix.lower() if sha256_prefix else None
-    if target.is_file() and prefix is not None:
-        actual = sha256_file(target)
-        if actual.startswith(prefix):
-            log.info("%s: already present with sha256 %s..., not downloading", target, prefix)
-            return FetchedFile(target, url, actual, target.stat().st_size, check or "url-prefix")
-    actual = _download_unpinned(url, target, prefix, options)
-    return FetchedFile(target, url, actual, target.stat().st_size, check or ("url-prefix" if prefix else "recorded"))
-
-
-def _download_unpinned(url: str, target: Path, prefix: str | None, options: FetchOptions) -> str:
-    """Stream ``url`` into ``target`` with retries; check ``prefix`` if given; return the sha256."""
-    last: BaseException | None = None
-    attempts = options.retries + 1
-    for attempt in range(attempts):
-        if attempt:
-            wait = options.backoff * 2 ** (attempt - 1)
-            log.warning("%s: attempt %d/%d failed (%s); retrying in %.1f s", url, attempt, attempts, last, wait)
-            time.sleep(wait)
-        try:
-            with atomic_path(target) as tmp:
-                actual = _stream(url, tmp, options.timeout)
-                if prefix is not None and not actual.startswith(prefix):
-                    raise InputError(
-                        f"checksum mismatch for the download of {url}: expected a sha256 starting with "
-                        f"{prefix} (from the file name), got sha256 {actual}; the file was not kept",
-                        path=target,
-                        field="sha256",
-                    )
-            return actual
-        except InputError:
-            raise
-        except urllib.error.HTTPError as error:
-            if error.code not in RETRYABLE_HTTP_STATUS:
-                raise DownloadError(f"{target}: downloading {url} failed: {error}") from error
-            last = error
-        except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException) as error:
-            last = error
-    raise DownloadError(f"{target}: downloading {url} failed after {attempts} attempt(s); last error: {last}") from last
-
-
-def _stream(url: str, tmp: Path, timeout: float) -> str:
-    digest = hashlib.sha256()
-    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
-    with urllib.request.urlopen(request, timeout=timeout) as response, open(tmp, "wb") as out:
-        length = response.headers.get("Content-Length")
-        expected = int(length) if length is not None and length.strip().isdigit() else None
-        received = 0
-        while chunk := response.read(CHUNK_SIZE):
-            out.write(chunk)
-            digest.update(chunk)
-            received += len(chunk)
-        if expected is not None and received != expected:
-            raise http.client.IncompleteRead(b"", expected - received)
-    return digest.hexdigest()
+    actual = download_recorded(url, target, sha256_prefix=sha256_prefix, **network)
+    return FetchedFile(target, url, actual, target.stat().st_size, check or ("url-prefix" if sha256_prefix else "recorded"))

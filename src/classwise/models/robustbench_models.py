@@ -73,7 +73,7 @@ _SUBMODULES = ("robustbench.model_zoo", "robustbench.utils")
 
 INSTALL_HINT = (
     "install it beside timm 1.0.x with: pip install -e '.[robustbench]' && "
-    "pip install --no-deps robustbench==1.1.1 (see the README's models section)"
+    "pip install --no-deps robustbench==1.1.1 (see docs/configs.md, RobustBench models)"
 )
 
 

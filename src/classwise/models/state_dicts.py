@@ -49,20 +49,24 @@ def read_marked_payload(
     required: tuple[str, ...],
     name: str,
     short: str,
-    rule: str,
+    rule: str | None,
+    instead: str | None = None,
     mmap: bool = False,
 ) -> dict[str, Any]:
-    """A ``torch.save`` dict the pipeline wrote (read with ``weights_only=True``), checked to carry
-    ``format_marker``, ``version`` and every key in ``required``. Errors name the file and call it
-    ``name`` (``short`` where it is read), and a missing file points at the ``rule`` that makes it."""
+    """A ``torch.save`` dict classwise wrote (read on the CPU with ``weights_only=True``), checked
+    to carry ``format_marker``, ``version`` and every key in ``required``. Errors name the file
+    and call it ``name`` (``short`` where it is read); a missing file points at the ``rule``
+    that makes it (``None``: a file the user gives), an unreadable one says what to save
+    ``instead`` (default: rerun the rule)."""
     source = Path(path)
     if not source.is_file():
-        raise InputError(f"{name} does not exist (run the {rule} rule)", path=source)
+        raise InputError(f"{name} does not exist" + (f" (run the {rule} rule)" if rule else ""), path=source)
     try:
         payload = torch.load(str(source), map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as exc:  # torch raises many types for corrupt or foreign files
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        raise InputError(f"cannot read {short} ({type(exc).__name__}: {first})", path=source) from None
+        raise unreadable_torch_file(
+            exc, source, what=short, expected=f"a {name}", instead=instead or f"rerun the {rule} rule"
+        ) from None
     if not isinstance(payload, dict) or payload.get("format") != format_marker:
         raise InputError(f"not a {name} (format is not {format_marker!r})", path=source, field="format")
     if payload.get("version") != version:
@@ -115,8 +119,11 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def check_fits(model: nn.Module, state: Mapping[str, torch.Tensor], source: str | Path, *, what: str) -> None:
-    """:class:`InputError` unless ``state`` has exactly ``model``'s keys with the same shapes."""
+def check_fits(model: nn.Module, state: object, source: str | Path, *, what: str) -> None:
+    """:class:`InputError` unless ``state`` is a mapping with exactly ``model``'s keys, each a
+    tensor of the same shape."""
+    if not isinstance(state, Mapping):
+        raise InputError("state_dict is not a mapping", path=source, field="state_dict")
     expected = model.state_dict()
     missing = [key for key in expected if key not in state]
     unexpected = [key for key in state if key not in expected]
@@ -128,9 +135,11 @@ def check_fits(model: nn.Module, state: Mapping[str, torch.Tensor], source: str 
             field=f"state_dict.{(missing or unexpected)[0]}",
         )
     for key, reference in expected.items():
-        if tuple(state[key].shape) != tuple(reference.shape):
+        value = state[key]
+        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+        if shape != tuple(reference.shape):
             raise InputError(
-                f"parameter {key!r} has shape {tuple(state[key].shape)} but {what} expects "
+                f"parameter {key!r} has shape {shape} but {what} expects "
                 f"{tuple(reference.shape)} (wrong architecture or num_classes?)",
                 path=source,
                 field=f"state_dict.{key}",

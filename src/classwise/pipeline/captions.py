@@ -128,6 +128,12 @@ CAPTIONS: dict[str, Text] = {
     "aggregate_worst_class_tables/intervals": _worst_class_intervals,
     "compare_models": _model_comparison,
     "aggregate_decisiveness_tables/intervals": _decisiveness_intervals,
+    "analyse_robust_fairness": lambda w, p: (
+        f"Robust fairness on {w['dataset']} under {w['shift']}: per model, accuracy A and robust A (accuracy on "
+        "the attacked images), worst-class clean and robust accuracy and the largest class-wise boundary error "
+        "(share of a class's samples right on clean images and wrong under attack), in percent with their class; "
+        "NSD (SD / mean) and Gini coefficient of the class-wise robust error over the classes with samples."
+    ),
     "aggregate_decisiveness_tables": lambda w, p: (
         f"Decisiveness, geometric accuracy and robustness on {w['dataset']} ({w['labels']} labels, shift {w['shift']})."
     ),
@@ -141,6 +147,7 @@ TITLES: dict[str, Text] = {
     "compute_decisiveness_metrics": lambda w, p: f"{w['model']} on {w['dataset']} ({w['shift']})",
     "analyse_classwise_robustness": lambda w, p: w["dataset"],
     "analyse_targeted_attacks": lambda w, p: f"{w['dataset']}: targeted PGD",
+    "analyse_robust_fairness": lambda w, p: f"{w['dataset']}: class-wise clean vs robust accuracy under {w['shift']}",
     "plot_class_wise_figures": lambda w, p: f"{w['dataset']}, {w['labels']} labels, {w['shift']}",
 }
 

@@ -10,8 +10,9 @@ A gate applies to every (dataset, label view, model, shift) the run evaluates, u
 ``datasets``, ``label_views``, ``models`` or ``shifts`` to keep; it is checked on that run's
 ``worst_class.json`` and ``decisiveness.json`` (:mod:`classwise.metrics.gates`). Before any job:
 an unknown metric, a scope naming something the config does not evaluate, a scope that keeps no
-run, ``min`` above ``max``, or a metric that needs scores on a model with hard predictions only
-there is an :class:`InputError` naming the field.
+run, ``min`` above ``max``, a metric that needs scores on a model with hard predictions only
+there, or one that needs one label per image on a ReaL view is an :class:`InputError` naming
+the field.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from classwise.errors import InputError
 from classwise.metrics.gates import NELSON_METRICS, SCOPE_KEYS, applies, known_metric_names
-from classwise.metrics.suite import score_metric_names
+from classwise.metrics.suite import LABEL_SETS_METRICS, score_metric_names
 from classwise.pipeline.plan import Plan
 
 __all__ = ["gate_runs"]
@@ -73,8 +74,21 @@ def gate_runs(
                     path=source,
                     field=where,
                 )
+        if metric in set(LABEL_SETS_METRICS) | set(NELSON_METRICS):
+            sets = sorted({(r["dataset"], r["labels"]) for r in scoped} & plan.label_set_views)
+            if sets:
+                dataset, view = sets[0]
+                raise InputError(
+                    f"{metric} needs one correct label per image, and label view {view!r} of {dataset} (ImageNet "
+                    f"ReaL) has several; leave it out with {where}.label_views",
+                    path=source,
+                    field=where,
+                )
         kept += [run for run in scoped if run not in kept]
-    return [
-        {**run, "scored": "yes" if (run["dataset"], run["model"], run["shift"]) not in plan.hard_predictions else "no"}
-        for run in kept
-    ]
+    return [{**run, "scored": "yes" if _has_decisiveness(plan, run) else "no"} for run in kept]
+
+
+def _has_decisiveness(plan: Plan, run: Mapping[str, str]) -> bool:
+    """Whether the run has a decisiveness.json: scores, and one label per image."""
+    hard = (run["dataset"], run["model"], run["shift"]) in plan.hard_predictions
+    return not hard and (run["dataset"], run["labels"]) not in plan.label_set_views

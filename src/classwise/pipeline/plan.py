@@ -97,6 +97,9 @@ class Plan:
     hard_predictions: set[tuple[str, str, str]] = field(default_factory=set)
     #: (dataset, analysis) -> the models it runs for (those with scores on its shifts).
     analysis_models: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    #: (dataset, label view) of the views with several correct labels per image (ImageNet ReaL):
+    #: only their worst-class metrics, tables and figures run.
+    label_set_views: set[tuple[str, str]] = field(default_factory=set)
 
     def scored_models(self, dataset: str, shifts: Sequence[str]) -> list[str]:
         """The models evaluated on ``dataset`` that have scores on every one of ``shifts``."""
@@ -308,7 +311,9 @@ def resolve_views(
     covers its ``shifts``, whose default ``[clean]`` becomes the original's shifts when clean is
     not evaluated on the dataset. A view labels the dataset's own samples, so it never covers a
     natural-shift set (samples of its own) or a class-subset shift (other label indices). A
-    confident-learning view needs its reference model's clean probabilities on the dataset."""
+    confident-learning view needs its reference model's clean probabilities on the dataset. A
+    ReaL view (kind ``real``) needs the 1,000 ImageNet-1k classes; its ``file`` is read and
+    checked here, before any job."""
     for dataset, dataset_cfg in config["datasets"].items():
         evaluated = plan.shifts.get(dataset) or list(dataset_cfg.get("shifts", list(shifts)))
         untargeted = [name for name in evaluated if "target" not in shifts[name].params]
@@ -338,6 +343,8 @@ def resolve_views(
                         path=source,
                         field=f"{where}.reference_model",
                     )
+            if view_cfg["kind"] == "real":
+                _check_real_view(plan, dataset, view, view_cfg, where=where, source=source)
             covered = list(view_cfg["shifts"])
             user_set = "shifts" in user_config["datasets"][dataset].get("label_views", {}).get(view, {})
             unknown = [name for name in covered if name not in untargeted]
@@ -363,6 +370,35 @@ def resolve_views(
                 )
             plan.view_shifts[(dataset, view)] = covered
     return plan
+
+
+#: What a view of several correct labels per image leaves out (docs/real-labels.md).
+LABEL_SET_SKIPS = (
+    "W2CA, W2CA_balanced and WSupCA, the decisiveness tables, the model comparison and the analyses "
+    "(they need one true class per image)"
+)
+
+
+def _check_real_view(plan: Plan, dataset: str, view: str, view_cfg: Mapping[str, Any], *, where: str, source: str) -> None:
+    """A ReaL view: the dataset scores the 1,000 ImageNet-1k classes, a local ``file`` is a valid
+    real.json (read now, so that a bad file stops the run before any job), and a note says what
+    the view leaves out."""
+    from classwise.labels.real import REAL_CLASSES, read_real_json
+
+    classes = plan.classes.get(dataset)
+    if classes is not None and classes != REAL_CLASSES:
+        raise InputError(
+            f"ReaL labels index the {REAL_CLASSES} ImageNet-1k classes, but dataset {dataset!r} has {classes} "
+            "(an ImageNet validation set needs label_space: imagenet1k)",
+            path=source,
+            field=f"{where}.kind",
+        )
+    if view_cfg.get("file"):
+        read_real_json(view_cfg["file"])
+    plan.label_set_views.add((dataset, view))
+    plan.notes.append(
+        f"label view {view} of {dataset} (ImageNet ReaL, several correct labels per image): {LABEL_SET_SKIPS} left out"
+    )
 
 
 def _labels_apply(spec: Any) -> bool:

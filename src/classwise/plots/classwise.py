@@ -7,9 +7,10 @@
 * :func:`plot_worst_probabilities` -- how often each class is the worst across bootstrap
   replicates (the uncertainty of a worst-class metric's class, not a paper figure).
 
-All are readable for 10 classes and degrade gracefully for 1000: past
-:data:`classwise.plots.MAX_LABELLED_CLASSES` classes there are no class tick labels, no
-cell annotations, and per-class bars become one line per model.
+All are readable for 10 classes and for 1,000: past
+:data:`classwise.plots.MAX_LABELLED_CLASSES` classes, per-class bars become each model's
+sorted values beside the worst classes named, and a confusion heatmap becomes the ranked
+most-confused pairs beside the worst classes' confusions (:mod:`classwise.plots.many_classes`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
 from classwise.errors import InputError
 from classwise.plots import MAX_LABELLED_CLASSES, save_png
+from classwise.plots.many_classes import confusion_overview_figure, sorted_values_figure
 
 _ANNOTATE_MAX = 12  # annotate heatmap cells up to this many rows/columns
 
@@ -36,10 +37,17 @@ def plot_class_bars(
     path: str | Path,
     reference_lines: Mapping[str, float] | None = None,
     intervals: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    lowest_is_worst: bool = True,
 ) -> Path:
     """:func:`class_bars_figure`, saved to ``path``."""
     figure = class_bars_figure(
-        values, class_names, ylabel=ylabel, title=title, reference_lines=reference_lines, intervals=intervals
+        values,
+        class_names,
+        ylabel=ylabel,
+        title=title,
+        reference_lines=reference_lines,
+        intervals=intervals,
+        lowest_is_worst=lowest_is_worst,
     )
     return save_png(figure, path)
 
@@ -52,6 +60,7 @@ def class_bars_figure(
     title: str,
     reference_lines: Mapping[str, float] | None = None,
     intervals: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    lowest_is_worst: bool = True,
 ) -> Figure:
     """Grouped bars: for each class one bar per model (``values``: model -> (C,) array).
 
@@ -60,7 +69,10 @@ def class_bars_figure(
     model's colour, as the paper's Figure 1 does with overall accuracy.  Optional
     ``intervals`` (model -> (low, high), each (C,)) draw error bars from low to high (e.g.
     the Clopper-Pearson interval of each class's recall).  Past ``MAX_LABELLED_CLASSES``
-    classes each model is drawn as a line over the class index, its interval as a band.
+    classes the figure is :func:`classwise.plots.many_classes.sorted_values_figure` instead:
+    each model's values sorted, beside the 20 worst classes named (lowest values when
+    ``lowest_is_worst``, e.g. accuracy; highest otherwise, e.g. CFPS); intervals are left out
+    there (a band over sorted values would mix classes).
     """
     models = list(values)
     if not models:
@@ -88,36 +100,36 @@ def class_bars_figure(
         bands.append((low, high))
     colors = [f"C{i % 10}" for i in range(len(models))]
 
-    many = c > MAX_LABELLED_CLASSES
-    width_in = 10.0 if many else min(18.0, max(6.0, 0.28 * c * max(1, len(models)) + 2.0))
+    if c > MAX_LABELLED_CLASSES:
+        return sorted_values_figure(
+            dict(zip(models, series)),
+            names,
+            ylabel=ylabel,
+            title=title,
+            lowest=lowest_is_worst,
+            reference_lines=reference_lines,
+        )
+    width_in = min(18.0, max(6.0, 0.28 * c * max(1, len(models)) + 2.0))
     fig = Figure(figsize=(width_in, 4.8), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(c)
-    if many:
-        for model, v, band, color in zip(models, series, bands, colors):
-            ax.plot(x, v, drawstyle="steps-mid", linewidth=0.8, color=color, label=model)
-            if band is not None:
-                ax.fill_between(x, band[0], band[1], step="mid", color=color, alpha=0.2, linewidth=0)
-        ax.set_xlim(-0.5, c - 0.5)
-        ax.set_xlabel(f"class index ({c} classes)")
-    else:
-        group = 0.8
-        bar = group / len(models)
-        for i, (model, v, band, color) in enumerate(zip(models, series, bands, colors)):
-            ok = np.isfinite(v)
-            offset = -group / 2 + (i + 0.5) * bar
-            errors = None
-            if band is not None:
-                ok &= np.isfinite(band[0]) & np.isfinite(band[1])
-                errors = np.stack([v[ok] - band[0][ok], band[1][ok] - v[ok]])
-            ax.bar(x[ok] + offset, v[ok], width=bar, color=color, label=model)
-            if errors is not None:
-                ax.errorbar(x[ok] + offset, v[ok], yerr=errors, fmt="none", ecolor="0.2", elinewidth=0.8, capsize=1.5)
-        ax.set_xticks(x)
-        rotate = max(len(n) for n in names) > 4 or c > 12
-        ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
-        ax.set_xlim(-0.6, c - 0.4)
-        ax.set_xlabel("class")
+    group = 0.8
+    bar = group / len(models)
+    for i, (model, v, band, color) in enumerate(zip(models, series, bands, colors)):
+        ok = np.isfinite(v)
+        offset = -group / 2 + (i + 0.5) * bar
+        errors = None
+        if band is not None:
+            ok &= np.isfinite(band[0]) & np.isfinite(band[1])
+            errors = np.stack([v[ok] - band[0][ok], band[1][ok] - v[ok]])
+        ax.bar(x[ok] + offset, v[ok], width=bar, color=color, label=model)
+        if errors is not None:
+            ax.errorbar(x[ok] + offset, v[ok], yerr=errors, fmt="none", ecolor="0.2", elinewidth=0.8, capsize=1.5)
+    ax.set_xticks(x)
+    rotate = max(len(n) for n in names) > 4 or c > 12
+    ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
+    ax.set_xlim(-0.6, c - 0.4)
+    ax.set_xlabel("class")
     if reference_lines:
         for model, color in zip(models, colors):
             if model in reference_lines and np.isfinite(reference_lines[model]):
@@ -125,8 +137,7 @@ def class_bars_figure(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    if len(models) > 1 or not many:
-        ax.legend(fontsize=7.5, ncols=min(len(models), 4), loc="best")
+    ax.legend(fontsize=7.5, ncols=min(len(models), 4), loc="best")
     return fig
 
 
@@ -206,8 +217,9 @@ def plot_confusion(
 
     ``normalize=True`` shows each row as fractions of the true class (a class without
     samples stays blank); otherwise raw counts.  Cells are annotated up to 12 classes.
-    Past ``MAX_LABELLED_CLASSES`` classes the colour scale is square-root and runs up to the
-    largest cell, and cells are averaged when downsampled, so structure stays visible.
+    Past ``MAX_LABELLED_CLASSES`` classes a C x C heatmap shows only its diagonal, so the
+    figure is :func:`classwise.plots.many_classes.confusion_overview_figure` instead: the
+    ranked most-confused pairs and the worst classes' own confusions (always normalised).
     """
     m = np.asarray(confusion, dtype=np.float64)
     c = len(class_names)
@@ -215,6 +227,8 @@ def plot_confusion(
         raise InputError(f"expected a ({c}, {c}) confusion matrix to match class_names, got {m.shape}", field="confusion")
     if not np.isfinite(m).all() or (m < 0).any():
         raise InputError("confusion counts must be finite and non-negative", field="confusion")
+    if c > MAX_LABELLED_CLASSES:
+        return save_png(confusion_overview_figure(m, class_names, title=title), path)
     if normalize:
         support = m.sum(axis=1, keepdims=True)
         shown = np.divide(m, support, out=np.full_like(m, np.nan), where=support > 0)
@@ -222,33 +236,19 @@ def plot_confusion(
     else:
         shown = m
         label = "samples"
-    side = 5.5 if c <= 12 else 7.5
+    side = 5.5 if c <= _ANNOTATE_MAX else 7.5
     fig = Figure(figsize=(side + 1.2, side), layout="constrained")
     ax = fig.add_subplot()
     finite = shown[np.isfinite(shown)]
     top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-    if c > MAX_LABELLED_CLASSES:
-        # cells are smaller than a pixel: average them when downsampling, and stretch the
-        # low end (square-root scale) so that off-diagonal mass stays visible
-        norm = PowerNorm(0.5, vmin=0.0, vmax=top)
-        image = ax.imshow(
-            np.ma.masked_invalid(shown),
-            cmap="viridis",
-            norm=norm,
-            interpolation="antialiased",
-            interpolation_stage="data",
-            aspect="equal",
-        )
-        label += " (square-root scale)"
-    else:
-        image = ax.imshow(
-            np.ma.masked_invalid(shown),
-            cmap="viridis",
-            interpolation="nearest",
-            vmin=0.0,
-            vmax=1.0 if normalize else top,
-            aspect="equal",
-        )
+    image = ax.imshow(
+        np.ma.masked_invalid(shown),
+        cmap="viridis",
+        interpolation="nearest",
+        vmin=0.0,
+        vmax=1.0 if normalize else top,
+        aspect="equal",
+    )
     fig.colorbar(image, ax=ax, label=label, shrink=0.85)
     _class_ticks(ax, [str(n) for n in class_names])
     if c <= _ANNOTATE_MAX:
@@ -328,12 +328,7 @@ def similarity_figure(names: Sequence[str], matrix: np.ndarray, *, title: str, d
 
 
 def _class_ticks(ax, names: list[str]) -> None:
-    c = len(names)
-    if c > MAX_LABELLED_CLASSES:
-        ax.set_xticks([])
-        ax.set_yticks([])
-        return
-    ticks = np.arange(c)
+    ticks = np.arange(len(names))
     ax.set_xticks(ticks)
     ax.set_yticks(ticks)
     rotate = max(len(n) for n in names) > 3

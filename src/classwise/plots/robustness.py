@@ -6,13 +6,16 @@
   over models, as a heatmap (rows: true class, columns: predicted class);
 * :func:`plot_targeted_success` -- Figure 5: targeted-attack success rate per target class;
 * :func:`plot_prediction_similarity` -- Figure 7: cosine similarity of the models' class-wise
-  predictions (errors), model by model.
+  predictions (errors), model by model;
+* :func:`plot_clean_vs_robust` -- robust fairness (no paper figure): per model, each class's
+  clean accuracy against its accuracy under an attack, the worst classes named.
 
 Every function draws on a :class:`matplotlib.figure.Figure` (Agg, no pyplot), writes the PNG
 atomically with :func:`classwise.plots.save_png` and returns the figure, so callers and tests
 can inspect what was drawn. The numbers are those of :mod:`classwise.robustness.classwise`.
-Past :data:`classwise.plots.MAX_LABELLED_CLASSES` classes, bars become one line per model and
-class tick labels and cell annotations are left out.
+Past :data:`classwise.plots.MAX_LABELLED_CLASSES` classes, bars become each model's sorted
+values and the mean confusion heatmap becomes the ranked most-confused pairs
+(:mod:`classwise.plots.many_classes`).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from matplotlib.figure import Figure
 
 from classwise.errors import InputError
 from classwise.metrics.cfps import prediction_cosine_similarity
+from classwise.metrics.robust_fairness import RobustFairness
 from classwise.plots import MAX_LABELLED_CLASSES, save_png
 from classwise.plots.classwise import similarity_figure
+from classwise.plots.many_classes import confusion_overview_figure, draw_sorted
 from classwise.robustness.classwise import Confusions, classwise_values, mean_confusion
 
 _ANNOTATE_MAX = 12
@@ -41,7 +46,8 @@ def _colors(n: int) -> list[str]:
 
 
 def _class_values(ax: Axes, values: Mapping[str, np.ndarray], class_names: Sequence[str], colors: Sequence[str]) -> None:
-    """Grouped bars (one bar per model and class) or, for many classes, one line per model.
+    """Grouped bars (one bar per model and class) or, for many classes, each model's values
+    sorted (:func:`classwise.plots.many_classes.draw_sorted`).
 
     NaN values are left out. Bars of model ``i`` form ``ax.containers[i]``.
     """
@@ -49,10 +55,7 @@ def _class_values(ax: Axes, values: Mapping[str, np.ndarray], class_names: Seque
     x = np.arange(c)
     models = list(values)
     if c > MAX_LABELLED_CLASSES:
-        for model, color in zip(models, colors):
-            ax.plot(x, values[model], drawstyle="steps-mid", linewidth=0.8, color=color, label=model)
-        ax.set_xlim(-0.5, c - 0.5)
-        ax.set_xticks([])
+        draw_sorted(ax, values, colors)
         return
     width = 0.8 / max(1, len(models))
     for i, (model, color) in enumerate(zip(models, colors)):
@@ -138,13 +141,18 @@ def plot_mean_confusion(
     ``confusions`` is ``{model: (C, C) confusion [true, predicted]}`` under one shift (e.g.
     PGD). The heatmap (``fig.axes[0].images[0]``) shows :func:`mean_confusion` divided by its
     row sums (blank for a class without samples), blue (low) to red (high) as in the paper;
-    cells are annotated up to 12 classes.
+    cells are annotated up to 12 classes. Past ``MAX_LABELLED_CLASSES`` classes the figure is
+    :func:`classwise.plots.many_classes.confusion_overview_figure` of the mean matrix.
     """
     names = _names(class_names)
     m = mean_confusion(confusions)
     c = len(names)
     if m.shape != (c, c):
         raise InputError(f"expected ({c}, {c}) matrices to match class_names, got {m.shape}", field="confusions")
+    if c > MAX_LABELLED_CLASSES:
+        fig = confusion_overview_figure(m, names, title=f"{title} (mean of {len(confusions)} models)")
+        save_png(fig, path)
+        return fig
     support = m.sum(axis=1, keepdims=True)
     shown = np.divide(m, support, out=np.full_like(m, np.nan), where=support > 0)
     side = 5.5 if c <= _ANNOTATE_MAX else 7.5
@@ -159,16 +167,12 @@ def plot_mean_confusion(
         aspect="equal",
     )
     fig.colorbar(image, ax=ax, label=f"fraction of true class (mean of {len(confusions)} models)", shrink=0.85)
-    if c <= MAX_LABELLED_CLASSES:
-        ticks = np.arange(c)
-        ax.set_xticks(ticks)
-        ax.set_yticks(ticks)
-        rotate = max(len(n) for n in names) > 3
-        ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
-        ax.set_yticklabels(names, fontsize=8)
-    else:
-        ax.set_xticks([])
-        ax.set_yticks([])
+    ticks = np.arange(c)
+    ax.set_xticks(ticks)
+    ax.set_yticks(ticks)
+    rotate = max(len(n) for n in names) > 3
+    ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
+    ax.set_yticklabels(names, fontsize=8)
     if c <= _ANNOTATE_MAX:
         for i in range(c):
             for j in range(c):
@@ -238,5 +242,63 @@ def plot_prediction_similarity(
     """
     names, s = prediction_cosine_similarity(confusions)
     fig = similarity_figure(names, s, title=title, decimals=3)
+    save_png(fig, path)
+    return fig
+
+
+def plot_clean_vs_robust(
+    results: Mapping[str, RobustFairness],
+    class_names: Sequence[str],
+    *,
+    path: str | Path,
+    title: str = "Class-wise clean vs robust accuracy",
+    named: int = 3,
+) -> Figure:
+    """Robust fairness, one panel per model: a point per class with samples at (clean
+    accuracy, robust accuracy), the diagonal (robust = clean: the attack changes nothing),
+    dotted lines at the model's overall A and robust A, and the ``named`` classes of lowest
+    robust accuracy (ties to the lowest class index) in red with their names. Points, not bars, so 1,000 classes stay
+    readable: the mass of classes is a cloud, the classes the attack breaks fall far below the
+    diagonal. Panel ``i`` is ``fig.axes[i]``, its points ``fig.axes[i].collections[0]``."""
+    names = _names(class_names)
+    models = list(results)
+    if not models:
+        raise InputError("no models to plot", field="results")
+    for model in models:
+        if results[model].n_classes != len(names):
+            raise InputError(
+                f"has {results[model].n_classes} classes, expected {len(names)} to match class_names", field=f"results[{model!r}]"
+            )
+    many = len(names) > MAX_LABELLED_CLASSES
+    n_cols = min(len(models), _MAX_COLUMNS)
+    n_rows = math.ceil(len(models) / n_cols)
+    fig = Figure(figsize=(3.9 * n_cols, 3.9 * n_rows + 0.5), layout="constrained")
+    for k, model in enumerate(models):
+        result = results[model]
+        ax = fig.add_subplot(n_rows, n_cols, k + 1)
+        present = np.flatnonzero(result.support > 0)
+        clean = 1.0 - result.clean_error[present]
+        robust = 1.0 - result.robust_error[present]
+        ax.scatter(clean, robust, s=6 if many else 18, alpha=0.45 if many else 0.8, color="C0", linewidths=0)
+        ax.plot([0.0, 1.0], [0.0, 1.0], linestyle="--", color="0.5", linewidth=0.8)
+        ax.axvline(result.accuracy, linestyle=":", color="0.6", linewidth=0.8)
+        ax.axhline(result.robust_accuracy, linestyle=":", color="0.6", linewidth=0.8)
+        # ties to the lowest class index, as the table's worst class; classes at one point share a label
+        worst = np.argsort(robust, kind="stable")[: max(0, named)]
+        ax.scatter(clean[worst], robust[worst], s=24, color="C3", linewidths=0)
+        labels: dict[tuple[float, float], list[str]] = {}
+        for i in worst:
+            labels.setdefault((float(clean[i]), float(robust[i])), []).append(names[int(present[i])])
+        for j, (point, at_point) in enumerate(labels.items()):  # stacked: the worst points lie close together
+            ax.annotate(", ".join(at_point), point, xytext=(3, 3 + 9 * j), textcoords="offset points", fontsize=7, color="C3")
+        ax.set_xlim(-0.02, 1.05)
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_aspect("equal")
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{model}: A {100 * result.accuracy:.1f} %, robust A {100 * result.robust_accuracy:.1f} %", fontsize=8.5)
+        ax.set_xlabel("clean accuracy of the class")
+        if k % n_cols == 0:
+            ax.set_ylabel("robust accuracy of the class")
+    fig.suptitle(title)
     save_png(fig, path)
     return fig

@@ -15,8 +15,9 @@ from classwise.shifts.severity import DEFAULT_SEVERITIES, check_severity
 
 ShiftKind = Literal["clean", "corruption", "pgd", "autoattack", "dataset"]
 SHIFT_KINDS: tuple[str, ...] = ("clean", "corruption", "pgd", "autoattack", "dataset")
-ADVERSARIAL_KINDS: tuple[str, ...] = ("pgd", "autoattack")
-"""The shift kinds that attack the model: the images depend on the model (gradients, queries)."""
+#: The shift kinds that attack the model (gradient or query attacks on its own outputs), read
+#: by :attr:`ShiftSpec.adversarial`: a new attack kind joins the robust-fairness tables here.
+ADVERSARIAL_KINDS: frozenset[str] = frozenset({"pgd", "autoattack"})
 PGD_NORMS: tuple[str, ...] = ("linf", "l2")
 AUTOATTACK_VERSIONS: tuple[str, ...] = ("standard", "rand")
 """As :data:`classwise.shifts.autoattack.VERSIONS` (not imported: this module must not import torch)."""
@@ -95,8 +96,10 @@ class ShiftSpec:
 
     @property
     def adversarial(self) -> bool:
-        """Whether the shift attacks the model (:data:`ADVERSARIAL_KINDS`)."""
-        return self.kind in ADVERSARIAL_KINDS
+        """Whether the shift is an untargeted attack on the model (its kind is one of
+        :data:`ADVERSARIAL_KINDS` and it has no target class): what the robust-fairness tables
+        compare with clean."""
+        return self.kind in ADVERSARIAL_KINDS and self.params.get("target") is None
 
     @property
     def per_class(self) -> int | None:

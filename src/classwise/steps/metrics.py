@@ -15,20 +15,22 @@ import numpy as np
 import pandas as pd
 
 from classwise.atomic import atomic_open, write_json
-from classwise.labels.labelled_scores import LabelledScores, apply_label_view
+from classwise.errors import InputError
+from classwise.labels.labelled_scores import LabelledScores, apply_label_sets, apply_label_view
 from classwise.logits_io import load_outputs, load_scores
 from classwise.metrics import decisiveness as nelson
-from classwise.metrics.cfps import cfps_max
 from classwise.metrics.probabilities import Probabilities
-from classwise.metrics.stats import compute_stats
+from classwise.metrics.stats import ClassificationStats, compute_stats, with_label_sets
 from classwise.metrics.suite import (
     BootstrapSettings,
     argmax_scores,
     bootstrap_metrics,
+    cfps_max_of_stats,
     classes_with_samples,
     nelson_family,
     per_class_table,
     skipped_worst_class_metrics,
+    without_pair_metrics,
     without_score_metrics,
     worst_class_family,
     worst_class_shares,
@@ -37,19 +39,48 @@ from classwise.superclasses import Superclasses, validate_superclasses
 
 
 def load_view(
-    logits_path: str | Path, label_view: str, view_labels_path: str | Path | None, *, hard_predictions: bool = False
+    logits_path: str | Path,
+    label_view: str,
+    view_labels_path: str | Path | None,
+    *,
+    hard_predictions: bool = False,
+    label_sets: bool = False,
 ) -> LabelledScores:
     """The scores of ``logits_path`` under a label view: ``original`` uses the stored labels,
     any other view a ``sample_id,label`` file (:mod:`classwise.labels.views`) matched by id.
     With ``hard_predictions`` a file of hard predictions is read too (as their one-hot encoding,
-    flagged), else it is an error saying that scores are needed."""
+    flagged), else it is an error saying that scores are needed. A view of several correct
+    labels per sample (``sample_id,real``: ImageNet ReaL) is read only by the steps that say so
+    (``label_sets``); the others need one label per sample and refuse it."""
     scores_file = load_outputs(logits_path) if hard_predictions else load_scores(logits_path)
     view_labels = None
     if view_labels_path is not None:
+        from classwise.labels.real import is_sets_view_file, read_real_view
         from classwise.labels.views import aligned_labels
+
+        if is_sets_view_file(view_labels_path):
+            if not label_sets:
+                raise InputError(
+                    f"label view {label_view!r} gives several correct labels per image (ReaL); this step needs "
+                    "one label per image (docs/real-labels.md lists what runs under ReaL)",
+                    path=view_labels_path,
+                )
+            sets = read_real_view(view_labels_path, scores_file.sample_ids, n_classes=scores_file.n_classes)
+            return apply_label_sets(scores_file, label_view, sets, source=view_labels_path)
 
         view_labels = aligned_labels(view_labels_path, scores_file.sample_ids)
     return apply_label_view(scores_file, label_view, view_labels, source=view_labels_path)
+
+
+def view_stats(view: LabelledScores, ranked: np.ndarray) -> ClassificationStats:
+    """The sufficient statistics of a view: of its labels, or under several correct labels per
+    sample (ReaL) with each sample's rank that of its best-ranked correct class."""
+    stats = compute_stats(ranked, view.labels, n_classes=view.scores.shape[1])
+    if view.label_sets is None:
+        return stats
+    from classwise.labels.real import best_set_rank
+
+    return with_label_sets(stats, best_set_rank(ranked, view.label_sets))
 
 
 def view_superclasses(view: LabelledScores, superclasses: Mapping[str, Sequence[int]]) -> Superclasses | None:
@@ -115,23 +146,25 @@ def worst_class_step(
     (``worst_probability``), the JSON a ``bootstrap`` block, and the CSV each class's share
     of replicates in which it is the worst (``worst_recall_probability``,
     ``worst_precision_probability``); the values and worst classes are the same either way."""
-    view = load_view(logits_path, label_view, view_labels_path, hard_predictions=True)
+    view = load_view(logits_path, label_view, view_labels_path, hard_predictions=True, label_sets=True)
     n_classes = view.scores.shape[1]
     groups = view_superclasses(view, superclasses)
     ranked = argmax_scores(view.scores, view.kind)
-    stats = compute_stats(ranked, view.labels, n_classes=n_classes)
+    stats = view_stats(view, ranked)
     metrics = worst_class_family(stats, ranked, superclasses=groups, k=k, ns=ns)
-    metrics["CFPS_max"] = cfps_max(stats.confusion)
+    metrics["CFPS_max"] = cfps_max_of_stats(stats)
     skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
     if view.hard_predictions:
         metrics, skipped = without_score_metrics(metrics, skipped, k=k, ns=ns)
+    if view.label_sets is not None:
+        metrics, skipped = without_pair_metrics(metrics, skipped)
     entries = {name: result.to_json() for name, result in metrics.items()}
     shares = None
     if bootstrap is not None:
-        # hard predictions have no pair accuracies to resample (they need scores)
+        # no pair accuracies to resample for hard predictions (they need scores) nor under label sets
         result = bootstrap_metrics(
             ranked, stats, Probabilities.from_scores(view.scores, view.kind), settings=bootstrap, superclasses=groups,
-            k=k, ns=ns, workers=workers, pairs=not view.hard_predictions,
+            k=k, ns=ns, workers=workers, pairs=not view.hard_predictions and view.label_sets is None,
         )  # fmt: skip
         entries = result.attach(entries)
         shares = worst_class_shares(result.replicates, n_classes)

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from classwise.errors import InputError
+
 
 def download_model_step(*, model_name: str, model_cfg: Mapping[str, Any], dest_dir: str | Path) -> None:
     """Fetch a timm / torchvision / RobustBench model's weights (verified) into ``dest_dir``;
@@ -46,6 +48,14 @@ def download_label_files_step(*, names: list[str], dest_dir: str | Path) -> None
     download_label_files(dest_dir, names)
 
 
+def download_real_step(*, dest: str | Path, url: str, sha256: str | None) -> None:
+    """Fetch ImageNet ReaL's real.json (verified against ``sha256``, or its digest recorded on
+    first download) and check its content."""
+    from classwise.labels.real import download_real
+
+    download_real(dest, url=url, sha256=sha256)
+
+
 def build_label_view_step(
     *,
     dataset_name: str,
@@ -54,11 +64,24 @@ def build_label_view_step(
     label_errors_dir: str | Path | None,
     reference_logits: str | Path | None,
     view_path: str | Path,
+    real_file: str | Path | None = None,
 ) -> None:
-    """Write one label view as ``sample_id,label`` (``-1`` = removed) and log its summary."""
+    """Write one label view as ``sample_id,label`` (``-1`` = removed), or a ReaL view (kind
+    ``real``, from ``real_file``) as ``sample_id,real``, and log its summary."""
     import numpy as np
 
     from classwise.labels.views import build_view, write_view
+
+    if view_cfg.get("kind") == "real":
+        from classwise.labels.real import read_real_json, write_real_view
+
+        if real_file is None:
+            raise InputError("a ReaL view needs its real.json", field=f"datasets.{dataset_name}.label_views.{view_name}.file")
+        sets = read_real_json(real_file)
+        kept = int(np.count_nonzero(sets.sizes))
+        print(f"{dataset_name}/{view_name}: {kept} of {len(sets)} images have a ReaL label (the others are removed)")
+        write_real_view(view_path, sets)
+        return
 
     ids, labels = build_view(
         view_cfg,

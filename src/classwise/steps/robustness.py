@@ -4,6 +4,7 @@ transformation tests (image-classification-tests.txt), over cached logits and co
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from classwise import tables
-from classwise.atomic import write_text
+from classwise.atomic import write_json, write_text
 
 
 def _write_tables(frame: pd.DataFrame, caption: str, paths: Mapping[str, str | Path]) -> None:
@@ -28,17 +29,20 @@ def classwise_robustness_step(
     *,
     confusion_paths: Mapping[str, Mapping[str, str | Path]],
     attack_shifts: Sequence[str],
+    corrupted_shifts: Sequence[str] = (),
     title: str,
     figure_path: str | Path,
     similarity_path: str | Path,
     mean_confusion_dir: str | Path,
     table_paths: Mapping[str, str | Path],
+    across_shifts: AcrossShiftsPaths | None = None,
 ) -> None:
     """Figures 2-3 (class-wise accuracy and CFPS per shift and model), Figure 4 (confusion under
     each attack averaged over models, ``<mean_confusion_dir>/<shift>.png``), Figure 7 (prediction
     similarity on clean data) and the long table of the same numbers. ``confusion_paths`` is
     ``{shift: {model: confusion.csv}}``. Without attacks the directory holds a note saying so
-    (it is a declared output, so it always exists)."""
+    (it is a declared output, so it always exists). With ``across_shifts``, the class-wise view
+    across every shift too (:func:`across_shifts_outputs`)."""
     from classwise.plots.robustness import (
         plot_classwise_robustness,
         plot_mean_confusion,
@@ -75,6 +79,83 @@ def classwise_robustness_step(
         f"{title}: class-wise accuracy and class false positive score per shift and model.",
         table_paths,
     )
+    if across_shifts is not None:
+        across_shifts_outputs(confusions, class_names, corrupted_shifts, title=title, paths=across_shifts)
+
+
+@dataclass(frozen=True)
+class AcrossShiftsPaths:
+    """Where :func:`across_shifts_outputs` writes: two tables (each ``{"markdown", "csv",
+    "latex"}``), two class x shift CSVs and two figures."""
+
+    shift_summary: Mapping[str, str | Path]
+    corruption_errors: Mapping[str, str | Path]
+    class_shift_accuracy: str | Path
+    class_shift_cfps: str | Path
+    worst_classes_figure: str | Path
+    spread_figure: str | Path
+
+
+def across_shifts_outputs(
+    confusions: Mapping[str, Mapping[str, np.ndarray]],
+    class_names: Sequence[str],
+    corrupted_shifts: Sequence[str],
+    *,
+    title: str,
+    paths: AcrossShiftsPaths,
+    listed: int = 20,
+) -> None:
+    """The class-wise view across the shifts of one dataset: the shift summary table (A and WCA
+    per shift and model, with the change from clean), the class x shift accuracy and CFPS
+    matrices (CSV), the corruption errors per class (mean over every corrupted copy, and the
+    relative drop; the Markdown lists each model's ``listed`` classes of highest mean corruption
+    error, the CSV all), the worst classes x shifts heatmap and the spread of class-wise
+    accuracy per shift."""
+    from classwise.plots import save_png
+    from classwise.plots.many_classes import accuracy_spread_figure, worst_classes_by_shift_figure
+    from classwise.robustness.across_shifts import (
+        REFERENCE_SHIFT,
+        class_shift_matrix,
+        corruption_summary,
+        shift_summary,
+        shift_summary_display,
+    )
+    from classwise.robustness.classwise import classwise_values
+
+    summary = shift_summary(confusions, class_names)
+    tables.write_tables(
+        shift_summary_display(summary),
+        f"{title}: accuracy A and worst-class accuracy WCA (worst class) per shift and model; in brackets the "
+        f"change from {REFERENCE_SHIFT}.",
+        paths.shift_summary,
+        data=summary,
+    )
+    write_text(paths.class_shift_accuracy, tables.to_csv(class_shift_matrix(confusions, class_names)))
+    write_text(paths.class_shift_cfps, tables.to_csv(class_shift_matrix(confusions, class_names, value="cfps")))
+    errors = corruption_summary(confusions, class_names, corrupted_shifts)
+    if errors.empty:
+        display = pd.DataFrame({"note": [f"no corrupted copy of the dataset is evaluated beside {REFERENCE_SHIFT}"]})
+    else:
+        display = (
+            errors.sort_values(["model", "mean_corruption_error"], ascending=[True, False], kind="stable")
+            .groupby(level="model", sort=False)
+            .head(listed)
+        )
+        display = tables.rounded_display(display)
+    tables.write_tables(
+        display,
+        f"{title}: class-wise error, clean and averaged over the {len(corrupted_shifts)} corrupted copies "
+        f"(every corruption and severity); relative drop = (clean accuracy - mean corrupted accuracy) / clean "
+        f"accuracy. Each model's {listed} classes of highest mean corruption error; the CSV holds every class.",
+        paths.corruption_errors,
+        data=errors,
+    )
+    accuracy, _ = classwise_values(confusions, len(class_names))
+    save_png(
+        worst_classes_by_shift_figure(accuracy, class_names, title=f"{title}: the worst classes across shifts"),
+        paths.worst_classes_figure,
+    )
+    save_png(accuracy_spread_figure(accuracy, title=f"{title}: class-wise accuracy per shift"), paths.spread_figure)
 
 
 def transformation_tests_step(
@@ -159,4 +240,44 @@ def corruption_grid_step(
         corruptions=list(corruptions) if corruptions else None,
         severities=list(severities),
         title=f"{dataset_name}: sample {images.sample_ids[index]} under every corruption",
+    )
+
+
+def robust_fairness_step(
+    *,
+    clean_paths: Mapping[str, str | Path],
+    attacked_paths: Mapping[str, str | Path],
+    shift: str,
+    caption: str,
+    title: str,
+    table_paths: Mapping[str, str | Path],
+    figure_path: str | Path,
+    json_path: str | Path,
+) -> None:
+    """The robust-fairness table and figure of every model under one attack
+    (:mod:`classwise.metrics.robust_fairness`); ``clean_paths`` and ``attacked_paths`` map each
+    model to its clean and attacked outputs, matched by sample id. The JSON holds, per model,
+    the library's JSON with the overall ``accuracy`` and ``robust_accuracy`` beside it."""
+    from classwise.metrics.robust_fairness import robust_fairness_of_files
+    from classwise.plots.robustness import plot_clean_vs_robust
+
+    results = {}
+    class_names: list[str] = []
+    for model, clean in clean_paths.items():
+        results[model], clean_file = robust_fairness_of_files(clean, attacked_paths[model])
+        class_names = clean_file.class_names.tolist()
+    # everything computed before anything is written
+    display, data = tables.robust_fairness_table(results, class_names)
+    tables.write_tables(display, caption, table_paths, data=data)
+    plot_clean_vs_robust(results, class_names, path=figure_path, title=title)
+    write_json(
+        json_path,
+        {
+            "shift": shift,
+            "class_names": class_names,
+            "models": {
+                model: {"accuracy": result.accuracy, "robust_accuracy": result.robust_accuracy, **result.to_json()}
+                for model, result in results.items()
+            },
+        },
     )

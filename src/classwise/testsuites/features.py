@@ -22,13 +22,18 @@ column              definition
 Luminance ``L`` is the ITU-R BT.601 luma ``0.299 R + 0.587 G + 0.114 B`` (what PIL's
 ``convert("L")`` uses) for RGB, the single channel for grey images.
 
-:func:`load_metadata` joins a user CSV keyed by a ``sample_id`` column onto the samples.
+:func:`load_metadata` joins a user CSV keyed by a ``sample_id`` column onto the samples;
+:func:`read_features` and :func:`align_features` read a features CSV back and match it to the
+samples of a logits file; :func:`dataset_image_features` computes the features of a dataset of
+image files, image by image.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,7 +41,18 @@ import pandas as pd
 from classwise.errors import InputError
 from classwise.sample_ids import sample_id_positions
 
-__all__ = ["LUMA_WEIGHTS", "image_features", "laplacian_variance", "load_metadata", "luminance"]
+__all__ = [
+    "LUMA_WEIGHTS",
+    "align_features",
+    "dataset_image_features",
+    "image_features",
+    "laplacian_variance",
+    "load_metadata",
+    "luminance",
+    "read_features",
+]
+
+log = logging.getLogger(__name__)
 
 #: ITU-R BT.601 luma weights of R, G, B.
 LUMA_WEIGHTS: tuple[float, float, float] = (0.299, 0.587, 0.114)
@@ -164,6 +180,37 @@ def image_features(
     return pd.DataFrame(data)
 
 
+def read_features(path: str | Path) -> pd.DataFrame:
+    """A CSV keyed by a ``sample_id`` column (ids read as strings): the features a
+    ``compute_image_features`` job wrote, or a user's metadata."""
+    try:
+        table = pd.read_csv(path, dtype={"sample_id": str})
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot parse CSV: {exc}", path=path) from None
+    if "sample_id" not in table.columns:
+        raise InputError(f"missing key column; the columns are {list(map(str, table.columns))}", path=path, field="sample_id")
+    return table
+
+
+def _rows_for(table: pd.DataFrame, positions: np.ndarray, sample_ids: Sequence[str] | np.ndarray) -> pd.DataFrame:
+    """The rows of ``table`` at ``positions``, keyed by ``sample_ids`` (first column)."""
+    out = table.drop(columns="sample_id").iloc[positions].reset_index(drop=True)
+    out.insert(0, "sample_id", np.asarray(sample_ids).astype(str))
+    return out
+
+
+def align_features(features: pd.DataFrame, sample_ids: np.ndarray, *, source: str | Path = "features") -> pd.DataFrame:
+    """The rows of ``features`` for ``sample_ids``, in that order (matched by id)."""
+    positions = sample_id_positions(
+        sample_ids,
+        features["sample_id"].to_numpy(),
+        path=source,
+        available_name="the features",
+        missing="{count} of {total} evaluated samples have no features",
+    )
+    return _rows_for(features, positions, sample_ids)
+
+
 def load_metadata(csv_path: str | Path, sample_ids: Sequence[str] | np.ndarray) -> pd.DataFrame:
     """Rows of a user CSV for ``sample_ids``, in that order, keyed by column ``sample_id``.
 
@@ -175,17 +222,43 @@ def load_metadata(csv_path: str | Path, sample_ids: Sequence[str] | np.ndarray) 
     path = Path(csv_path)
     if not path.is_file():
         raise InputError("metadata CSV not found", path=path)
-    try:
-        table = pd.read_csv(path, dtype={"sample_id": str})
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot parse CSV: {exc}", path=path) from None
-    if "sample_id" not in table.columns:
-        raise InputError(f"missing key column; the columns are {list(map(str, table.columns))}", path=path, field="sample_id")
+    table = read_features(path)
     key = table["sample_id"]
     if key.isna().any():
         rows = np.flatnonzero(key.isna().to_numpy())[:_MAX_LISTED] + 2  # 1-based, after the header
         raise InputError(f"empty sample_id on lines {rows.tolist()}", path=path, field="sample_id")
     positions = sample_id_positions(sample_ids, key.to_numpy(), path=path, available_name="the metadata CSV")
-    out = table.drop(columns="sample_id").iloc[positions].reset_index(drop=True)
-    out.insert(0, "sample_id", np.asarray(sample_ids).astype(str))
-    return out
+    return _rows_for(table, positions, sample_ids)
+
+
+def dataset_image_features(dataset: Any, batch_size: int, workers: int) -> pd.DataFrame:
+    """:func:`image_features` of a dataset of image files, each image at its own decoded size
+    (one at a time: sizes differ), so ``height``/``width`` are the original size; unreadable
+    images are skipped or raise according to the dataset's ``on_bad_image``. ``workers``
+    threads decode the images of a batch of ``batch_size``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from classwise.data.imagefolder import to_array
+
+    def one(index: int) -> pd.DataFrame | None:
+        image = dataset.load_image(index)
+        if image is None:
+            return None
+        array = to_array(image)[None]
+        sizes = np.array([[array.shape[2], array.shape[3]]])
+        return image_features(array, original_sizes=sizes, sample_ids=[dataset.sample_ids[index]])
+
+    frames: list[pd.DataFrame] = []
+    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+    try:
+        for start in range(0, len(dataset), batch_size):
+            indices = range(start, min(start + batch_size, len(dataset)))
+            results = pool.map(one, indices) if pool is not None else map(one, indices)
+            frames.extend(frame for frame in results if frame is not None)
+            log.info("features of %d / %d images", min(start + batch_size, len(dataset)), len(dataset))
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    if not frames:
+        raise InputError("no readable images", path=getattr(dataset, "root", None), field="images")
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,252 @@
+"""Figures that stay readable at 1,000 classes.
+
+Past :data:`classwise.plots.MAX_LABELLED_CLASSES` classes a bar per class, a line over the
+class index or a C x C heatmap shows nothing a reader can use. These forms replace them:
+
+* :func:`draw_sorted` / :func:`sorted_values_figure` -- each model's class-wise values sorted,
+  so the tail is visible and models can be told apart, beside the worst classes named;
+* :func:`confusion_overview_figure` -- the most-confused class pairs, ranked, beside a heatmap
+  of the worst classes and the classes they are mistaken for;
+* :func:`worst_classes_by_shift_figure` -- the worst classes x shifts heatmap, one panel per model;
+* :func:`accuracy_spread_figure` -- the spread of class-wise accuracy per shift and model.
+
+The numbers come from :mod:`classwise.robustness.across_shifts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from classwise.errors import InputError
+from classwise.robustness.across_shifts import ranked_confusions, worst_classes
+
+#: How many classes a many-class figure names.
+NAMED_CLASSES = 20
+
+
+def _colors(n: int) -> list[str]:
+    return [f"C{i % 10}" for i in range(n)]
+
+
+def _short(name: str, width: int = 22) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def draw_sorted(ax: Axes, values: Mapping[str, np.ndarray], colors: Sequence[str], *, ylabel: str = "") -> None:
+    """One ascending curve per model over the rank of its classes (NaN left out), so that the
+    worst classes of every model sit at the left and the models' tails can be compared."""
+    for (model, v), color in zip(values.items(), colors):
+        finite = np.sort(np.asarray(v, dtype=np.float64)[np.isfinite(v)])
+        ax.plot(np.arange(finite.size), finite, color=color, linewidth=1.2, label=model)
+    ax.set_xlabel("classes, sorted per model (worst first)")
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+
+
+def _named_bars(
+    ax: Axes,
+    values: Mapping[str, np.ndarray],
+    class_names: Sequence[str],
+    colors: Sequence[str],
+    *,
+    lowest: bool,
+    named: int,
+) -> None:
+    matrix = np.vstack([np.asarray(v, dtype=np.float64) for v in values.values()])
+    chosen = worst_classes(matrix if lowest else -matrix, named)
+    height = 0.8 / max(1, len(values))
+    y = np.arange(chosen.size)
+    for i, ((model, v), color) in enumerate(zip(values.items(), colors)):
+        shown = np.asarray(v, dtype=np.float64)[chosen]
+        ok = np.isfinite(shown)
+        ax.barh(y[ok] - 0.4 + (i + 0.5) * height, shown[ok], height=height, color=color, label=model)
+    ax.set_yticks(y)
+    ax.set_yticklabels([_short(str(class_names[k])) for k in chosen], fontsize=7)
+    ax.invert_yaxis()
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(f"the {chosen.size} {'lowest' if lowest else 'highest'} classes (mean over models)", fontsize=8)
+
+
+def sorted_values_figure(
+    values: Mapping[str, np.ndarray],
+    class_names: Sequence[str],
+    *,
+    ylabel: str,
+    title: str,
+    lowest: bool = True,
+    named: int = NAMED_CLASSES,
+    reference_lines: Mapping[str, float] | None = None,
+) -> Figure:
+    """Left: :func:`draw_sorted`; right: the ``named`` worst classes (lowest values when
+    ``lowest``, e.g. accuracy; highest otherwise, e.g. CFPS) by their mean over models,
+    one bar per model. ``reference_lines`` (model -> value) are dashed lines on the left."""
+    if not values:
+        raise InputError("no models to plot", field="values")
+    colors = _colors(len(values))
+    fig = Figure(figsize=(11.0, 5.2), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[1.4, 1.0])
+    draw_sorted(left, values, colors, ylabel=ylabel)
+    if reference_lines:
+        for model, color in zip(values, colors):
+            if model in reference_lines and np.isfinite(reference_lines[model]):
+                left.axhline(float(reference_lines[model]), color=color, linestyle="--", linewidth=1.0)
+    left.legend(fontsize=7.5, loc="lower right" if lowest else "upper right")
+    _named_bars(right, values, class_names, colors, lowest=lowest, named=named)
+    right.set_xlabel(ylabel)
+    fig.suptitle(title)
+    return fig
+
+
+def confusion_overview_figure(
+    confusion: np.ndarray,
+    class_names: Sequence[str],
+    *,
+    title: str,
+    pairs: int = NAMED_CLASSES,
+    rows: int = 12,
+    per_row: int = 2,
+) -> Figure:
+    """Left: the ``pairs`` most-confused (true -> predicted) pairs, ranked by their share of
+    the true class (:func:`classwise.robustness.across_shifts.ranked_confusions`). Right: the
+    ``rows`` classes of lowest recall against themselves and the ``per_row`` classes each is
+    most often mistaken for, each row as fractions of its true class."""
+    m = np.asarray(confusion, dtype=np.float64)
+    names = [str(n) for n in class_names]
+    ranked = ranked_confusions(m, names, top=pairs)
+    support = m.sum(axis=1)
+    share = np.divide(m, support[:, None], out=np.zeros_like(m), where=support[:, None] > 0)
+    recall = np.where(support > 0, np.diag(share), np.nan)
+    chosen = worst_classes(recall[None, :], rows)
+    off = share[chosen].copy()
+    off[np.arange(chosen.size), chosen] = -1.0
+    top = np.argsort(-off, axis=1, kind="stable")[:, :per_row]
+    columns = np.array(list(dict.fromkeys([int(k) for k in chosen] + [int(k) for k in top.ravel()])), dtype=np.int64)
+
+    fig = Figure(figsize=(13.0, 6.0), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[1.0, 1.3])
+    y = np.arange(len(ranked))
+    left.barh(y, ranked["share"], color="C3")
+    left.set_yticks(y)
+    labels = [f"{_short(t, 18)} → {_short(p, 18)}" for t, p in zip(ranked["true_name"], ranked["predicted_name"])]
+    left.set_yticklabels(labels, fontsize=7)
+    left.invert_yaxis()
+    left.set_xlabel("share of the true class predicted as the other")
+    left.set_title(f"the {len(ranked)} most-confused pairs", fontsize=9)
+    left.grid(axis="x", alpha=0.3)
+
+    block = share[np.ix_(chosen, columns)]
+    image = right.imshow(block, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    right.set_yticks(np.arange(chosen.size))
+    right.set_yticklabels([_short(names[k]) for k in chosen], fontsize=7)
+    right.set_xticks(np.arange(len(columns)))
+    right.set_xticklabels([_short(names[k]) for k in columns], rotation=60, ha="right", fontsize=7)
+    right.set_ylabel("true class (lowest recall first)")
+    right.set_xlabel("predicted class")
+    right.set_title("the worst classes and what they are taken for", fontsize=9)
+    fig.colorbar(image, ax=right, label="fraction of true class", shrink=0.85)
+    fig.suptitle(title)
+    return fig
+
+
+def worst_classes_by_shift_figure(
+    accuracy: Mapping[str, Mapping[str, np.ndarray]],
+    class_names: Sequence[str],
+    *,
+    title: str,
+    named: int = NAMED_CLASSES,
+) -> Figure:
+    """Heatmaps of class-wise accuracy, one panel per model: rows are the ``named`` classes of
+    lowest mean accuracy over every model and shift, columns the shifts (``accuracy`` is
+    ``{shift: {model: (C,)}}``). Cells are annotated while the grid is small."""
+    shifts = list(accuracy)
+    models: list[str] = []
+    for by_model in accuracy.values():
+        models += [m for m in by_model if m not in models]
+    if not shifts or not models:
+        raise InputError("no shifts or models to plot", field="accuracy")
+    c = len(class_names)
+    stacks = {
+        model: np.column_stack([np.asarray(accuracy[s].get(model, np.full(c, np.nan)), dtype=np.float64) for s in shifts])
+        for model in models
+    }
+    chosen = worst_classes(np.hstack(list(stacks.values())).T, named)
+    width = min(30.0, 2.5 + 0.45 * len(shifts)) * min(len(models), 3)
+    rows_of_panels = -(-len(models) // 3)
+    fig = Figure(figsize=(max(7.0, width), (1.2 + 0.28 * chosen.size) * rows_of_panels + 0.8), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows_of_panels, min(len(models), 3), squeeze=False)).ravel()
+    annotate = chosen.size * len(shifts) <= 400
+    image = None
+    for ax, model in zip(axes, models):
+        block = stacks[model][chosen]
+        image = ax.imshow(np.ma.masked_invalid(block), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_yticks(np.arange(chosen.size))
+        ax.set_yticklabels([_short(str(class_names[k])) for k in chosen], fontsize=7)
+        ax.set_xticks(np.arange(len(shifts)))
+        ax.set_xticklabels(shifts, rotation=60, ha="right", fontsize=7 if len(shifts) <= 40 else 5)
+        ax.set_title(model, fontsize=9)
+        if annotate:
+            for i, j in zip(*np.nonzero(np.isfinite(block))):
+                value = block[i, j]
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6, color="black" if value > 0.6 else "white")
+    for ax in axes[len(models) :]:
+        ax.set_axis_off()
+    if image is not None:
+        fig.colorbar(image, ax=list(axes[: len(models)]), label="class-wise accuracy", shrink=0.8)
+    fig.suptitle(title)
+    return fig
+
+
+def accuracy_spread_figure(
+    accuracy: Mapping[str, Mapping[str, np.ndarray]],
+    *,
+    title: str,
+) -> Figure:
+    """Box plots of class-wise accuracy per shift, one box per model side by side (whiskers
+    at the 5th and 95th percentiles, the rest drawn as points): how far the worst classes sit
+    below the bulk, shift by shift."""
+    shifts = list(accuracy)
+    models: list[str] = []
+    for by_model in accuracy.values():
+        models += [m for m in by_model if m not in models]
+    if not shifts or not models:
+        raise InputError("no shifts or models to plot", field="accuracy")
+    colors = _colors(len(models))
+    fig = Figure(figsize=(min(30.0, max(7.0, 0.5 * len(shifts) * len(models) + 2.0)), 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / len(models)
+    for i, (model, color) in enumerate(zip(models, colors)):
+        data, positions = [], []
+        for j, shift in enumerate(shifts):
+            if model not in accuracy[shift]:
+                continue
+            v = np.asarray(accuracy[shift][model], dtype=np.float64)
+            data.append(v[np.isfinite(v)])
+            positions.append(j - 0.4 + (i + 0.5) * width)
+        if not data:
+            continue
+        boxes = ax.boxplot(
+            data,
+            positions=positions,
+            widths=width * 0.9,
+            whis=(5, 95),
+            patch_artist=True,
+            manage_ticks=False,
+            flierprops={"markersize": 2, "markeredgecolor": color},
+        )
+        for patch in boxes["boxes"]:
+            patch.set_facecolor(color)
+            patch.set_alpha(0.6)
+        ax.plot([], [], color=color, linewidth=6, alpha=0.6, label=model)
+    ax.set_xticks(np.arange(len(shifts)))
+    ax.set_xticklabels(shifts, rotation=60, ha="right", fontsize=7 if len(shifts) <= 40 else 5)
+    ax.set_ylabel("class-wise accuracy")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7.5, ncols=min(len(models), 4))
+    ax.set_title(title)
+    return fig

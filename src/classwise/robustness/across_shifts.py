@@ -1,0 +1,211 @@
+"""One class-wise view across the shifts of a base dataset.
+
+Everything starts, like :mod:`classwise.robustness.classwise`, from the confusion matrices
+``{shift: {model: (C, C) [true, predicted]}}`` of one label space:
+
+* :func:`shift_summary` -- per shift and model: accuracy A, worst-class accuracy WCA with its
+  class, and both changes from the reference shift (``clean``);
+* :func:`class_shift_matrix` -- class x shift matrices of class-wise accuracy or CFPS, one row
+  per (model, class);
+* :func:`corruption_summary` -- per model and class: clean error, the mean error over the
+  corrupted copies (every corruption and severity), and the relative accuracy drop;
+* :func:`worst_classes` -- the classes to name when there are too many to show them all;
+* :func:`ranked_confusions` -- the most-confused (true, predicted) pairs of one matrix.
+
+WCA here is the minimum class-wise recall over the classes that have samples under the shift,
+the convention of :mod:`classwise.metrics.worst_class` (a class without samples is no worst
+class); ties go to the lowest class index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from classwise.errors import InputError
+from classwise.robustness.classwise import Confusions, classwise_values
+
+#: The shift the changes of :func:`shift_summary` are measured from.
+REFERENCE_SHIFT = "clean"
+
+
+def _models(confusions: Confusions) -> list[str]:
+    models: list[str] = []
+    for by_model in confusions.values():
+        models += [m for m in by_model if m not in models]
+    return models
+
+
+def _accuracy(confusion: np.ndarray) -> float:
+    m = np.asarray(confusion, dtype=np.float64)
+    total = m.sum()
+    return float(np.trace(m) / total) if total > 0 else float("nan")
+
+
+def _worst(recall: np.ndarray) -> tuple[float, int]:
+    """(WCA, class) over the classes with a finite recall; (NaN, -1) when none has samples."""
+    finite = np.isfinite(recall)
+    if not finite.any():
+        return float("nan"), -1
+    masked = np.where(finite, recall, np.inf)
+    worst = int(np.argmin(masked))
+    return float(masked[worst]), worst
+
+
+def shift_summary(confusions: Confusions, class_names: Sequence[str], *, reference: str = REFERENCE_SHIFT) -> pd.DataFrame:
+    """Long table, one row per (shift, model) in input order: ``accuracy``,
+    ``worst_class_accuracy``, ``worst_class`` (index), ``worst_class_name`` and, when the
+    ``reference`` shift is present for the model, ``accuracy_change`` and
+    ``worst_class_accuracy_change`` (shift minus reference; NaN without a reference)."""
+    names = [str(n) for n in class_names]
+    recall, _ = classwise_values(confusions, len(names))
+    rows = []
+    for shift, by_model in confusions.items():
+        for model, confusion in by_model.items():
+            wca, worst = _worst(recall[shift][model])
+            rows.append(
+                {
+                    "shift": shift,
+                    "model": model,
+                    "accuracy": _accuracy(confusion),
+                    "worst_class_accuracy": wca,
+                    "worst_class": worst,
+                    "worst_class_name": names[worst] if worst >= 0 else "",
+                }
+            )
+    frame = pd.DataFrame(rows)
+    base = frame[frame["shift"] == reference].set_index("model")
+    for column in ("accuracy", "worst_class_accuracy"):
+        reference_values = frame["model"].map(base[column]) if len(base) else np.nan
+        frame[f"{column}_change"] = frame[column] - reference_values
+    return frame.set_index(["shift", "model"])
+
+
+def shift_summary_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """The paper-style view of :func:`shift_summary`: rows are shifts, and per model one column
+    ``A`` and one ``WCA (class)``, each with its change from the reference in brackets."""
+
+    def cell(value: float, change: float, suffix: str = "") -> str:
+        if not np.isfinite(value):
+            return "n/a"
+        text = f"{value:.3f}{suffix}"
+        return text if not np.isfinite(change) else f"{text} ({change:+.3f})"
+
+    shifts = list(dict.fromkeys(summary.index.get_level_values("shift")))
+    models = list(dict.fromkeys(summary.index.get_level_values("model")))
+    columns: dict[str, list[str]] = {}
+    for model in models:
+        a_column, w_column = [], []
+        for shift in shifts:
+            if (shift, model) not in summary.index:
+                a_column.append("")
+                w_column.append("")
+                continue
+            row = summary.loc[(shift, model)]
+            a_column.append(cell(row["accuracy"], row["accuracy_change"]))
+            name = f" {row['worst_class_name']}" if row["worst_class_name"] else ""
+            w_column.append(cell(row["worst_class_accuracy"], row["worst_class_accuracy_change"], name))
+        columns[f"{model} A"] = a_column
+        columns[f"{model} WCA"] = w_column
+    return pd.DataFrame(columns, index=pd.Index(shifts, name="shift"))
+
+
+def class_shift_matrix(confusions: Confusions, class_names: Sequence[str], *, value: str = "accuracy") -> pd.DataFrame:
+    """Class x shift matrix of ``value`` (``accuracy``: class-wise recall, NaN for a class
+    without samples; ``cfps``: Eq. 1 of classwise-robustness-cfps.txt), indexed
+    (model, class, class_name), one column per shift (NaN where a shift lacks the model)."""
+    if value not in ("accuracy", "cfps"):
+        raise InputError(f"expected 'accuracy' or 'cfps', got {value!r}", field="value")
+    names = [str(n) for n in class_names]
+    accuracy, cfps = classwise_values(confusions, len(names))
+    values = accuracy if value == "accuracy" else cfps
+    models = _models(confusions)
+    shifts = list(confusions)
+    c = len(names)
+    data = np.full((len(models) * c, len(shifts)), np.nan)
+    for j, shift in enumerate(shifts):
+        for i, model in enumerate(models):
+            if model in values[shift]:
+                data[i * c : (i + 1) * c, j] = values[shift][model]
+    index = pd.MultiIndex.from_arrays(
+        [np.repeat(models, c), np.tile(np.arange(c), len(models)), np.tile(names, len(models))],
+        names=["model", "class", "class_name"],
+    )
+    return pd.DataFrame(data, index=index, columns=pd.Index(shifts, name="shift"))
+
+
+def corruption_summary(
+    confusions: Confusions,
+    class_names: Sequence[str],
+    corrupted: Sequence[str],
+    *,
+    reference: str = REFERENCE_SHIFT,
+) -> pd.DataFrame:
+    """Per (model, class): ``clean_error`` (1 - recall under ``reference``),
+    ``mean_corruption_error`` (1 - recall, averaged over the ``corrupted`` shifts that have the
+    model: every corruption and severity weighs the same, as in Hendrycks & Dietterich's
+    corruption error before normalisation) and ``relative_drop``
+    ``= (clean accuracy - mean corrupted accuracy) / clean accuracy`` (NaN for a clean accuracy
+    of 0). Empty when the reference or every corrupted shift is missing."""
+    names = [str(n) for n in class_names]
+    present = [s for s in corrupted if s in confusions]
+    columns = ["clean_error", "mean_corruption_error", "relative_drop"]
+    if reference not in confusions or not present:
+        empty = pd.MultiIndex.from_arrays([[], [], []], names=["model", "class", "class_name"])
+        return pd.DataFrame(columns=columns, index=empty, dtype=np.float64)
+    matrix = class_shift_matrix(confusions, names)
+    clean = matrix[reference].to_numpy()
+    corrupted_accuracy = matrix[present].to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        counted = np.isfinite(corrupted_accuracy).sum(axis=1)
+        mean_accuracy = np.where(counted > 0, np.nansum(corrupted_accuracy, axis=1) / np.maximum(counted, 1), np.nan)
+        drop = np.where(clean > 0, (clean - mean_accuracy) / clean, np.nan)
+    frame = pd.DataFrame(
+        {"clean_error": 1.0 - clean, "mean_corruption_error": 1.0 - mean_accuracy, "relative_drop": drop},
+        index=matrix.index,
+    )
+    return frame
+
+
+def worst_classes(accuracy: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` classes with the lowest mean accuracy over the rows of ``accuracy``
+    ``(rows, C)`` (e.g. models x shifts flattened), NaN ignored; classes with no finite value
+    come last; ties go to the lowest index. Returns class indices, worst first."""
+    a = np.atleast_2d(np.asarray(accuracy, dtype=np.float64))
+    counted = np.isfinite(a).sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        mean = np.where(counted > 0, np.nansum(a, axis=0) / np.maximum(counted, 1), np.inf)
+    order = np.lexsort((np.arange(a.shape[1]), mean))
+    return order[: max(0, min(int(n), a.shape[1]))]
+
+
+def ranked_confusions(confusion: np.ndarray, class_names: Sequence[str], *, top: int = 20) -> pd.DataFrame:
+    """The ``top`` off-diagonal cells of a confusion matrix ``[true, predicted]``, most
+    confused first: ranked by ``share`` (the cell over its true class's samples), then by
+    ``count``, then by (true, predicted) index. Columns ``true``, ``true_name``,
+    ``predicted``, ``predicted_name``, ``count``, ``share``; cells with no sample are left out."""
+    m = np.asarray(confusion, dtype=np.float64)
+    names = [str(n) for n in class_names]
+    c = len(names)
+    if m.shape != (c, c):
+        raise InputError(f"expected a ({c}, {c}) confusion matrix to match class_names, got {m.shape}", field="confusion")
+    support = m.sum(axis=1, keepdims=True)
+    share = np.divide(m, support, out=np.zeros_like(m), where=support > 0)
+    np.fill_diagonal(share, 0.0)
+    off = m.copy()
+    np.fill_diagonal(off, 0.0)
+    flat = np.flatnonzero(off > 0)
+    order = np.lexsort((flat, -off.ravel()[flat], -share.ravel()[flat]))[: max(0, int(top))]
+    true, predicted = np.divmod(flat[order], c)
+    return pd.DataFrame(
+        {
+            "true": true,
+            "true_name": [names[i] for i in true],
+            "predicted": predicted,
+            "predicted_name": [names[j] for j in predicted],
+            "count": off[true, predicted],
+            "share": share[true, predicted],
+        }
+    )

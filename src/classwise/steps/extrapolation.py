@@ -1,0 +1,246 @@
+"""Workflow steps of accuracy-extrapolation-rroc.txt (workflow/rules/analyses.smk):
+
+* :func:`extrapolation_step` / :func:`extrapolation_summary_step` - honest evaluation of
+  accuracy extrapolation on real logits (sample ``k1`` of the ``C`` classes, extrapolate to
+  ``C``, compare with the exact curve), and the RMSE table across models;
+* :func:`simulation_step` - the rROC paper's simulation.
+
+Tables follow :func:`classwise.tables.write_tables` (Markdown and LaTeX rounded for reading,
+the CSV at full precision). They hold no timings, so the same config gives the same tables;
+timings go to the job's log (and the simulation's JSON). Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pandas as pd
+
+from classwise import tables
+from classwise.atomic import write_json
+from classwise.errors import InputError
+from classwise.steps.metrics import load_view
+from classwise.steps.threads import limit_threads
+
+log = logging.getLogger(__name__)
+
+
+def _k1_values(k1: int | Sequence[int]) -> list[int]:
+    """``analyses.extrapolation.k1`` as a list: one value or several."""
+    return [int(k1)] if isinstance(k1, (int, np.integer)) else [int(k) for k in k1]
+
+
+def _rmse_display(frame: pd.DataFrame) -> pd.DataFrame:
+    k_max = int(frame["k_max"].iloc[0])
+    columns = {
+        "RMSE mean": frame["rmse_mean"].map(tables.decimals),
+        "RMSE median": frame["rmse_median"].map(tables.decimals),
+        "RMSE sd": frame["rmse_sd"].map(tables.decimals),
+        f"predicted A_{k_max}": frame["predicted_at_k_max"].map(tables.decimals),
+        f"true A_{k_max}": frame["true_at_k_max"].map(tables.decimals),
+    }
+    if "cleanex_wins" in frame.columns:
+        columns["RMSE / CleaneX (median)"] = frame["ratio_to_cleanex_median"].map(
+            lambda v: "" if pd.isna(v) else tables.decimals(v, 2)
+        )
+        columns["CleaneX wins"] = frame["cleanex_wins"].map(lambda v: "" if pd.isna(v) else f"{100 * v:.0f}%")
+    display = pd.DataFrame(columns, index=frame.index)
+    if frame["k1"].nunique() > 1:
+        display.insert(0, "k1", frame["k1"].astype(str))
+    return display
+
+
+def extrapolation_step(
+    *,
+    logits_path: str | Path,
+    label_view: str,
+    view_labels_path: str | Path | None,
+    k1: int | Sequence[int],
+    repetitions: int,
+    methods: Sequence[str],
+    cleanex_steps: int,
+    ties: str,
+    device: str,
+    seed: int,
+    title: str,
+    caption: str,
+    markdown_path: str | Path,
+    csv_path: str | Path,
+    latex_path: str | Path,
+    curves_path: str | Path,
+    figure_path: str | Path,
+    k2: int | None = None,
+    threads: int | None = None,
+    progress: IO[str] | None = None,
+) -> None:
+    """Honest extrapolation on real logits: for each ``k1`` (one value or several),
+    ``repetitions`` seeded samples of ``k1`` of the ``C`` classes
+    (:func:`classwise.extrapolation.simulation.evaluate_methods`), each method extrapolating from
+    them to ``k2`` (default ``C``), against the exact expected accuracy among ``k`` of all ``C``
+    classes, ``k = 2..k2``. Every ``k1`` draws its class samples from the same ``seed``, so the
+    results of one ``k1`` do not depend on which others are listed.
+
+    Only the classes that hold samples take part (a folder with part of a label space, e.g.
+    ImageNet-R's 200 of 1,000 classes): a class without samples has no accuracy to extrapolate,
+    and dropping its column is what a marginal classifier allows. The scores are the raw logits
+    (a linear head scores each class independently of the others, as the method assumes; a
+    softmax would not). Writes the RMSE table (one block of rows per ``k1``), every curve
+    (``curves_path``) and the Figure-3-shaped figure.
+    """
+    from classwise.extrapolation.results import curves_frame, rmse_table
+    from classwise.extrapolation.rroc import check_ties, with_images_only
+    from classwise.extrapolation.simulation import evaluate_methods
+    from classwise.plots.extrapolation import plot_extrapolation
+
+    if "cleanex" in methods:  # the other methods do not use torch
+        limit_threads(threads)
+    view = load_view(logits_path, label_view, view_labels_path)
+    scores, labels = with_images_only(view.scores, view.labels)
+    n_classes = int(scores.shape[1])
+    if n_classes < view.scores.shape[1]:
+        log.info("%d of the %d classes hold samples: extrapolating among those", n_classes, view.scores.shape[1])
+    k_max = n_classes if k2 is None else int(k2)
+    if k2 is not None and not 3 <= k_max <= n_classes:
+        raise InputError(
+            f"expected 3 <= k2 <= {n_classes} (the classes of {logits_path} that hold samples), got {k2}",
+            field="analyses.extrapolation.k2",
+        )
+    k1s = _k1_values(k1)
+    outside = [k for k in k1s if not 2 <= k < k_max]
+    if outside or not k1s:
+        bound = "the classes that hold samples in" if k2 is None else "k2, at most the classes that hold samples in"
+        raise InputError(
+            f"expected 2 <= k1 < {k_max} ({bound} {logits_path}), got {k1}",
+            field="analyses.extrapolation.k1",
+        )
+    if view.kind != "logits":
+        log.warning("extrapolating from probabilities: the method assumes marginal scores such as logits")
+    checked_ties = check_ties(ties)
+    evaluations = [
+        evaluate_methods(
+            scores,
+            labels,
+            k,
+            k_max,
+            int(repetitions),
+            int(seed),
+            methods=tuple(methods),
+            cleanex_steps=int(cleanex_steps),
+            ties=checked_ties,
+            device=device,
+            progress=progress,
+        )
+        for k in k1s
+    ]
+    for evaluation in evaluations:
+        seconds = evaluation.rmse.groupby("method", sort=False)["seconds"].sum()
+        log.info("k1 = %d, seconds per method: %s", evaluation.k1, {m: round(float(s), 2) for m, s in seconds.items()})
+    frame = pd.concat([rmse_table(evaluation) for evaluation in evaluations])
+    log.info("RMSE:\n%s", frame.to_string())
+    tables.write_csv(curves_path, curves_frame(evaluations), index=False)
+    plot_extrapolation(evaluations, title=title, path=figure_path)
+    tables.write_tables(
+        _rmse_display(frame), caption, {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}, data=frame
+    )
+
+
+def extrapolation_summary_step(
+    *,
+    table_paths: Mapping[str, str | Path],
+    caption: str,
+    markdown_path: str | Path,
+    csv_path: str | Path,
+    latex_path: str | Path,
+) -> None:
+    """RMSE per ``k1`` and method (rows) and model (columns) from the per-model tables:
+    ``mean ± sd``; the CSV holds the means."""
+    means: dict[str, pd.Series] = {}
+    cells: dict[str, pd.Series] = {}
+    for model, path in table_paths.items():
+        frame = pd.read_csv(path)
+        missing = [c for c in ("method", "k1", "rmse_mean", "rmse_sd") if c not in frame.columns]
+        if missing:
+            raise InputError(f"not an extrapolation table: missing columns {missing}", path=path)
+        frame = frame.set_index(["k1", "method"])
+        means[model] = frame["rmse_mean"]
+        cells[model] = frame["rmse_mean"].map(tables.decimals) + " ± " + frame["rmse_sd"].map(tables.decimals)
+    data = pd.DataFrame(means)
+    display = pd.DataFrame(cells).reindex(data.index).fillna("n/a")
+    data, display = (table.reset_index(level="k1").rename_axis("method") for table in (data, display))
+    display["k1"] = display["k1"].astype(str)
+    tables.write_tables(display, caption, {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}, data=data)
+
+
+def simulation_step(
+    *,
+    k1s: Sequence[int],
+    k2: int,
+    sigma2: float,
+    repetitions: int,
+    methods: Sequence[str],
+    cleanex_steps: int,
+    device: str,
+    seed: int,
+    caption: str,
+    markdown_path: str | Path,
+    csv_path: str | Path,
+    latex_path: str | Path,
+    json_path: str | Path,
+    figure_path: str | Path,
+    threads: int | None = None,
+    progress: IO[str] | None = None,
+) -> None:
+    """The rROC paper's simulation (:func:`~classwise.extrapolation.simulation.run_simulation_benchmark`):
+    RMSE per (k1, method) as a table, the settings, per-repetition RMSEs and run time as JSON,
+    and the RMSE boxes (Figure 2 shape)."""
+    from classwise.extrapolation.simulation import run_simulation_benchmark
+    from classwise.plots.extrapolation import plot_simulation
+
+    if "cleanex" in methods:
+        limit_threads(threads)
+    too_large = [int(k) for k in k1s if not 2 <= int(k) < int(k2)]
+    if too_large:
+        raise InputError(f"every k1 must lie in [2, k2 = {k2}), got {too_large}", field="analyses.simulation.k1")
+    benchmark = run_simulation_benchmark(
+        int(seed),
+        k1s=[int(k) for k in k1s],
+        k2=int(k2),
+        sigma2=float(sigma2),
+        repetitions=int(repetitions),
+        cleanex_steps=int(cleanex_steps),
+        methods=tuple(methods),
+        device=device,
+        progress=progress,
+    )
+    log.info("simulation took %.1f s on %s thread(s)", benchmark.seconds, threads)
+    summary = benchmark.summary()
+    data = summary[["k1", "method", "repetitions", "rmse_mean", "rmse_median", "rmse_sd"]].set_index("k1")
+    display = pd.DataFrame(
+        {
+            "method": data["method"],
+            "repetitions": data["repetitions"].astype(int).astype(str),
+            "RMSE mean": data["rmse_mean"].map(tables.decimals),
+            "RMSE median": data["rmse_median"].map(tables.decimals),
+            "RMSE sd": data["rmse_sd"].map(tables.decimals),
+        },
+        index=data.index,
+    )
+    document = benchmark.to_json()
+    # CleaneX's sums are reduced in a thread-count-dependent order: the last digits of its
+    # RMSEs depend on the threads as well as on the seed.
+    document["settings"] = {**benchmark.settings, "threads": None if threads is None else int(threads)}
+    document["rmse_per_repetition"] = {
+        str(k1): evaluation.rmse[["repetition", "method", "rmse"]].to_dict(orient="records")
+        for k1, evaluation in benchmark.evaluations.items()
+    }
+    write_json(json_path, document)
+    plot_simulation(
+        benchmark,
+        title=f"Simulation: d = 5, 10 points per class, sigma2 = {sigma2:g}, {repetitions} repetitions",
+        path=figure_path,
+    )
+    tables.write_tables(display, caption, {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}, data=data)

@@ -1,0 +1,196 @@
+"""The class-wise view across shifts, against naive loops over the confusion matrices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from classwise.errors import InputError
+from classwise.robustness.across_shifts import (
+    class_shift_matrix,
+    corruption_summary,
+    ranked_confusions,
+    shift_summary,
+    shift_summary_display,
+    worst_classes,
+)
+
+C = 6
+NAMES = [f"k{i}" for i in range(C)]
+
+
+def _confusion(rng: np.random.Generator, empty_class: int | None = None) -> np.ndarray:
+    m = rng.integers(0, 6, (C, C)) + np.diag(rng.integers(3, 20, C))
+    if empty_class is not None:
+        m[empty_class] = 0
+    return m
+
+
+@pytest.fixture
+def confusions() -> dict[str, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(3)
+    return {
+        "clean": {"a": _confusion(rng), "b": _confusion(rng)},
+        "blur_3": {"a": _confusion(rng), "b": _confusion(rng, empty_class=2)},
+        "pgd": {"a": _confusion(rng)},  # b was not attacked
+    }
+
+
+def _recall_loop(m: np.ndarray) -> list[float]:
+    out = []
+    for i in range(len(m)):
+        total = sum(m[i])
+        out.append(m[i][i] / total if total else float("nan"))
+    return out
+
+
+def test_shift_summary_matches_a_loop(confusions) -> None:  # type: ignore[no-untyped-def]
+    summary = shift_summary(confusions, NAMES)
+    assert list(summary.index) == [("clean", "a"), ("clean", "b"), ("blur_3", "a"), ("blur_3", "b"), ("pgd", "a")]
+    for (shift, model), row in summary.iterrows():
+        m = confusions[shift][model]
+        recall = _recall_loop(m)
+        with_samples = [(r, i) for i, r in enumerate(recall) if r == r]
+        wca, worst = min(with_samples)  # ties: lowest index, as (value, index) tuples sort
+        assert row["accuracy"] == pytest.approx(np.trace(m) / m.sum())
+        assert row["worst_class_accuracy"] == pytest.approx(wca)
+        assert row["worst_class"] == worst and row["worst_class_name"] == NAMES[worst]
+        clean = confusions["clean"][model]
+        assert row["accuracy_change"] == pytest.approx(np.trace(m) / m.sum() - np.trace(clean) / clean.sum())
+        clean_wca = min(r for r in _recall_loop(clean) if r == r)
+        assert row["worst_class_accuracy_change"] == pytest.approx(wca - clean_wca)
+
+
+def test_shift_summary_display_is_one_row_per_shift(confusions) -> None:  # type: ignore[no-untyped-def]
+    summary = shift_summary(confusions, NAMES)
+    display = shift_summary_display(summary)
+    assert list(display.index) == ["clean", "blur_3", "pgd"]
+    assert list(display.columns) == ["a A", "a WCA", "b A", "b WCA"]
+    assert display.loc["pgd", "b A"] == ""  # b has no pgd run
+    row = summary.loc[("blur_3", "a")]
+    assert display.loc["blur_3", "a A"] == f"{row['accuracy']:.3f} ({row['accuracy_change']:+.3f})"
+    assert row["worst_class_name"] in display.loc["blur_3", "a WCA"]
+
+
+def test_class_shift_matrices(confusions) -> None:  # type: ignore[no-untyped-def]
+    accuracy = class_shift_matrix(confusions, NAMES)
+    cfps = class_shift_matrix(confusions, NAMES, value="cfps")
+    assert list(accuracy.columns) == ["clean", "blur_3", "pgd"]
+    for shift, by_model in confusions.items():
+        for model, m in by_model.items():
+            np.testing.assert_allclose(accuracy.loc[model][shift].to_numpy(), _recall_loop(m), equal_nan=True)
+            errors = m.sum() - np.trace(m)
+            naive = [(m[:, j].sum() - m[j, j]) / errors for j in range(C)]
+            np.testing.assert_allclose(cfps.loc[model][shift].to_numpy(), naive)
+    assert accuracy.loc["b"]["pgd"].isna().all()
+    with pytest.raises(InputError):
+        class_shift_matrix(confusions, NAMES, value="precision")
+
+
+def test_corruption_summary_by_hand() -> None:
+    # one model, two classes of 10 samples: clean recall 0.8 / 0.5; two corruptions
+    clean = np.array([[8, 2], [5, 5]])
+    blur = np.array([[6, 4], [5, 5]])  # recall 0.6 / 0.5
+    noise = np.array([[4, 6], [9, 1]])  # recall 0.4 / 0.1
+    confusions = {"clean": {"m": clean}, "blur": {"m": blur}, "noise": {"m": noise}, "pgd": {"m": noise}}
+    summary = corruption_summary(confusions, ["x", "y"], ["blur", "noise"])
+    np.testing.assert_allclose(summary["clean_error"], [0.2, 0.5])
+    np.testing.assert_allclose(summary["mean_corruption_error"], [0.5, 0.7])  # 1 - (0.6+0.4)/2, 1 - (0.5+0.1)/2
+    np.testing.assert_allclose(summary["relative_drop"], [(0.8 - 0.5) / 0.8, (0.5 - 0.3) / 0.5])
+    assert corruption_summary(confusions, ["x", "y"], []).empty
+    assert corruption_summary({"blur": {"m": blur}}, ["x", "y"], ["blur"]).empty
+
+
+def test_worst_classes_ranks_by_mean_and_puts_empty_last() -> None:
+    a = np.array([[0.5, 0.1, np.nan, 0.9], [0.3, 0.1, np.nan, 0.9]])
+    assert worst_classes(a, 3).tolist() == [1, 0, 3]
+    assert worst_classes(a, 10).tolist() == [1, 0, 3, 2]
+    assert worst_classes(np.array([0.2, 0.2, 0.1]), 2).tolist() == [2, 0]  # ties: lowest index
+
+
+def test_ranked_confusions_match_a_loop() -> None:
+    rng = np.random.default_rng(5)
+    m = rng.integers(0, 4, (8, 8)) * rng.integers(0, 2, (8, 8)) + np.diag(rng.integers(1, 9, 8))
+    names = [f"n{i}" for i in range(8)]
+    cells = []
+    for i in range(8):
+        for j in range(8):
+            if i != j and m[i, j] > 0:
+                cells.append((-m[i, j] / m[i].sum(), -m[i, j], i * 8 + j, i, j))
+    cells.sort()
+    ranked = ranked_confusions(m, names, top=10)
+    assert list(zip(ranked["true"], ranked["predicted"])) == [(i, j) for *_, i, j in cells[:10]]
+    np.testing.assert_allclose(ranked["share"], [-s for s, *_ in cells[:10]])
+    assert ranked["true_name"].tolist() == [names[i] for *_, i, _ in cells[:10]]
+    with pytest.raises(InputError):
+        ranked_confusions(m, names[:3])
+
+
+def test_figures_render_at_many_classes(tmp_path: Path) -> None:
+    from classwise.plots import save_png
+    from classwise.plots.many_classes import accuracy_spread_figure, worst_classes_by_shift_figure
+
+    rng = np.random.default_rng(0)
+    c = 300
+    names = [f"class {i}" for i in range(c)]
+    accuracy = {s: {m: rng.random(c) for m in ("a", "b")} for s in ("clean", "blur_1", "noise_5")}
+    fig = worst_classes_by_shift_figure(accuracy, names, title="t")
+    mean = np.mean([v for by in accuracy.values() for v in by.values()], axis=0)
+    expected = [names[i] for i in np.argsort(mean, kind="stable")[:20]]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == expected
+    np.testing.assert_allclose(fig.axes[0].images[0].get_array()[:, 1], accuracy["blur_1"]["a"][np.argsort(mean)[:20]])
+    save_png(fig, tmp_path / "worst.png")
+    fig = accuracy_spread_figure(accuracy, title="t")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == list(accuracy)
+    assert (tmp_path / "worst.png").stat().st_size > 0
+
+
+def test_summary_frame_types(confusions) -> None:  # type: ignore[no-untyped-def]
+    summary = shift_summary(confusions, NAMES)
+    assert isinstance(summary, pd.DataFrame)
+    assert summary["worst_class"].dtype.kind == "i"
+
+
+def test_the_step_writes_every_output(tmp_path: Path, confusions) -> None:  # type: ignore[no-untyped-def]
+    from classwise.steps.robustness import AcrossShiftsPaths, classwise_robustness_step
+
+    paths: dict[str, dict[str, str]] = {}
+    for shift, by_model in confusions.items():
+        for model, m in by_model.items():
+            path = tmp_path / f"{shift}_{model}.csv"
+            pd.DataFrame(m, index=NAMES, columns=NAMES).to_csv(path)
+            paths.setdefault(shift, {})[model] = str(path)
+
+    def table(stem: str) -> dict[str, Path]:
+        return {"markdown": tmp_path / f"{stem}.md", "csv": tmp_path / f"{stem}.csv", "latex": tmp_path / f"{stem}.tex"}
+
+    across = AcrossShiftsPaths(
+        shift_summary=table("summary"),
+        corruption_errors=table("errors"),
+        class_shift_accuracy=tmp_path / "accuracy.csv",
+        class_shift_cfps=tmp_path / "cfps.csv",
+        worst_classes_figure=tmp_path / "worst.png",
+        spread_figure=tmp_path / "spread.png",
+    )
+    classwise_robustness_step(
+        confusion_paths=paths,
+        attack_shifts=["pgd"],
+        corrupted_shifts=["blur_3"],
+        title="t",
+        figure_path=tmp_path / "fig.png",
+        similarity_path=tmp_path / "sim.png",
+        mean_confusion_dir=tmp_path / "mean",
+        table_paths=table("classwise"),
+        across_shifts=across,
+    )
+    summary = pd.read_csv(tmp_path / "summary.csv", index_col=[0, 1])
+    assert summary.loc[("pgd", "a"), "accuracy"] == pytest.approx(np.trace(confusions["pgd"]["a"]) / confusions["pgd"]["a"].sum())
+    assert "| shift | a A | a WCA | b A | b WCA |" in (tmp_path / "summary.md").read_text()
+    errors = pd.read_csv(tmp_path / "errors.csv", index_col=[0, 1, 2])
+    recall = np.array(_recall_loop(confusions["blur_3"]["b"]))
+    np.testing.assert_allclose(errors.loc["b"]["mean_corruption_error"].to_numpy(), 1 - recall, equal_nan=True)
+    for name in ("worst.png", "spread.png", "accuracy.csv", "cfps.csv", "errors.md", "summary.tex"):
+        assert (tmp_path / name).stat().st_size > 0, name
