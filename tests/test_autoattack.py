@@ -353,3 +353,22 @@ def test_robust_fairness_compares_a_per_class_attack_on_its_subset(tmp_path) -> 
     (tmp_path / "aa.json").write_text(json.dumps({}))  # no record of a subset: the samples must match
     with pytest.raises(InputError, match="missing"):
         robust_fairness_of_files(tmp_path / "clean.npz", tmp_path / "aa.npz")
+
+
+def test_the_benchmark_runs_end_to_end_at_toy_cost(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """make bench's row (the timings are make bench's): at an eps where APGD-CE fools every image,
+    so that it costs a second; both sides give the same images."""
+    import json
+
+    from classwise.bench import autoattack as bench
+
+    monkeypatch.setattr(bench, "EPS", 0.5)
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--repeats", "1", "--batch-size", "demo_cnn_8x8=8", "--out", str(tmp_path / "aa.json")])
+    finally:
+        torch.set_num_threads(threads)
+    (row,) = json.loads((tmp_path / "aa.json").read_text())["rows"]
+    assert row["model"] == "demo_cnn_8x8" and row["batch_size"] == 8
+    assert row["robust_accuracy"] == {"classwise": 0.0, "torchattacks": 0.0} and row["max_abs_pixel_difference"] == 0.0
+    assert row["cpu_seconds_best"]["classwise"] > 0 and "wrapper_overhead_cpu_best" in row
