@@ -23,6 +23,9 @@ PYTEST_ARGS ?=
 PYTEST_PARALLEL ?= -n auto --dist loadscope --no-loadscope-reorder
 # The ResNet-18 PGD row takes minutes on a CPU: PGD_BENCH_ARGS="--models demo_cnn_8x8" skips it.
 PGD_BENCH_ARGS ?=
+# AutoAttack beside torchattacks on the demo CNN (about 2 minutes on a CPU); the ResNet-18 at 32 px
+# too: AUTOATTACK_BENCH_ARGS="--models demo_cnn_8x8 timm_resnet18_32x32" (much longer on a CPU).
+AUTOATTACK_BENCH_ARGS ?=
 # Timing a fresh pip install too adds about 3 minutes: INSTALL_BENCH_ARGS=--pip.
 INSTALL_BENCH_ARGS ?=
 REPORT ?= results/report.html
@@ -62,6 +65,7 @@ bench: install
 	$(PYTHON) tools/bench_install.py --out results/bench/install.json $(INSTALL_BENCH_ARGS) -- $(TORCH_PINS) -e ".[dev]"
 	$(BIN)/python -m classwise.bench.metrics --out results/bench/metrics.json
 	$(BIN)/python -m classwise.bench.pgd --out results/bench/pgd.json $(PGD_BENCH_ARGS)
+	$(BIN)/python -m classwise.bench.autoattack --out results/bench/autoattack.json $(AUTOATTACK_BENCH_ARGS)
 	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json
 	$(BIN)/python -m classwise.bench.pipeline --out results/bench/pipeline.json
 

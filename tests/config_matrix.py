@@ -38,6 +38,10 @@ FACTORS: dict[str, tuple[Any, ...]] = {
 CORRUPTION = "contrast_decrease_s2"
 PGD = "pgd_linf_eps0.1"
 TARGETED = ["pgd_targeted_1"]
+AUTOATTACK = "autoattack_linf_eps0.3"
+"""Evaluated beside PGD on the digits rows (10 classes; AutoAttack's APGD-T needs 4 or more), one
+test image per class, at an eps where APGD-CE fools them all: the wiring, not the attack's cost."""
+AUTOATTACK_ENTRY = {"norm": "linf", "eps": 0.3, "per_class": 1}
 
 
 def valid(row: Mapping[str, Any]) -> bool:
@@ -61,7 +65,7 @@ def jobs_of(row: Mapping[str, Any]) -> int:
     """About how many Snakemake jobs a row adds: per evaluated shift an inference and two metric
     jobs per model and three table jobs, the label view's tables, the per-dataset analyses."""
     models = 2 if row["two_models"] else 1
-    shifts = int(row["clean"]) + int(row["corruption"]) + int(row["pgd"])
+    shifts = int(row["clean"]) + int(row["corruption"]) + int(row["pgd"])  # AutoAttack rides on PGD's rows
     return shifts * (3 * models + 3) + 2 * int(row["targeted"]) + int(row["label_view"]) * (2 * models + 4) + 4
 
 
@@ -222,7 +226,13 @@ def row_shifts(row: Mapping[str, Any]) -> list[str]:
     shifts += [CORRUPTION] if row["corruption"] else []
     shifts += [PGD] if row["pgd"] else []
     shifts += TARGETED if row["targeted"] else []
+    shifts += [AUTOATTACK] if has_autoattack(row) else []
     return shifts
+
+
+def has_autoattack(row: Mapping[str, Any]) -> bool:
+    """The digits rows with PGD also evaluate AutoAttack (no new row, a few jobs more)."""
+    return bool(row["pgd"]) and row["data"] == "digits"
 
 
 def build_config(
@@ -291,6 +301,8 @@ def build_config(
             "extrapolation": {"repetitions": 1, "methods": ["naive"]},
         },
     }
+    if any(has_autoattack(row) for _, row in rows):
+        config["shifts"]["autoattack"] = [AUTOATTACK_ENTRY]
     if not analyses:
         config["analyses"] = {section: {"enabled": False} for section in ("subset_tests", "reference_tests", "extrapolation")}
     return config

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from config_matrix import (
+    AUTOATTACK,
     FACTORS,
     PGD,
     all_valid_rows,
@@ -173,6 +174,26 @@ def test_without_a_pgd_shift_the_mean_confusion_directory_holds_a_note(matrix: d
                 assert (directory / f"{PGD}.png").is_file()
             else:
                 assert "No PGD shift" in (directory / "README.txt").read_text()
+                checked += 1
+    assert checked
+
+
+def test_autoattack_attacks_one_image_per_class_of_the_digits(matrix: dict[str, Run]) -> None:
+    checked = 0
+    for run_dir, config, _ in matrix.values():
+        for name, dataset_cfg in config["datasets"].items():
+            if AUTOATTACK not in dataset_cfg["shifts"]:
+                continue
+            for model in dataset_cfg["models"]:
+                logits = run_dir / "results" / "logits" / name / model / f"{AUTOATTACK}.npz"
+                scores = load_scores(logits)
+                assert np.bincount(scores.labels).tolist() == [1] * 10
+                sidecar = json.loads(logits.with_suffix(".json").read_text())
+                subset = sidecar["attacked_subset"]
+                assert (subset["per_class"], subset["samples"]) == (1, 10) and subset["of"] > 10
+                assert sidecar["shift"]["kind"] == "autoattack"
+                log = (run_dir / "results" / "logs" / "infer" / name / model / f"{AUTOATTACK}.log").read_text()
+                assert "apgd-ce: 10 attacked" in log
                 checked += 1
     assert checked
 

@@ -66,6 +66,12 @@ def test_class_counts_come_from_the_config_and_one_directory_listing(tmp_path: P
     assert dataset_classes("i", {"source": "imagenet_val", "root": "x"}) is None  # only loading tells
 
 
+def test_autoattack_rand_runs_on_three_classes(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    config["shifts"]["autoattack"] = [{"norm": "l2", "eps": 0.5, "version": "rand"}]
+    assert "autoattack_rand_l2_eps0.5" in _plan(config).shifts["pets"]
+
+
 def test_each_dataset_runs_its_own_models(tmp_path: Path) -> None:
     plan = _plan(_config(tmp_path))
     assert plan.models == {"digits": ["lin"], "pets": ["net"]}
@@ -86,6 +92,11 @@ def test_each_dataset_runs_its_own_models(tmp_path: Path) -> None:
             lambda c: c["shifts"]["pgd_targeted"].update(targets=[3]),
             "shifts.pgd_targeted.targets",
             "target class 3 is not a class of dataset 'pets'",
+        ),
+        (
+            lambda c: c["shifts"].update(autoattack=[{"norm": "linf", "eps": 0.1}]),
+            "shifts.autoattack",
+            "shift 'autoattack_linf_eps0.1': AutoAttack standard needs at least 4 classes",
         ),
         (
             lambda c: c["datasets"]["pets"].update(superclasses={"big": [0, 5]}),

@@ -24,9 +24,10 @@ from classwise.steps.models import infer_step
 SHARED_IMAGENET_LABELS = SHARED_DATA / "imagenet-labels"
 
 
-#: The shifts of the configs with published shift sets: CIFAR-10: clean, PGD and CIFAR-10-C's 19
-#: corruptions x 5 severities; ImageNet: clean, V2's 3 variants, R, A, Sketch and ImageNet-C's 19 x 5.
-PUBLISHED_SHIFTS = {"classwise_robustness_cifar10": 2 + 19 * 5, "shift_happens_imagenet": 1 + 3 + 3 + 19 * 5}
+#: The shifts of the configs with published shift sets: CIFAR-10: clean, PGD, AutoAttack and
+#: CIFAR-10-C's 19 corruptions x 5 severities; ImageNet: clean, V2's 3 variants, R, A, Sketch and
+#: ImageNet-C's 19 x 5.
+PUBLISHED_SHIFTS = {"classwise_robustness_cifar10": 3 + 19 * 5, "shift_happens_imagenet": 1 + 3 + 3 + 19 * 5}
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@
 ``classwise metrics``, ``compare`` and ``extrapolate`` (numpy, scipy, pandas). The rest comes
 in extras (``pyproject.toml``):
 
-* ``models``: torch, torchvision, timm, albumentations, safetensors, tqdm -- running, training
-  and attacking models, the corruptions, the CleaneX extrapolation;
+* ``models``: torch, torchvision, timm, albumentations, safetensors, tqdm, torchattacks -- running,
+  training and attacking models (AutoAttack), the corruptions, the CleaneX extrapolation;
 * ``pipeline``: Snakemake and its SLURM executor plugin, matplotlib, cleanlab, scikit-learn,
   pyyaml, jsonschema, pillow -- the workflow, its figures, label views and demo data;
 * ``torchmetrics``: torch and torchmetrics -- :mod:`classwise.torchmetrics`;
@@ -32,6 +32,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "albumentations": "models",
     "safetensors": "models",
     "tqdm": "models",
+    "torchattacks": "models",
     "snakemake": "pipeline",
     "matplotlib": "pipeline",
     "cleanlab": "pipeline",

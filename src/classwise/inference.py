@@ -1,4 +1,4 @@
-"""Logits of a model on an image set under a shift (clean, corruption or PGD), batched.
+"""Logits of a model on an image set under a shift (clean, corruption, PGD or AutoAttack), batched.
 
 Randomness is per sample: corruption ``i`` is seeded with
 ``sample_seed(base_seed, shift.name, sample_ids[i])`` and so is PGD's random start, so results
@@ -9,6 +9,10 @@ attacks every sample towards class ``t`` (minimising the cross-entropy of ``t``)
 label already is ``t`` are kept and attacked like the others, which only pushes them further
 into their own class; the success rate
 (:func:`classwise.robustness.targeted.targeted_success_rates`) leaves them out.
+
+AutoAttack (``kind="autoattack"``) is seeded with ``sample_seed(base_seed, shift.name)`` for
+every batch; its random draws are per batch (:mod:`classwise.shifts.autoattack`), so its logits
+depend on the batch size as well as on the seed.
 """
 
 from __future__ import annotations
@@ -95,8 +99,10 @@ def _shift_batch(
     base_seed: int,
     device: torch.device,
     target: int | None = None,
+    attack_log: IO[str] | None = None,
 ) -> torch.Tensor:
-    """The shifted batch, as a float32 tensor on ``device``; ``target``: see :func:`pgd_target`."""
+    """The shifted batch, as a float32 tensor on ``device``; ``target``: see :func:`pgd_target`;
+    ``attack_log`` receives AutoAttack's line per attack."""
     if shift.kind in ("clean", "dataset"):  # a published shift set's images come shifted
         return torch.from_numpy(np.ascontiguousarray(images)).to(device)
     if shift.kind == "corruption":
@@ -126,6 +132,21 @@ def _shift_batch(
             targets=targets,
             init_delta=init,
         )
+    if shift.kind == "autoattack":
+        # Imported here: torchattacks is needed by AutoAttack shifts only.
+        from classwise.shifts.autoattack import autoattack
+
+        params = shift.params
+        return autoattack(
+            model,
+            torch.from_numpy(np.ascontiguousarray(images)).to(device),
+            torch.from_numpy(np.ascontiguousarray(labels)).to(device),
+            norm=params["norm"],
+            eps=float(params["eps"]),
+            version=params.get("version", "standard"),
+            seed=sample_seed(base_seed, shift.name),
+            progress=attack_log,
+        )
     raise InputError(f"unknown shift kind {shift.kind!r}", field="kind")  # pragma: no cover
 
 
@@ -139,6 +160,7 @@ def _iterate(
     device: str | torch.device,
     progress: IO[str] | None,
     want_logits: bool,
+    attack_log: IO[str] | None = None,
 ) -> np.ndarray:
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"expected an integer >= 1, got {batch_size!r}", field="batch_size")
@@ -167,6 +189,7 @@ def _iterate(
                 base_seed,
                 target_device,
                 target_class,
+                attack_log,
             )
             if want_logits:
                 with torch.inference_mode():
@@ -198,12 +221,14 @@ def predict_logits(
     batch_size: int = 256,
     device: str = "auto",
     progress: IO[str] | None = None,
+    attack_log: IO[str] | None = None,
 ) -> np.ndarray:
     """``(N, C)`` float32 logits of ``model`` on ``images`` under ``shift``.
 
     The model runs in eval mode on ``device`` (``"auto"``: CUDA when available) under
-    :func:`torch.inference_mode` for clean and corrupted batches; PGD batches are attacked first
-    (gradients w.r.t. the input only). The model's device and train/eval mode are restored.
+    :func:`torch.inference_mode` for clean and corrupted batches; PGD and AutoAttack batches are
+    attacked first (gradients w.r.t. the input only). The model's device and train/eval mode are
+    restored. ``progress``: a progress bar; ``attack_log``: AutoAttack's line per attack.
     """
     return _iterate(
         model,
@@ -214,6 +239,7 @@ def predict_logits(
         device=device,
         progress=progress,
         want_logits=True,
+        attack_log=attack_log,
     )
 
 
@@ -228,7 +254,7 @@ def shifted_images(
     progress: IO[str] | None = None,
 ) -> np.ndarray:
     """The ``(N, C_in, H, W)`` images exactly as :func:`predict_logits` feeds them to the model
-    (e.g. for example figures). ``model`` is only used by PGD."""
+    (e.g. for example figures). ``model`` is only used by the attacks."""
     return _iterate(
         model,
         images,

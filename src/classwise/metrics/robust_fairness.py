@@ -55,7 +55,7 @@ every sample, so the SD is 0 too and the NSD and Gini (0/0) are defined as 0: no
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -207,14 +207,35 @@ def robust_fairness(clean_scores: np.ndarray, attacked_scores: np.ndarray, label
 def load_clean_and_attacked(clean_path: str | Path, attacked_path: str | Path) -> tuple[ScoresFile, ScoresFile]:
     """Read a clean and an attacked outputs file (the logits cache's format,
     :mod:`classwise.logits_io`; hard predictions read one-hot) and return them with the
-    attacked rows in the clean file's sample order. :class:`InputError` naming the attacked
-    file unless both hold the same sample ids (the missing and the extra ids named), the same
-    labels for them and the same number of classes."""
+    attacked rows in the clean file's sample order. An attack on a class-stratified subset
+    (``per_class``, :func:`classwise.shifts.spec.stratified_subset`; its sidecar JSON records
+    ``attacked_subset``) holds fewer samples: the clean file is restricted to them first. :class:`InputError` naming the attacked file unless
+    then both hold the same sample ids (the missing and the extra ids named), the same labels
+    for them and the same number of classes."""
     from classwise.metrics.compare import align
 
     clean = load_outputs(clean_path)
     attacked = load_outputs(attacked_path)
+    if attacked.n_samples < clean.n_samples and _attacked_subset(attacked_path):
+        keep = np.isin(clean.sample_ids, attacked.sample_ids)
+        if int(keep.sum()) == attacked.n_samples:  # every attacked id is a clean one: a subset
+            clean = replace(
+                clean, scores=clean.scores[keep], labels=clean.labels[keep], sample_ids=clean.sample_ids[keep], extra={}
+            )
     return clean, align(clean, attacked)
+
+
+def _attacked_subset(path: str | Path) -> bool:
+    """Whether the sidecar JSON of a cached logits file says its job attacked a subset."""
+    import json
+
+    from classwise.logits_io import sidecar_path
+
+    sidecar = sidecar_path(path)
+    try:
+        return "attacked_subset" in json.loads(sidecar.read_text())
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def robust_fairness_of_files(clean_path: str | Path, attacked_path: str | Path) -> tuple[RobustFairness, ScoresFile]:

@@ -31,6 +31,7 @@ from classwise.data.sources import (
 )
 from classwise.errors import InputError
 from classwise.models.sources import model_source
+from classwise.shifts.spec import AUTOATTACK_MIN_CLASSES
 
 __all__ = [
     "ANALYSIS_SHIFT_KEYS",
@@ -257,9 +258,21 @@ def _check_fit(
 
 
 def _check_targets(dataset: str, evaluated: list[str], shifts: Mapping[str, Any], classes: int | None, source: str) -> None:
+    """Targeted PGD's targets are classes of the dataset; AutoAttack's DLR losses have enough classes."""
     if classes is None:
         return
     for name in evaluated:
+        spec = shifts.get(name)
+        if spec is not None and spec.kind == "autoattack":
+            version = spec.params.get("version", "standard")
+            if classes < AUTOATTACK_MIN_CLASSES[version]:
+                raise InputError(
+                    f"shift {name!r}: AutoAttack {version} needs at least {AUTOATTACK_MIN_CLASSES[version]} classes "
+                    f"(its DLR loss reads the logits ranked below the top 2), dataset {dataset!r} has {classes}; "
+                    f"list the shifts evaluated on it with datasets.{dataset}.shifts",
+                    path=source,
+                    field="shifts.autoattack",
+                )
         target = shifts[name].params.get("target") if name in shifts else None
         if target is not None and int(target) >= classes:
             raise InputError(

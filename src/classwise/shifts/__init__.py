@@ -1,4 +1,4 @@
-"""Distribution shifts: specifications, seeding, common corruptions and PGD attacks.
+"""Distribution shifts: specifications, seeding, common corruptions, PGD and AutoAttack.
 
 The names below are imported on first use, so that the workflow's DAG build (which needs only
 :mod:`classwise.shifts.spec`) does not import torch through the PGD module.
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from classwise._extras import import_module
 
 if TYPE_CHECKING:
+    from classwise.shifts.autoattack import autoattack
     from classwise.shifts.corruptions import (
         CORRUPTIONS,
         Corruption,
@@ -20,9 +21,10 @@ if TYPE_CHECKING:
     )
     from classwise.shifts.pgd import pgd_attack, random_start_delta
     from classwise.shifts.seeding import sample_seed
-    from classwise.shifts.spec import ShiftSpec, expand_shifts
+    from classwise.shifts.spec import ADVERSARIAL_KINDS, ShiftSpec, expand_shifts, stratified_subset
 
 _LAZY = {
+    "autoattack": "classwise.shifts.autoattack",
     "CORRUPTIONS": "classwise.shifts.corruptions",
     "Corruption": "classwise.shifts.corruptions",
     "corrupt_batch": "classwise.shifts.corruptions",
@@ -31,7 +33,9 @@ _LAZY = {
     "pgd_attack": "classwise.shifts.pgd",
     "random_start_delta": "classwise.shifts.pgd",
     "sample_seed": "classwise.shifts.seeding",
+    "ADVERSARIAL_KINDS": "classwise.shifts.spec",
     "ShiftSpec": "classwise.shifts.spec",
+    "stratified_subset": "classwise.shifts.spec",
     "expand_shifts": "classwise.shifts.spec",
 }
 

@@ -77,6 +77,16 @@ def _check_class_indices(indices: torch.Tensor, n_classes: int, field: str) -> N
         )
 
 
+def check_attack_inputs(images: torch.Tensor, labels: torch.Tensor) -> None:
+    """Raise :class:`InputError` unless ``images`` are finite floats in ``[0, 1]`` with one label each."""
+    if images.dim() < 2 or labels.shape != images.shape[:1]:
+        raise InputError(f"images {tuple(images.shape)} and labels {tuple(labels.shape)} do not match", field="labels")
+    if not images.is_floating_point():
+        raise InputError(f"expected floating-point images in [0, 1], got dtype {images.dtype}", field="images")
+    if images.numel() and not (bool(torch.isfinite(images).all()) and float(images.min()) >= 0.0 and float(images.max()) <= 1.0):
+        raise InputError("images must be finite and lie in [0, 1]", field="images")
+
+
 def pgd_attack(
     model: nn.Module,
     images: torch.Tensor,
@@ -117,12 +127,7 @@ def pgd_attack(
             raise InputError(f"expected a number >= 0, got {value!r}", field=name)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise InputError(f"expected an integer >= 0, got {steps!r}", field="steps")
-    if images.dim() < 2 or labels.shape != images.shape[:1]:
-        raise InputError(f"images {tuple(images.shape)} and labels {tuple(labels.shape)} do not match", field="labels")
-    if not images.is_floating_point():
-        raise InputError(f"expected floating-point images in [0, 1], got dtype {images.dtype}", field="images")
-    if images.numel() and not (bool(torch.isfinite(images).all()) and float(images.min()) >= 0.0 and float(images.max()) <= 1.0):
-        raise InputError("images must be finite and lie in [0, 1]", field="images")
+    check_attack_inputs(images, labels)
     home = images.device
     device = _model_device(model) or home
     with torch.inference_mode(False):

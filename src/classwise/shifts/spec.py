@@ -8,12 +8,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from classwise.errors import InputError
 from classwise.shifts.severity import DEFAULT_SEVERITIES, check_severity
 
-ShiftKind = Literal["clean", "corruption", "pgd", "dataset"]
-SHIFT_KINDS: tuple[str, ...] = ("clean", "corruption", "pgd", "dataset")
+ShiftKind = Literal["clean", "corruption", "pgd", "autoattack", "dataset"]
+SHIFT_KINDS: tuple[str, ...] = ("clean", "corruption", "pgd", "autoattack", "dataset")
+#: The shift kinds that attack the model (gradient or query attacks on its own outputs), read
+#: by :attr:`ShiftSpec.adversarial`: a new attack kind joins the robust-fairness tables here.
+ADVERSARIAL_KINDS: frozenset[str] = frozenset({"pgd", "autoattack"})
 PGD_NORMS: tuple[str, ...] = ("linf", "l2")
+AUTOATTACK_VERSIONS: tuple[str, ...] = ("standard", "rand")
+"""As :data:`classwise.shifts.autoattack.VERSIONS` (not imported: this module must not import torch)."""
+AUTOATTACK_MIN_CLASSES: dict[str, int] = {"standard": 4, "rand": 3}
+"""The fewest classes each AutoAttack version's DLR losses can use (APGD-T's targeted DLR reads
+the 3rd and 4th largest logits, APGD-DLR the 3rd)."""
 PGD_DEFAULTS: dict[str, Any] = {"steps": 10, "random_start": True}
 """``step_size`` defaults to ``2.5 * eps / steps`` (Madry et al.) when not given."""
 
@@ -25,7 +35,12 @@ class ShiftSpec:
     * ``kind="clean"``: ``params == {}``.
     * ``kind="corruption"``: ``params == {"corruption": str, "severity": int}``.
     * ``kind="pgd"``: ``params == {"norm": "linf"|"l2", "eps": float, "steps": int,
-      "step_size": float, "random_start": bool}``.
+      "step_size": float, "random_start": bool}``, and ``"target": int`` when targeted.
+    * ``kind="autoattack"``: ``params == {"norm": "linf"|"l2", "eps": float,
+      "version": "standard"|"rand"}`` (:func:`classwise.shifts.autoattack.autoattack`).
+
+    An adversarial shift (:data:`ADVERSARIAL_KINDS`) may also hold ``"per_class": int``: its
+    job attacks only that many samples of each class (:func:`stratified_subset`).
     * ``kind="dataset"``: a published shift set, images read from its files
       (:mod:`classwise.data.shift_sets`): ``params`` hold ``family``, ``set``, ``root``, the
       family's own keys (``corruption``, ``severity``, ``variant``, ...), ``paired`` and
@@ -87,17 +102,18 @@ class ShiftSpec:
         return self.kind in ADVERSARIAL_KINDS and self.params.get("target") is None
 
     @property
+    def per_class(self) -> int | None:
+        """The samples per class an expensive shift attacks (``per_class``), ``None`` for all."""
+        value = self.params.get("per_class")
+        return None if value is None else int(value)
+
+    @property
     def corruption(self) -> str:
         return str(self.params["corruption"])
 
     @property
     def severity(self) -> int:
         return int(self.params["severity"])
-
-
-#: The shift kinds that attack the model (gradient or query attacks on its own outputs), read
-#: by :attr:`ShiftSpec.adversarial`: a new attack kind joins the robust-fairness tables here.
-ADVERSARIAL_KINDS: frozenset[str] = frozenset({"pgd"})
 
 
 def clean_spec() -> ShiftSpec:
@@ -126,6 +142,7 @@ def pgd_spec(
     step_size: float | None = None,
     random_start: bool = True,
     target: int | None = None,
+    per_class: int | None = None,
     field_prefix: str = "shifts.pgd",
 ) -> ShiftSpec:
     """The spec named ``pgd_{norm}_eps{eps:g}`` (untargeted) or ``pgd_targeted_{target}``
@@ -154,7 +171,51 @@ def pgd_spec(
             raise InputError(f"expected a class index >= 0, got {target!r}", field=f"{field_prefix}.targets")
         params["target"] = target
         name = f"pgd_targeted_{target}"
+    _add_per_class(params, per_class, field_prefix)
     return ShiftSpec(name=name, kind="pgd", params=params)
+
+
+def autoattack_spec(
+    *, norm: str, eps: float, version: str = "standard", per_class: int | None = None, field_prefix: str = "shifts.autoattack"
+) -> ShiftSpec:
+    """The spec named ``autoattack_{norm}_eps{eps:g}`` (``standard``) or
+    ``autoattack_rand_{norm}_eps{eps:g}``; validates every parameter."""
+    if version not in AUTOATTACK_VERSIONS:
+        raise InputError(
+            f"unknown AutoAttack version {version!r}; expected one of {list(AUTOATTACK_VERSIONS)}",
+            field=f"{field_prefix}.version",
+        )
+    if norm not in PGD_NORMS:
+        raise InputError(f"AutoAttack supports the norms {list(PGD_NORMS)}, got {norm!r}", field=f"{field_prefix}.norm")
+    eps_f = _number(eps, f"{field_prefix}.eps", minimum=0.0)
+    params: dict[str, Any] = {"norm": norm, "eps": eps_f, "version": version}
+    _add_per_class(params, per_class, field_prefix)
+    infix = "" if version == "standard" else f"{version}_"
+    return ShiftSpec(name=f"autoattack_{infix}{norm}_eps{eps_f:g}", kind="autoattack", params=params)
+
+
+def _add_per_class(params: dict[str, Any], per_class: Any, field_prefix: str) -> None:
+    """``per_class`` goes into the params only when set, so that a shift without it keeps the
+    params (and the cached logits) it had before the option existed."""
+    if per_class is None:
+        return
+    if isinstance(per_class, bool) or not isinstance(per_class, int) or per_class < 1:
+        raise InputError(f"expected an integer >= 1, got {per_class!r}", field=f"{field_prefix}.per_class")
+    params["per_class"] = int(per_class)
+
+
+def stratified_subset(labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
+    """The positions of ``per_class`` samples of each class (all of a class that has fewer),
+    drawn uniformly without replacement from ``numpy.random.default_rng(seed)``, in ascending
+    order. The same labels and seed give the same positions; every shift with the same
+    ``per_class`` attacks the same samples (the workflow's seed is the config's ``seed``)."""
+    labels = np.asarray(labels)
+    keys = np.random.default_rng(seed).permutation(len(labels))
+    order = np.lexsort((keys, labels))  # by class, then by the random key
+    sorted_labels = labels[order]
+    first = np.searchsorted(sorted_labels, sorted_labels, side="left")
+    rank = np.arange(len(labels)) - first
+    return np.sort(order[rank < per_class])
 
 
 def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
@@ -164,12 +225,13 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     ``clean`` (when ``clean: true``, the default), then ``{corruption}_s{severity}`` for each
     corruption in the listed order and, within it, each severity in the listed order
     (default ``[3]``), then ``pgd_{norm}_eps{eps:g}`` for each PGD entry in the listed order,
-    then ``pgd_targeted_{t}`` for each target class of ``pgd_targeted`` (one attack per target).
+    then ``pgd_targeted_{t}`` for each target class of ``pgd_targeted`` (one attack per target),
+    then each ``autoattack`` entry in the listed order.
     """
     if not isinstance(cfg, Mapping):
         raise InputError(f"expected a mapping, got {type(cfg).__name__}", field="shifts")
     section = cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
-    known_keys = {"clean", "corruptions", "severities", "pgd", "pgd_targeted"}
+    known_keys = {"clean", "corruptions", "severities", "pgd", "pgd_targeted", "autoattack"}
     unknown = sorted(set(section) - known_keys)
     if unknown:
         raise InputError(f"unknown key(s) {unknown}; expected some of {sorted(known_keys)}", field=f"shifts.{unknown[0]}")
@@ -206,6 +268,21 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
         for target in _list(targeted["targets"], f"{prefix}.targets"):
             specs.append(_pgd_entry(targeted, prefix, target=target))
 
+    for i, entry in enumerate(_list(section.get("autoattack", []) or [], "shifts.autoattack")):
+        prefix = f"shifts.autoattack[{i}]"
+        if not isinstance(entry, Mapping):
+            raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
+        _check_keys(entry, prefix, allowed={"norm", "eps", "version", "per_class"}, required=("norm", "eps"))
+        specs.append(
+            autoattack_spec(
+                norm=entry["norm"],
+                eps=entry["eps"],
+                version=entry.get("version", "standard"),
+                per_class=entry.get("per_class"),
+                field_prefix=prefix,
+            )
+        )
+
     result: dict[str, ShiftSpec] = {}
     for spec in specs:
         if spec.name in result:
@@ -217,13 +294,17 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
 def _check_pgd_keys(entry: Any, prefix: str, *, extra_keys: tuple[str, ...] = ()) -> None:
     if not isinstance(entry, Mapping):
         raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
-    allowed = {"norm", "eps", "steps", "step_size", "random_start", *extra_keys}
+    allowed = {"norm", "eps", "steps", "step_size", "random_start", "per_class", *extra_keys}
+    _check_keys(entry, prefix, allowed=allowed, required=("norm", "eps", *extra_keys))
+
+
+def _check_keys(entry: Mapping[str, Any], prefix: str, *, allowed: set[str], required: tuple[str, ...]) -> None:
     extra = sorted(set(entry) - allowed)
     if extra:
         raise InputError(f"unknown key(s) {extra}; expected some of {sorted(allowed)}", field=f"{prefix}.{extra[0]}")
-    for required in ("norm", "eps", *extra_keys):
-        if required not in entry:
-            raise InputError("is required", field=f"{prefix}.{required}")
+    for key in required:
+        if key not in entry:
+            raise InputError("is required", field=f"{prefix}.{key}")
 
 
 def _pgd_entry(entry: Any, prefix: str, *, target: int | None = None) -> ShiftSpec:
@@ -237,6 +318,7 @@ def _pgd_entry(entry: Any, prefix: str, *, target: int | None = None) -> ShiftSp
         step_size=entry.get("step_size"),
         random_start=entry.get("random_start", PGD_DEFAULTS["random_start"]),
         target=target,
+        per_class=entry.get("per_class"),
         field_prefix=prefix,
     )
 

@@ -246,6 +246,9 @@ def infer_step(
     intra-op threads (the job's Snakemake threads). A published shift set (``kind="dataset"``,
     :mod:`classwise.data.shift_sets`) is read from its own files with the dataset's labels; one
     restricted to a class subset keeps only the subset's logits (:mod:`classwise.class_subsets`).
+    An adversarial shift with ``per_class`` attacks only a class-stratified subset of the samples,
+    drawn from ``sample_seed(seed, "per_class")`` (the same for every shift and model), recorded
+    under ``attacked_subset`` in the sidecar; the logits' ``sample_ids`` say which.
 
     Faults stop the job with an :class:`InputError` and write nothing: in-memory images of another
     shape than a classwise checkpoint takes, a model with another number of outputs than the
@@ -267,6 +270,14 @@ def infer_step(
         evaluation, subset = opened.images, opened.classes
     else:
         evaluation = open_split(dict(dataset_cfg), "test", name=dataset_name)
+    attacked_subset = None
+    if spec.per_class is not None:  # an expensive shift on a class-stratified subset (classwise.shifts.spec)
+        from classwise.shifts.seeding import sample_seed
+        from classwise.shifts.spec import stratified_subset
+
+        of = len(evaluation)
+        evaluation = evaluation.subset(stratified_subset(evaluation.labels, spec.per_class, sample_seed(seed, "per_class")))
+        attacked_subset = {"per_class": spec.per_class, "samples": len(evaluation), "of": of}
     model, model_meta, data_config = load_inference_model(model_name, model_cfg or {"source": "train"}, checkpoint_path, device)
     resolved_device = resolve_device(device)
     weights = None if checkpoint_path is None else str(checkpoint_path)
@@ -275,7 +286,11 @@ def infer_step(
     logits, labels, sample_ids, input_shape = [], [], [], None
     bar = tqdm(total=total, desc=f"{model_name} {spec.name}", unit="img", file=progress, disable=progress is None)
     for batch in batches:
-        logits.append(predict_logits(model, batch, spec, base_seed=seed, batch_size=batch_size, device=device, progress=None))
+        logits.append(
+            predict_logits(
+                model, batch, spec, base_seed=seed, batch_size=batch_size, device=device, progress=None, attack_log=progress
+            )
+        )
         _check_outputs(logits[-1], batch, model_name, weights, dataset_name, len(evaluation.class_names))
         labels.append(batch.labels)
         sample_ids.append(batch.sample_ids)
@@ -302,6 +317,7 @@ def infer_step(
         },
         "shift": spec.to_json(),
         **({} if subset is None else {"class_subset": {"class_indices": subset.tolist(), "of": len(evaluation.class_names)}}),
+        **({} if attacked_subset is None else {"attacked_subset": attacked_subset}),
         "seed": seed,
         "device": resolved_device.type,
         "skipped_images": skipped,
