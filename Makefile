@@ -2,7 +2,7 @@
 #   make run     the default workflow (config/config.yaml, the embedded demo) into results/
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
-#   make bench   speed and memory benchmarks (install, metrics, PGD, pipeline) -> results/bench/
+#   make bench   speed and memory benchmarks (install, metrics, PGD, AutoAttack, bootstrap, pipeline, demo) -> results/bench/
 #   make docs    the documentation site (docs/ and the docstrings, mkdocs) -> results/site/index.html
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -68,6 +68,7 @@ bench: install
 	$(BIN)/python -m classwise.bench.autoattack --out results/bench/autoattack.json $(AUTOATTACK_BENCH_ARGS)
 	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json
 	$(BIN)/python -m classwise.bench.pipeline --out results/bench/pipeline.json
+	$(BIN)/python -m classwise.bench.demo --out results/bench/demo.json
 
 clean:
 	rm -rf results .snakemake

@@ -67,7 +67,8 @@ def test_exit_when_done_ends_the_process_after_a_complete_log(tmp_path: Path) ->
         f"""
         from types import SimpleNamespace
         from classwise.pipeline.scripting import job_log
-        with job_log(SimpleNamespace(log=[{str(log)!r}]), exit_when_done=True):
+        snakemake = SimpleNamespace(log=[{str(log)!r}])  # as Snakemake's script preamble defines it
+        with job_log(snakemake, exit_when_done=True):
             print("in the step")
             with open({str(output)!r}, "w") as handle:
                 handle.write("complete")
@@ -81,3 +82,19 @@ def test_exit_when_done_ends_the_process_after_a_complete_log(tmp_path: Path) ->
     assert output.read_text() == "complete"
     lines = log.read_text().splitlines()
     assert lines[0] == "in the step" and parse_cost_line(lines[-1]) is not None
+
+
+def test_exit_when_done_returns_when_the_script_runs_in_process(tmp_path: Path) -> None:
+    import runpy
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "from classwise.pipeline.scripting import job_log\n"
+        "with job_log(snakemake, exit_when_done=True):\n"
+        "    print('in the step')\n"
+        "reached = True\n"
+    )
+    job = SimpleNamespace(log=[str(tmp_path / "job.log")])
+    namespace = runpy.run_path(str(script), init_globals={"snakemake": job})  # as the script tests do
+    assert namespace["reached"] is True
+    assert parse_cost_line((tmp_path / "job.log").read_text().splitlines()[-1]) is not None

@@ -32,6 +32,9 @@ def job_log(snakemake: Any, *, exit_when_done: bool = False) -> Iterator[TextIO]
     16 jobs: ``python -m classwise.bench.demo`` shows it per rule), and Snakemake waits for it.
     Every output is written and closed by then (the atomic writers), so nothing is lost; code
     after the ``with`` block does not run, so only a script with nothing after it passes it.
+    The process ends only when it is the job's own (the script runs as ``__main__`` with this
+    ``snakemake`` object, as Snakemake runs it): a script run in-process by a test, through
+    :func:`runpy.run_path`, returns as usual.
 
     When the job fails, the log starts with the error in one line (for bad input, the
     :class:`InputError` message naming the file, the field and what was expected), followed by
@@ -66,7 +69,7 @@ def job_log(snakemake: Any, *, exit_when_done: bool = False) -> Iterator[TextIO]
             if after is not None:
                 stream.write(cost_line(wall=after[0], cpu=after[1], wall_before=before[0], cpu_before=before[1]) + "\n")
     if failure is None:
-        if exit_when_done:
+        if exit_when_done and _runs_as_the_job(snakemake):
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
@@ -77,6 +80,10 @@ def job_log(snakemake: Any, *, exit_when_done: bool = False) -> Iterator[TextIO]
     if isinstance(failure, InputError):
         raise SystemExit(1)
     raise failure
+
+
+def _runs_as_the_job(snakemake: Any) -> bool:
+    return getattr(sys.modules.get("__main__"), "snakemake", None) is snakemake
 
 
 def error_line(error: BaseException) -> str:
