@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from classwise.errors import InputError
-from classwise.robustness.across_shifts import ranked_confusions, worst_classes
+from classwise.robustness.across_shifts import models_of, ranked_confusions, worst_classes
 
 #: How many classes a many-class figure names.
 NAMED_CLASSES = 20
@@ -164,9 +164,7 @@ def worst_classes_by_shift_figure(
     lowest mean accuracy over every model and shift, columns the shifts (``accuracy`` is
     ``{shift: {model: (C,)}}``). Cells are annotated while the grid is small."""
     shifts = list(accuracy)
-    models: list[str] = []
-    for by_model in accuracy.values():
-        models += [m for m in by_model if m not in models]
+    models = models_of(accuracy)
     if not shifts or not models:
         raise InputError("no shifts or models to plot", field="accuracy")
     c = len(class_names)
@@ -210,9 +208,7 @@ def accuracy_spread_figure(
     at the 5th and 95th percentiles, the rest drawn as points): how far the worst classes sit
     below the bulk, shift by shift."""
     shifts = list(accuracy)
-    models: list[str] = []
-    for by_model in accuracy.values():
-        models += [m for m in by_model if m not in models]
+    models = models_of(accuracy)
     if not shifts or not models:
         raise InputError("no shifts or models to plot", field="accuracy")
     colors = _colors(len(models))

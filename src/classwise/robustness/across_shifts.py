@@ -19,7 +19,7 @@ class); ties go to the lowest class index.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,11 +31,10 @@ from classwise.robustness.classwise import Confusions, classwise_values
 REFERENCE_SHIFT = "clean"
 
 
-def _models(confusions: Confusions) -> list[str]:
-    models: list[str] = []
-    for by_model in confusions.values():
-        models += [m for m in by_model if m not in models]
-    return models
+def models_of(by_shift: Mapping[str, Mapping[str, object]]) -> list[str]:
+    """The models of ``{shift: {model: ...}}``, in order of first appearance (a shift may lack
+    some)."""
+    return list(dict.fromkeys(model for by_model in by_shift.values() for model in by_model))
 
 
 def _accuracy(confusion: np.ndarray) -> float:
@@ -121,7 +120,7 @@ def class_shift_matrix(confusions: Confusions, class_names: Sequence[str], *, va
     names = [str(n) for n in class_names]
     accuracy, cfps = classwise_values(confusions, len(names))
     values = accuracy if value == "accuracy" else cfps
-    models = _models(confusions)
+    models = models_of(confusions)
     shifts = list(confusions)
     c = len(names)
     data = np.full((len(models) * c, len(shifts)), np.nan)
