@@ -35,7 +35,11 @@ SHIFTS = expand_shifts(
 
 def test_transfer_entries_expand_to_one_shift_per_source_and_attack() -> None:
     transfer = {name: spec for name, spec in SHIFTS.items() if spec.kind == "transfer"}
-    assert list(transfer) == ["transfer_linear_pgd_linf_eps0.1", "transfer_linear_autoattack_linf_eps0.3", "transfer_mlp_pgd_l2_eps0.5"]
+    assert list(transfer) == [
+        "transfer_linear_pgd_linf_eps0.1",
+        "transfer_linear_autoattack_linf_eps0.3",
+        "transfer_mlp_pgd_l2_eps0.5",
+    ]
     assert transfer["transfer_linear_pgd_linf_eps0.1"].attack == SHIFTS["pgd_linf_eps0.1"]
     assert transfer["transfer_mlp_pgd_l2_eps0.5"].per_class == 3  # the inline attack's subset
     assert "transfer" not in ADVERSARIAL_KINDS and not any(spec.adversarial for spec in transfer.values())

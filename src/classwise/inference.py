@@ -296,7 +296,9 @@ def transferred_images(
     ``source_model`` with the seeds of the source's own attack shift, so they equal the images
     that shift feeds the source (same ``base_seed`` and, for AutoAttack, ``batch_size``)."""
     if source_model is None:
-        raise InputError(f"shift {shift.name!r} transfers an attack from model {shift.params['source']!r}: pass it", field="source")
+        raise InputError(
+            f"shift {shift.name!r} transfers an attack from model {shift.params['source']!r}: pass it", field="source"
+        )
     return shifted_images(
         source_model, images, shift.attack, base_seed=base_seed, batch_size=batch_size, device=device, attack_log=attack_log
     )

@@ -23,7 +23,8 @@ def adversarial_shifts(dataset):
 
 def transfer_pairs(dataset):
     """(source, target, shift) of every transfer attack evaluated on `dataset`, each crafted on
-    its source and evaluated on every model of the dataset (the source itself: white-box)."""
+    its source and evaluated on every model of the dataset (the source itself: white-box).
+    """
     return [
         (SHIFTS[s].params["source"], model, s)
         for s in shifts_of_kind(dataset, "transfer")

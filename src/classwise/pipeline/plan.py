@@ -308,7 +308,9 @@ def _check_transfer_sources(shifts: Mapping[str, Any], models: Mapping[str, Mapp
             )
 
 
-def _check_transfers(dataset: str, evaluated: Sequence[str], shifts: Mapping[str, Any], names: Sequence[str], source: str) -> None:
+def _check_transfers(
+    dataset: str, evaluated: Sequence[str], shifts: Mapping[str, Any], names: Sequence[str], source: str
+) -> None:
     """A transfer attack evaluated on a dataset is crafted on a model evaluated there."""
     for name in evaluated:
         spec = shifts[name]

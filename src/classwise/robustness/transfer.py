@@ -59,7 +59,11 @@ def transfer_cell(clean: ScoresFile | str | Path, transferred: ScoresFile | str 
     rows = np.array([position[sid] for sid in attacked.sample_ids.tolist()], dtype=np.int64)
     labels = np.asarray(attacked.labels, dtype=np.int64)
     if not np.array_equal(np.asarray(clean_file.labels)[rows], labels):
-        raise InputError("the clean and transferred logits label the same samples differently", path=where(attacked, "transfer"), field="labels")
+        raise InputError(
+            "the clean and transferred logits label the same samples differently",
+            path=where(attacked, "transfer"),
+            field="labels",
+        )
     predicted = predictions(attacked)
     per_class = class_accuracies(labels, predicted, attacked.n_classes)
     worst = int(np.nanargmin(per_class)) if len(labels) else None

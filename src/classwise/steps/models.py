@@ -289,7 +289,9 @@ def infer_step(
     source_model = None
     if spec.kind == "transfer":
         source_name = spec.params["source"]
-        source_model, _, source_data_config = load_inference_model(source_name, source_cfg or {"source": "train"}, source_weights, device)
+        source_model, _, source_data_config = load_inference_model(
+            source_name, source_cfg or {"source": "train"}, source_weights, device
+        )
         if (source_data_config is None) != (data_config is None) or (
             data_config is not None and source_data_config.to_dict() != data_config.to_dict()
         ):
