@@ -17,7 +17,7 @@ from classwise.metrics import worst_class as wc
 from classwise.metrics.stats import compute_stats
 
 TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"
-SHIFTS = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1"]
+SHIFTS = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1", "transfer_linear_pgd_linf_eps0.1"]
 MODELS = ["linear", "mlp"]
 
 pytestmark = pytest.mark.workflow
