@@ -17,4 +17,6 @@ with job_log(snakemake, exit_when_done=True) as log:
         logits_path=snakemake.output.logits,
         progress=log,
         threads=snakemake.threads,
+        source_cfg=snakemake.params.source,
+        source_weights=snakemake.input.get("source_weights"),
     )

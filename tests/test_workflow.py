@@ -17,7 +17,7 @@ from classwise.metrics import worst_class as wc
 from classwise.metrics.stats import compute_stats
 
 TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"
-SHIFTS = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1"]
+SHIFTS = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1", "transfer_linear_pgd_linf_eps0.1"]
 MODELS = ["linear", "mlp"]
 
 pytestmark = pytest.mark.workflow
@@ -196,6 +196,31 @@ def test_class_wise_robustness_outputs(finished_run: Path) -> None:
     assert summary.loc[("pgd_linf_eps0.1", "mlp"), "accuracy"] == pytest.approx(np.trace(confusion) / confusion.sum())
     errors = pd.read_csv(results / "tables" / "digits" / "robustness" / "corruption_errors.csv", index_col=[0, 1, 2])
     assert errors.loc["mlp"]["clean_error"].to_numpy() == pytest.approx(1 - matrix.loc["mlp"]["clean"].to_numpy())
+
+
+def test_transfer_matrix_reads_the_source_s_own_attack(finished_run: Path) -> None:
+    """tiny.yaml transfers pgd_linf_eps0.1 from linear: on linear itself (white-box) the logits
+    are its own PGD shift's, bit for bit; the matrix's cells follow the cached logits."""
+    import pandas as pd
+
+    from classwise.robustness.transfer import transfer_cell
+
+    results = finished_run / "results"
+    shift = "transfer_linear_pgd_linf_eps0.1"
+    own = np.load(results / "logits" / "digits" / "linear" / "pgd_linf_eps0.1.npz")["logits"]
+    white_box = np.load(results / "logits" / "digits" / "linear" / f"{shift}.npz")["logits"]
+    np.testing.assert_array_equal(white_box, own)
+    cells = pd.read_csv(results / "tables" / "digits" / "robustness" / "transfer_matrix.csv")
+    assert list(zip(cells["source"], cells["attack"], cells["target"])) == [
+        ("linear", "pgd_linf_eps0.1", "linear"),
+        ("linear", "pgd_linf_eps0.1", "mlp"),
+    ]
+    mlp = transfer_cell(
+        results / "logits" / "digits" / "mlp" / "clean.npz", results / "logits" / "digits" / "mlp" / f"{shift}.npz"
+    )
+    assert cells.iloc[1]["robust_accuracy"] == pytest.approx(mlp["robust_accuracy"])
+    assert str(cells.iloc[1]["worst_class"]) == mlp["worst_class"]
+    assert "linear / pgd_linf_eps0.1" in (results / "tables" / "digits" / "robustness" / "transfer_matrix.md").read_text()
 
 
 def test_logits_files_follow_the_documented_format(finished_run: Path) -> None:

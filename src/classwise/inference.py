@@ -13,10 +13,15 @@ into their own class; the success rate
 AutoAttack (``kind="autoattack"``) is seeded with ``sample_seed(base_seed, shift.name)`` for
 every batch; its random draws are per batch (:mod:`classwise.shifts.autoattack`), so its logits
 depend on the batch size as well as on the seed.
+
+A transfer attack (``kind="transfer"``) crafts its attack on the source model exactly as the
+source's own attack shift does (same seeds: they derive from the attack's name), then feeds the
+images to the evaluated model: the images are regenerated in every job, never stored.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import IO
 
@@ -29,7 +34,7 @@ from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
 from classwise.shifts.pgd import pgd_attack, random_start_delta
 from classwise.shifts.seeding import sample_seed
-from classwise.shifts.spec import ShiftSpec
+from classwise.shifts.spec import ShiftSpec, clean_spec
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -222,6 +227,7 @@ def predict_logits(
     device: str = "auto",
     progress: IO[str] | None = None,
     attack_log: IO[str] | None = None,
+    source_model: nn.Module | None = None,
 ) -> np.ndarray:
     """``(N, C)`` float32 logits of ``model`` on ``images`` under ``shift``.
 
@@ -229,7 +235,14 @@ def predict_logits(
     :func:`torch.inference_mode` for clean and corrupted batches; PGD and AutoAttack batches are
     attacked first (gradients w.r.t. the input only). The model's device and train/eval mode are
     restored. ``progress``: a progress bar; ``attack_log``: AutoAttack's line per attack.
+    A ``transfer`` shift needs ``source_model``, the model its attack is crafted on
+    (:func:`transferred_images`).
     """
+    if shift.kind == "transfer":
+        crafted = transferred_images(
+            source_model, images, shift, base_seed=base_seed, batch_size=batch_size, device=device, attack_log=attack_log
+        )
+        images, shift = dataclasses.replace(images, images=crafted), clean_spec()
     return _iterate(
         model,
         images,
@@ -252,6 +265,7 @@ def shifted_images(
     batch_size: int = 256,
     device: str = "auto",
     progress: IO[str] | None = None,
+    attack_log: IO[str] | None = None,
 ) -> np.ndarray:
     """The ``(N, C_in, H, W)`` images exactly as :func:`predict_logits` feeds them to the model
     (e.g. for example figures). ``model`` is only used by the attacks."""
@@ -264,4 +278,27 @@ def shifted_images(
         device=device,
         progress=progress,
         want_logits=False,
+        attack_log=attack_log,
+    )
+
+
+def transferred_images(
+    source_model: nn.Module | None,
+    images: ImageSet,
+    shift: ShiftSpec,
+    *,
+    base_seed: int,
+    batch_size: int = 256,
+    device: str = "auto",
+    attack_log: IO[str] | None = None,
+) -> np.ndarray:
+    """The images of a ``transfer`` shift: its attack (:attr:`ShiftSpec.attack`) crafted on
+    ``source_model`` with the seeds of the source's own attack shift, so they equal the images
+    that shift feeds the source (same ``base_seed`` and, for AutoAttack, ``batch_size``)."""
+    if source_model is None:
+        raise InputError(
+            f"shift {shift.name!r} transfers an attack from model {shift.params['source']!r}: pass it", field="source"
+        )
+    return shifted_images(
+        source_model, images, shift.attack, base_seed=base_seed, batch_size=batch_size, device=device, attack_log=attack_log
     )

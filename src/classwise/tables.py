@@ -332,6 +332,21 @@ def write_csv(path: str | Path, frame: pd.DataFrame, **kwargs: Any) -> None:
 TABLE_FORMATS: tuple[str, ...] = ("markdown", "csv", "latex")
 
 
+def transfer_matrix_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """The transfer matrix for display: rows the source models (``source / attack``), columns the
+    target models, each cell ``robust accuracy (worst class: its accuracy)``
+    (:func:`classwise.robustness.transfer.transfer_matrix`, whose rows are the CSV); ``-`` where
+    a pair was not run."""
+    labels = [f"{source} / {attack}" for source, attack in zip(cells["source"], cells["attack"])]
+    targets = list(dict.fromkeys(cells["target"]))
+    display = pd.DataFrame("-", index=pd.Index(list(dict.fromkeys(labels)), name="source / attack"), columns=targets)
+    for label, row in zip(labels, cells.itertuples(index=False)):
+        display.loc[label, row.target] = (
+            f"{decimals(row.robust_accuracy)} ({row.worst_class}: {decimals(row.worst_class_accuracy)})"
+        )
+    return display
+
+
 def write_tables(
     display: pd.DataFrame,
     caption: str,

@@ -129,11 +129,34 @@ def model_weights(wildcards):
     """What infer loads, as named inputs: `weights` (the checkpoint the pipeline trained or
     fine-tuned, the download_model manifest, or a local file) unless the model reads none.
     """
-    model = config["models"][wildcards.model]
-    weights = model_source(model).weights_input(
-        wildcards.model, model, models_dir=f"{OUT}/models", resources=RESOURCES
-    )
+    weights = weights_of(wildcards.model)
     return {} if weights is None else {"weights": weights}
+
+
+def weights_of(name):
+    """The file or manifest infer loads model `name` from (None when it reads none)."""
+    model = config["models"][name]
+    return model_source(model).weights_input(
+        name, model, models_dir=f"{OUT}/models", resources=RESOURCES
+    )
+
+
+def source_weights(wildcards):
+    """What infer loads besides the model for a transfer shift: `source_weights`, the weights of
+    the model the attack is crafted on (nothing for other shifts)."""
+    spec = SHIFTS[wildcards.shift]
+    if spec.kind != "transfer":
+        return {}
+    weights = weights_of(spec.params["source"])
+    return {} if weights is None else {"source_weights": weights}
+
+
+def source_config(wildcards):
+    """The config entry of a transfer shift's source model (None for other shifts)."""
+    spec = SHIFTS[wildcards.shift]
+    if spec.kind != "transfer":
+        return None
+    return canonical(config["models"][spec.params["source"]])
 
 
 def models_made_by(rule):

@@ -8,6 +8,7 @@
 rule infer:
     input:
         unpack(model_weights),
+        unpack(source_weights),
         data=inference_data,
     output:
         logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
@@ -27,6 +28,7 @@ rule infer:
         model=model_config,
         dataset=dataset_config,
         shift=shift_spec,
+        source=source_config,
         seed=config["seed"],
         batch_size=config["inference"]["batch_size"],
         device=config["inference"]["device"],

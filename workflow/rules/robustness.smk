@@ -10,6 +10,7 @@
 #   results/tables/{dataset}/robustness/transformation_tests_{model}.*  pass / warn / fail
 #   results/tables/{dataset}/robustness/robust_fairness_{shift}.*      robust fairness, each attack
 #   results/figures/{dataset}/robustness/robust_fairness_{shift}.png   class-wise clean vs robust
+#   results/tables/{dataset}/robustness/transfer_matrix.*              source x target, transfer attacks
 rule analyse_classwise_robustness:
     input:
         flat_confusions,
@@ -285,6 +286,44 @@ rule analyse_robust_fairness:
         models=lambda wildcards: dataset_models(wildcards.dataset),
     script:
         "../../scripts/analyse_robust_fairness.py"
+
+
+# One job per dataset reads every (source, target) pair's transfer logits and each target's clean
+# logits: the class-wise transfer matrix.
+rule analyse_transfer_attacks:
+    input:
+        clean=lambda wildcards: [
+            logits_path(wildcards.dataset, model, "clean")
+            for model in dataset_models(wildcards.dataset)
+        ],
+        transferred=transferred_logits,
+    output:
+        markdown=f"{ROBUST_TABLES}/transfer_matrix.md",
+        csv=report(
+            f"{ROBUST_TABLES}/transfer_matrix.csv",
+            caption="../report/transfer_matrix.rst",
+            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            subcategory="{dataset}",
+            labels={
+                "result": "transfer matrix (Figure 3 under transfer attacks)",
+                "label view": "original",
+                "shift": "transfer",
+                "model": "all",
+            },
+        ),
+        latex=f"{ROBUST_TABLES}/transfer_matrix.tex",
+    log:
+        f"{OUT}/logs/analyse_transfer_attacks/{{dataset}}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        targets=lambda wildcards: dataset_models(wildcards.dataset),
+        pairs=lambda wildcards: [
+            [source, SHIFTS[shift].attack.name, target]
+            for source, target, shift in transfer_pairs(wildcards.dataset)
+        ],
+    script:
+        "../../scripts/analyse_transfer_attacks.py"
 
 
 rule plot_corruption_grid:

@@ -21,6 +21,24 @@ def adversarial_shifts(dataset):
     return [s for s in view_shifts(dataset, "original") if SHIFTS[s].adversarial]
 
 
+def transfer_pairs(dataset):
+    """(source, target, shift) of every transfer attack evaluated on `dataset`, each crafted on
+    its source and evaluated on every model of the dataset (the source itself: white-box).
+    """
+    return [
+        (SHIFTS[s].params["source"], model, s)
+        for s in shifts_of_kind(dataset, "transfer")
+        for model in dataset_models(dataset)
+    ]
+
+
+def transferred_logits(wildcards):
+    return [
+        logits_path(wildcards.dataset, target, shift)
+        for _, target, shift in transfer_pairs(wildcards.dataset)
+    ]
+
+
 def transformed_shifts(dataset):
     """The shifts the transformation tests compare with clean, sample by sample: corruptions
     made on the fly and published corrupted copies of the dataset (CIFAR-10-C, ImageNet-C).
@@ -110,6 +128,11 @@ def _plan_robustness():
                 f"robust fairness on {dataset}: skipped, it compares each attack with the clean "
                 "shift, which is not evaluated on it"
             )
+        if transfer_pairs(dataset) and not has_clean:
+            PLAN.notes.append(
+                f"transfer matrix on {dataset}: skipped, it reads each target's clean accuracy "
+                "on the attacked samples, and clean is not evaluated on it"
+            )
         if targeted_shifts(dataset) and not targeted_models(dataset):
             PLAN.notes.append(
                 f"targeted attacks on {dataset}: skipped, no model of "
@@ -146,6 +169,8 @@ def robustness_outputs():
                 f"{tables}/transformation_tests_{model}.md"
                 for model in dataset_models(dataset)
             ]
+        if transfer_pairs(dataset) and has_clean:
+            outputs.append(f"{tables}/transfer_matrix.md")
         if targeted_shifts(dataset) and targeted_models(dataset) and has_clean:
             outputs += [
                 f"{figures}/targeted_success.png",

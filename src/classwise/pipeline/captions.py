@@ -134,6 +134,11 @@ CAPTIONS: dict[str, Text] = {
         "(share of a class's samples right on clean images and wrong under attack), in percent with their class; "
         "NSD (SD / mean) and Gini coefficient of the class-wise robust error over the classes with samples."
     ),
+    "analyse_transfer_attacks": lambda w, p: (
+        f"Transfer attacks on {w['dataset']}: rows the source model each attack was crafted on, columns the model "
+        "evaluated; each cell the robust accuracy of the column's model on the transferred images and, in "
+        "parentheses, its worst class with that class's accuracy (the diagonal is the white-box attack)."
+    ),
     "aggregate_decisiveness_tables": lambda w, p: (
         f"Decisiveness, geometric accuracy and robustness on {w['dataset']} ({w['labels']} labels, shift {w['shift']})."
     ),

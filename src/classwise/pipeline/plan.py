@@ -150,6 +150,7 @@ def check_runs(
     )
     for name, model in models.items():
         model_source(model).check_run(name, model, datasets, source)
+    _check_transfer_sources(shifts, models, source)
     for dataset, names in plan.models.items():
         unknown = [model for model in names if model not in models]
         if unknown or not names:
@@ -162,6 +163,7 @@ def check_runs(
         for model in names:
             _check_fit(model, models[model], dataset, datasets, plan.classes, source)
         _check_targets(dataset, plan.shifts[dataset], shifts, plan.classes[dataset], source)
+        _check_transfers(dataset, plan.shifts[dataset], shifts, names, source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
         _find_hard_predictions(plan, config, dataset, shifts, source)
     return plan
@@ -263,6 +265,8 @@ def _check_targets(dataset: str, evaluated: list[str], shifts: Mapping[str, Any]
         return
     for name in evaluated:
         spec = shifts.get(name)
+        if spec is not None and spec.kind == "transfer":
+            spec = spec.attack
         if spec is not None and spec.kind == "autoattack":
             version = spec.params.get("version", "standard")
             if classes < AUTOATTACK_MIN_CLASSES[version]:
@@ -280,6 +284,42 @@ def _check_targets(dataset: str, evaluated: list[str], shifts: Mapping[str, Any]
                 f"list the shifts evaluated on it with datasets.{dataset}.shifts",
                 path=source,
                 field="shifts.pgd_targeted.targets",
+            )
+
+
+def _check_transfer_sources(shifts: Mapping[str, Any], models: Mapping[str, Mapping[str, Any]], source: str) -> None:
+    """A transfer attack is crafted on a model of the config that the pipeline runs (not one
+    given by files of its outputs: it has no gradients to attack)."""
+    for i, (name, spec) in enumerate((n, s) for n, s in shifts.items() if s.kind == "transfer"):
+        model = spec.params["source"]
+        if model not in models:
+            raise InputError(
+                f"shift {name!r} transfers an attack from model {model!r}, which is not a model of the config; "
+                f"expected one of {sorted(models)}",
+                path=source,
+                field=f"shifts.transfer[{i}].source",
+            )
+        if model_source(models[model]).cached_by != "infer":
+            raise InputError(
+                f"shift {name!r} transfers an attack from model {model!r}, whose outputs come from files "
+                "(no gradients to attack); craft it on a model the pipeline runs",
+                path=source,
+                field=f"shifts.transfer[{i}].source",
+            )
+
+
+def _check_transfers(
+    dataset: str, evaluated: Sequence[str], shifts: Mapping[str, Any], names: Sequence[str], source: str
+) -> None:
+    """A transfer attack evaluated on a dataset is crafted on a model evaluated there."""
+    for name in evaluated:
+        spec = shifts[name]
+        if spec.kind == "transfer" and spec.params["source"] not in names:
+            raise InputError(
+                f"shift {name!r} transfers an attack from model {spec.params['source']!r}, which is not evaluated on "
+                f"dataset {dataset!r} (models {list(names)}); list the shifts evaluated on it with datasets.{dataset}.shifts",
+                path=source,
+                field=f"datasets.{dataset}.shifts",
             )
 
 

@@ -13,10 +13,12 @@ import numpy as np
 from classwise.errors import InputError
 from classwise.shifts.severity import DEFAULT_SEVERITIES, check_severity
 
-ShiftKind = Literal["clean", "corruption", "pgd", "autoattack", "dataset"]
-SHIFT_KINDS: tuple[str, ...] = ("clean", "corruption", "pgd", "autoattack", "dataset")
+ShiftKind = Literal["clean", "corruption", "pgd", "autoattack", "dataset", "transfer"]
+SHIFT_KINDS: tuple[str, ...] = ("clean", "corruption", "pgd", "autoattack", "dataset", "transfer")
 #: The shift kinds that attack the model (gradient or query attacks on its own outputs), read
 #: by :attr:`ShiftSpec.adversarial`: a new attack kind joins the robust-fairness tables here.
+#: ``transfer`` is not one: its images attack another model, and its robust accuracies have their
+#: own table (the transfer matrix, :func:`classwise.robustness.transfer.transfer_matrix`).
 ADVERSARIAL_KINDS: frozenset[str] = frozenset({"pgd", "autoattack"})
 PGD_NORMS: tuple[str, ...] = ("linf", "l2")
 AUTOATTACK_VERSIONS: tuple[str, ...] = ("standard", "rand")
@@ -41,6 +43,9 @@ class ShiftSpec:
 
     An adversarial shift (:data:`ADVERSARIAL_KINDS`) may also hold ``"per_class": int``: its
     job attacks only that many samples of each class (:func:`stratified_subset`).
+    * ``kind="transfer"``: ``params == {"source": str, "attack": <a pgd or autoattack spec's
+      JSON>}``, and the attack's ``per_class`` when set: the attack crafted on model ``source``
+      with the seed of the source's own attack shift, the images fed to the evaluated model.
     * ``kind="dataset"``: a published shift set, images read from its files
       (:mod:`classwise.data.shift_sets`): ``params`` hold ``family``, ``set``, ``root``, the
       family's own keys (``corruption``, ``severity``, ``variant``, ...), ``paired`` and
@@ -106,6 +111,13 @@ class ShiftSpec:
         """The samples per class an expensive shift attacks (``per_class``), ``None`` for all."""
         value = self.params.get("per_class")
         return None if value is None else int(value)
+
+    @property
+    def attack(self) -> ShiftSpec:
+        """The attack a ``transfer`` shift crafts on its source model."""
+        if self.kind != "transfer":
+            raise InputError(f"shift {self.name!r} ({self.kind}) is not a transfer attack", field="kind")
+        return ShiftSpec.from_json(self.params["attack"])
 
     @property
     def corruption(self) -> str:
@@ -194,6 +206,22 @@ def autoattack_spec(
     return ShiftSpec(name=f"autoattack_{infix}{norm}_eps{eps_f:g}", kind="autoattack", params=params)
 
 
+def transfer_spec(source: str, attack: ShiftSpec, *, field_prefix: str = "shifts.transfer") -> ShiftSpec:
+    """The spec named ``transfer_{source}_{attack.name}``: ``attack`` (an untargeted ``pgd`` or
+    ``autoattack`` spec) crafted on model ``source``, evaluated on another model. Its
+    ``per_class`` is the attack's, so that it attacks the same samples."""
+    if not isinstance(source, str) or not source:
+        raise InputError(f"expected a model name, got {source!r}", field=f"{field_prefix}.source")
+    if attack.kind not in ADVERSARIAL_KINDS or attack.params.get("target") is not None:
+        raise InputError(
+            f"a transfer attack crafts an untargeted pgd or autoattack shift, got {attack.name!r} ({attack.kind})",
+            field=f"{field_prefix}.attack",
+        )
+    params: dict[str, Any] = {"source": source, "attack": attack.to_json()}
+    _add_per_class(params, attack.per_class, field_prefix)
+    return ShiftSpec(name=f"transfer_{source}_{attack.name}", kind="transfer", params=params)
+
+
 def _add_per_class(params: dict[str, Any], per_class: Any, field_prefix: str) -> None:
     """``per_class`` goes into the params only when set, so that a shift without it keeps the
     params (and the cached logits) it had before the option existed."""
@@ -226,12 +254,15 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     corruption in the listed order and, within it, each severity in the listed order
     (default ``[3]``), then ``pgd_{norm}_eps{eps:g}`` for each PGD entry in the listed order,
     then ``pgd_targeted_{t}`` for each target class of ``pgd_targeted`` (one attack per target),
-    then each ``autoattack`` entry in the listed order.
+    then each ``autoattack`` entry in the listed order, then each ``transfer`` entry
+    (``{source, attack}``: ``attack`` names a ``pgd`` or ``autoattack`` shift of this section, or
+    is an inline PGD entry) in the listed order. That ``source`` names a model is checked by
+    :func:`classwise.pipeline.plan.check_runs`.
     """
     if not isinstance(cfg, Mapping):
         raise InputError(f"expected a mapping, got {type(cfg).__name__}", field="shifts")
     section = cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
-    known_keys = {"clean", "corruptions", "severities", "pgd", "pgd_targeted", "autoattack"}
+    known_keys = {"clean", "corruptions", "severities", "pgd", "pgd_targeted", "autoattack", "transfer"}
     unknown = sorted(set(section) - known_keys)
     if unknown:
         raise InputError(f"unknown key(s) {unknown}; expected some of {sorted(known_keys)}", field=f"shifts.{unknown[0]}")
@@ -283,6 +314,10 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
             )
         )
 
+    attacks = {spec.name: spec for spec in specs if spec.adversarial}
+    for i, entry in enumerate(_list(section.get("transfer", []) or [], "shifts.transfer")):
+        specs.append(_transfer_entry(entry, f"shifts.transfer[{i}]", attacks))
+
     result: dict[str, ShiftSpec] = {}
     for spec in specs:
         if spec.name in result:
@@ -321,6 +356,25 @@ def _pgd_entry(entry: Any, prefix: str, *, target: int | None = None) -> ShiftSp
         per_class=entry.get("per_class"),
         field_prefix=prefix,
     )
+
+
+def _transfer_entry(entry: Any, prefix: str, attacks: Mapping[str, ShiftSpec]) -> ShiftSpec:
+    """One transfer shift from a config entry ``{source, attack}``."""
+    if not isinstance(entry, Mapping):
+        raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
+    _check_keys(entry, prefix, allowed={"source", "attack"}, required=("source", "attack"))
+    attack = entry["attack"]
+    if isinstance(attack, Mapping):
+        spec = _pgd_entry(attack, f"{prefix}.attack")
+    elif isinstance(attack, str) and attack in attacks:
+        spec = attacks[attack]
+    else:
+        raise InputError(
+            f"unknown attack {attack!r}; expected the name of an untargeted pgd or autoattack shift "
+            f"({sorted(attacks)}) or an inline pgd entry",
+            field=f"{prefix}.attack",
+        )
+    return transfer_spec(entry["source"], spec, field_prefix=prefix)
 
 
 def _list(value: Any, field_name: str) -> list[Any]:

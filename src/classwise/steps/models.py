@@ -237,6 +237,8 @@ def infer_step(
     logits_path: str | Path,
     progress: TextIO | None = None,
     threads: int | None = None,
+    source_cfg: Mapping[str, Any] | None = None,
+    source_weights: str | Path | None = None,
 ) -> None:
     """Run one (dataset, model, shift) inference and cache its logits with a sidecar JSON.
 
@@ -248,7 +250,10 @@ def infer_step(
     restricted to a class subset keeps only the subset's logits (:mod:`classwise.class_subsets`).
     An adversarial shift with ``per_class`` attacks only a class-stratified subset of the samples,
     drawn from ``sample_seed(seed, "per_class")`` (the same for every shift and model), recorded
-    under ``attacked_subset`` in the sidecar; the logits' ``sample_ids`` say which.
+    under ``attacked_subset`` in the sidecar; the logits' ``sample_ids`` say which. A transfer
+    shift loads its source model too (``source_cfg``, ``source_weights``: as ``model_cfg`` and
+    ``checkpoint_path``), crafts the attack on it and evaluates ``model_name``
+    (:func:`classwise.inference.transferred_images`); both must take the same input.
 
     Faults stop the job with an :class:`InputError` and write nothing: in-memory images of another
     shape than a classwise checkpoint takes, a model with another number of outputs than the
@@ -281,6 +286,20 @@ def infer_step(
     model, model_meta, data_config = load_inference_model(model_name, model_cfg or {"source": "train"}, checkpoint_path, device)
     resolved_device = resolve_device(device)
     weights = None if checkpoint_path is None else str(checkpoint_path)
+    source_model = None
+    if spec.kind == "transfer":
+        source_name = spec.params["source"]
+        source_model, _, source_data_config = load_inference_model(
+            source_name, source_cfg or {"source": "train"}, source_weights, device
+        )
+        if (source_data_config is None) != (data_config is None) or (
+            data_config is not None and source_data_config.to_dict() != data_config.to_dict()
+        ):
+            raise InputError(
+                f"shift {spec.name!r}: model {source_name!r} preprocesses images otherwise than {model_name!r} "
+                "(data config), so its adversarial images cannot be fed to it; transfer between models of the same input",
+                field="shifts.transfer",
+            )
     _check_input_shape(evaluation, model_name, model_meta, data_config, weights, dataset_name)
     batches, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
     logits, labels, sample_ids, input_shape = [], [], [], None
@@ -288,7 +307,15 @@ def infer_step(
     for batch in batches:
         logits.append(
             predict_logits(
-                model, batch, spec, base_seed=seed, batch_size=batch_size, device=device, progress=None, attack_log=progress
+                model,
+                batch,
+                spec,
+                base_seed=seed,
+                batch_size=batch_size,
+                device=device,
+                progress=None,
+                attack_log=progress,
+                source_model=source_model,
             )
         )
         _check_outputs(logits[-1], batch, model_name, weights, dataset_name, len(evaluation.class_names))

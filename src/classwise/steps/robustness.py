@@ -281,3 +281,20 @@ def robust_fairness_step(
             },
         },
     )
+
+
+def transfer_matrix_step(
+    *,
+    clean_paths: Mapping[str, str | Path],
+    transfer_paths: Mapping[tuple[str, str, str], str | Path],
+    caption: str,
+    table_paths: Mapping[str, str | Path],
+) -> None:
+    """The transfer matrix of one dataset (:func:`classwise.robustness.transfer.transfer_matrix`):
+    ``clean_paths`` maps each target model to its clean outputs, ``transfer_paths`` each (source,
+    attack, target) to the target's outputs under the source's transfer attack. Markdown and LaTeX show
+    the matrix, the CSV one row per pair at full precision."""
+    from classwise.robustness.transfer import transfer_matrix
+
+    cells = transfer_matrix(clean_paths, transfer_paths)
+    tables.write_tables(tables.transfer_matrix_table(cells), caption, table_paths, data=cells)
