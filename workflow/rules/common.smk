@@ -125,6 +125,15 @@ def shift_spec(wildcards):
     return SHIFTS[wildcards.shift].to_json()
 
 
+def infer_shift(wildcards):
+    """What infer needs of its shift: the spec, and for a transfer shift the source model's
+    config under `source_model`. (One parameter, so adding transfer attacks changed no other
+    shift's parameters: cached inference of the other shifts does not rerun.)"""
+    spec = shift_spec(wildcards)
+    source = source_config(wildcards)
+    return spec if source is None else {**spec, "source_model": source}
+
+
 def model_weights(wildcards):
     """What infer loads, as named inputs: `weights` (the checkpoint the pipeline trained or
     fine-tuned, the download_model manifest, or a local file) unless the model reads none.

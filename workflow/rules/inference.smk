@@ -27,8 +27,7 @@ rule infer:
     params:
         model=model_config,
         dataset=dataset_config,
-        shift=shift_spec,
-        source=source_config,
+        shift=infer_shift,
         seed=config["seed"],
         batch_size=config["inference"]["batch_size"],
         device=config["inference"]["device"],
