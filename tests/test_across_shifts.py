@@ -71,8 +71,12 @@ def test_shift_summary_display_is_one_row_per_shift(confusions) -> None:  # type
     assert list(display.columns) == ["a A", "a WCA", "b A", "b WCA"]
     assert display.loc["pgd", "b A"] == ""  # b has no pgd run
     row = summary.loc[("blur_3", "a")]
-    assert display.loc["blur_3", "a A"] == f"{row['accuracy']:.3f} ({row['accuracy_change']:+.3f})"
-    assert row["worst_class_name"] in display.loc["blur_3", "a WCA"]
+    assert display.loc["blur_3", "a A"] == f"{row['accuracy']:.3f} {row['accuracy_change']:+.3f}"
+    assert display.loc["blur_3", "a WCA"] == (
+        f"{row['worst_class_accuracy']:.3f} ({row['worst_class_name']}) {row['worst_class_accuracy_change']:+.3f}"
+    )
+    clean = summary.loc[("clean", "a")]  # the reference row: values alone
+    assert display.loc["clean", "a WCA"] == f"{clean['worst_class_accuracy']:.3f} ({clean['worst_class_name']})"
 
 
 def test_class_shift_matrices(confusions) -> None:  # type: ignore[no-untyped-def]
@@ -192,5 +196,6 @@ def test_the_step_writes_every_output(tmp_path: Path, confusions) -> None:  # ty
     errors = pd.read_csv(tmp_path / "errors.csv", index_col=[0, 1, 2])
     recall = np.array(_recall_loop(confusions["blur_3"]["b"]))
     np.testing.assert_allclose(errors.loc["b"]["mean_corruption_error"].to_numpy(), 1 - recall, equal_nan=True)
+    assert "| model | class | class_name |" in (tmp_path / "errors.md").read_text()  # no tuple index
     for name in ("worst.png", "spread.png", "accuracy.csv", "cfps.csv", "errors.md", "summary.tex"):
         assert (tmp_path / name).stat().st_size > 0, name

@@ -82,15 +82,17 @@ def shift_summary(confusions: Confusions, class_names: Sequence[str], *, referen
     return frame.set_index(["shift", "model"])
 
 
-def shift_summary_display(summary: pd.DataFrame) -> pd.DataFrame:
+def shift_summary_display(summary: pd.DataFrame, *, reference: str = REFERENCE_SHIFT) -> pd.DataFrame:
     """The paper-style view of :func:`shift_summary`: rows are shifts, and per model one column
-    ``A`` and one ``WCA (class)``, each with its change from the reference in brackets."""
+    ``A`` (``0.889 -0.043``: the value, then its change from the reference shift) and one
+    ``WCA`` (``0.678 (8) -0.146``: the worst class in brackets). The reference row shows the
+    values alone."""
 
-    def cell(value: float, change: float, suffix: str = "") -> str:
+    def cell(value: float, change: float, worst: str = "") -> str:
         if not np.isfinite(value):
             return "n/a"
-        text = f"{value:.3f}{suffix}"
-        return text if not np.isfinite(change) else f"{text} ({change:+.3f})"
+        text = f"{value:.3f}" + (f" ({worst})" if worst else "")
+        return text if not np.isfinite(change) else f"{text} {change:+.3f}"
 
     shifts = list(dict.fromkeys(summary.index.get_level_values("shift")))
     models = list(dict.fromkeys(summary.index.get_level_values("model")))
@@ -103,9 +105,11 @@ def shift_summary_display(summary: pd.DataFrame) -> pd.DataFrame:
                 w_column.append("")
                 continue
             row = summary.loc[(shift, model)]
-            a_column.append(cell(row["accuracy"], row["accuracy_change"]))
-            name = f" {row['worst_class_name']}" if row["worst_class_name"] else ""
-            w_column.append(cell(row["worst_class_accuracy"], row["worst_class_accuracy_change"], name))
+            nan = float("nan")
+            a_change = nan if shift == reference else row["accuracy_change"]
+            w_change = nan if shift == reference else row["worst_class_accuracy_change"]
+            a_column.append(cell(row["accuracy"], a_change))
+            w_column.append(cell(row["worst_class_accuracy"], w_change, str(row["worst_class_name"])))
         columns[f"{model} A"] = a_column
         columns[f"{model} WCA"] = w_column
     return pd.DataFrame(columns, index=pd.Index(shifts, name="shift"))

@@ -125,8 +125,8 @@ def across_shifts_outputs(
     summary = shift_summary(confusions, class_names)
     tables.write_tables(
         shift_summary_display(summary),
-        f"{title}: accuracy A and worst-class accuracy WCA (worst class) per shift and model; in brackets the "
-        f"change from {REFERENCE_SHIFT}.",
+        f"{title}: accuracy A and worst-class accuracy WCA (its class in brackets) per shift and model, each "
+        f"followed by its change from {REFERENCE_SHIFT}.",
         paths.shift_summary,
         data=summary,
     )
@@ -141,7 +141,7 @@ def across_shifts_outputs(
             .groupby(level="model", sort=False)
             .head(listed)
         )
-        display = tables.rounded_display(display)
+        display = tables.rounded_display(display.reset_index(["class", "class_name"]))
     tables.write_tables(
         display,
         f"{title}: class-wise error, clean and averaged over the {len(corrupted_shifts)} corrupted copies "
