@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
-import json
 import sys
 from collections.abc import Sequence
 
 from classwise._extras import MissingExtraError
-from classwise.atomic import atomic_open, write_json
+from classwise.atomic import atomic_open
 from classwise.errors import InputError
-from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, gamma, positive_int
+from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, emit_json, gamma, positive_int
 
 
 def _metrics_command(args: argparse.Namespace) -> int:
@@ -56,11 +55,7 @@ def _metrics_command(args: argparse.Namespace) -> int:
             if evaluation.bootstrap_replicates is None
             else worst_class_shares(evaluation.bootstrap_replicates, evaluation.stats.n_classes),
         )
-    if args.out is not None:
-        write_json(args.out, result)
-    else:
-        json.dump(result, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+    emit_json(result, args.out)
     if per_class is not None:
         with atomic_open(args.per_class, "w", encoding="utf-8", newline="") as handle:
             per_class.to_csv(handle, index=False, float_format="%.6f")

@@ -41,3 +41,17 @@ def gamma(text: str) -> float:
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"expected gamma in [0, 1), got {text}")
     return value
+
+
+def emit_json(result: dict[str, object], out: str | None) -> None:
+    """A command's JSON result: written atomically to ``out``, or to standard output."""
+    import json
+    import sys
+
+    from classwise.atomic import write_json
+
+    if out is not None:
+        write_json(out, result)
+    else:
+        json.dump(result, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")

@@ -12,11 +12,9 @@ a matched sample's label differs).  Output (stdout without ``--out``):
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from classwise.atomic import write_json
+from classwise.metrics.arguments import emit_json
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -40,11 +38,7 @@ def compare_command(args: argparse.Namespace) -> int:
         seed=args.seed,
     ).to_json()
     result["a"], result["b"] = str(args.a), str(args.b)
-    if args.out is not None:
-        write_json(args.out, result)
-    else:
-        json.dump(result, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+    emit_json(result, args.out)
     return 0
 
 

@@ -10,22 +10,16 @@ ids if they do not). Output (stdout without ``--out``): ``{"worst_class_clean_ac
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from classwise.atomic import write_json
+from classwise.metrics.arguments import emit_json
 
 
 def robust_fairness_command(args: argparse.Namespace) -> int:
     from classwise.metrics.robust_fairness import robust_fairness_of_files
 
     result = robust_fairness_of_files(args.clean, args.attacked)[0].to_json()
-    if args.out is not None:
-        write_json(args.out, result)
-    else:
-        json.dump(result, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+    emit_json(result, args.out)
     return 0
 
 
