@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from classwise.atomic import write_json
-from classwise.bench.pgd import _timed, demo_cnn
+from classwise.bench.pgd import _timed, demo_cnn, parse_batch_sizes
 from classwise.inference import resolve_device
 from classwise.models.architectures import Normalize
 from classwise.shifts.autoattack import REFERENCE_ITERATIONS, autoattack, target_classes
@@ -181,12 +181,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.threads < 1:
         parser.error(f"--threads expects an integer >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
-    sizes: dict[str, int] = {}
-    for item in args.batch_size:
-        name, _, value = item.partition("=")
-        if name not in MODELS or not value.isdigit() or int(value) < 1:
-            parser.error(f"--batch-size expects MODEL=N with MODEL in {list(MODELS)} and N >= 1, got {item!r}")
-        sizes[name] = int(value)
+    sizes = parse_batch_sizes(parser, args.batch_size, MODELS)
     results = run(device=args.device, repeats=args.repeats, models=args.models, batch_sizes=sizes)
     write_json(args.out, results)
     for row in results["rows"]:

@@ -18,7 +18,7 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,18 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, tuple[int, int, int]]]] = {
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def parse_batch_sizes(parser: argparse.ArgumentParser, items: Sequence[str], models: Collection[str]) -> dict[str, int]:
+    """``--batch-size MODEL=N`` options as ``{model: N}``; a parser error for an unknown model or
+    an N below 1."""
+    sizes: dict[str, int] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in models or not value.isdigit() or int(value) < 1:
+            parser.error(f"--batch-size expects MODEL=N with MODEL in {list(models)} and N >= 1, got {item!r}")
+        sizes[name] = int(value)
+    return sizes
 
 
 def _timed(fn: Callable[[], torch.Tensor], device: torch.device) -> tuple[float, torch.Tensor]:
@@ -195,12 +207,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "CNN; 16 for the ResNet-18 on CPU, 512 on GPU)",
     )
     args = parser.parse_args(argv)
-    sizes: dict[str, int] = {}
-    for item in args.batch_size:
-        name, _, value = item.partition("=")
-        if name not in MODELS or not value.isdigit() or int(value) < 1:
-            parser.error(f"--batch-size expects MODEL=N with MODEL in {list(MODELS)} and N >= 1, got {item!r}")
-        sizes[name] = int(value)
+    sizes = parse_batch_sizes(parser, args.batch_size, MODELS)
     results = run(device=args.device, repeats=args.repeats, models=args.models, batch_sizes=sizes)
     write_json(args.out, results)
     for row in results["rows"]:
