@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +104,18 @@ def metric_table(
     unless ``skipped`` (model -> metric -> why) says why it was left out: then ``n/a``
     (:func:`unavailable_rows_note` says why).
     """
+    return _model_columns(documents, rows, lambda model, row, entry, names: format_cell(entry, names), source, skipped)
+
+
+def _model_columns(
+    documents: Mapping[str, Mapping[str, Any]],
+    rows: Sequence[str],
+    cell: Callable[[str, str, Mapping[str, Any], Sequence[str]], str],
+    source: str,
+    skipped: Mapping[str, Mapping[str, str]] | None,
+) -> pd.DataFrame:
+    """Rows = metric names, columns = models, each cell ``cell(model, row, entry, class_names)``;
+    ``n/a`` for a row ``skipped`` names, an error for any other row a model lacks."""
     columns: dict[str, list[str]] = {}
     for model, document in documents.items():
         metrics = document["metrics"]
@@ -115,7 +127,7 @@ def metric_table(
                 continue
             if row not in metrics:
                 raise InputError(f"model '{model}' has no metric '{row}'", path=source, field=row)
-            cells.append(format_cell(metrics[row], class_names))
+            cells.append(cell(model, row, metrics[row], class_names))
         columns[model] = cells
     frame = pd.DataFrame(columns, index=list(rows))
     frame.index.name = "metric"
@@ -157,28 +169,17 @@ def interval_table(
 ) -> pd.DataFrame:
     """:func:`metric_table` with :func:`interval_cell` cells: the paper table beside it,
     each number followed by its interval (``n/a`` where :func:`metric_table` has it)."""
-    columns: dict[str, list[str]] = {}
-    for model, document in documents.items():
-        metrics = document["metrics"]
-        class_names = document.get("class_names") or [str(i) for i in range(int(document["n_classes"]))]
-        cells = []
-        for row in rows:
-            if row not in metrics and row in (skipped or {}).get(model, {}):
-                cells.append("n/a")
-                continue
-            if row not in metrics:
-                raise InputError(f"model '{model}' has no metric '{row}'", path=source, field=row)
-            if interval_of(metrics[row]) is None:
-                raise InputError(
-                    f"model '{model}' has no interval for metric '{row}' (was metrics.bootstrap.replicates 0?)",
-                    path=source,
-                    field=f"{row}.ci",
-                )
-            cells.append(interval_cell(metrics[row], class_names))
-        columns[model] = cells
-    frame = pd.DataFrame(columns, index=list(rows))
-    frame.index.name = "metric"
-    return frame
+
+    def cell(model: str, row: str, entry: Mapping[str, Any], class_names: Sequence[str]) -> str:
+        if interval_of(entry) is None:
+            raise InputError(
+                f"model '{model}' has no interval for metric '{row}' (was metrics.bootstrap.replicates 0?)",
+                path=source,
+                field=f"{row}.ci",
+            )
+        return interval_cell(entry, class_names)
+
+    return _model_columns(documents, rows, cell, source, skipped)
 
 
 def class_label(classes: Sequence[Any], class_names: Sequence[str]) -> str:
