@@ -173,10 +173,13 @@ def worst_classes_by_shift_figure(
         for model in models
     }
     chosen = worst_classes(np.hstack(list(stacks.values())).T, named)
-    width = min(30.0, 2.5 + 0.45 * len(shifts)) * min(len(models), 3)
-    rows_of_panels = -(-len(models) // 3)
+    # Up to 3 panels side by side while they are narrow; past 20 shifts one panel per row, so
+    # that 100 shifts x 4 models stays one page wide instead of three.
+    per_row = min(len(models), 3) if len(shifts) <= 20 else 1
+    width = min(30.0, 2.5 + 0.3 * len(shifts)) * per_row
+    rows_of_panels = -(-len(models) // per_row)
     fig = Figure(figsize=(max(7.0, width), (1.2 + 0.28 * chosen.size) * rows_of_panels + 0.8), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows_of_panels, min(len(models), 3), squeeze=False)).ravel()
+    axes = np.atleast_1d(fig.subplots(rows_of_panels, per_row, squeeze=False)).ravel()
     annotate = chosen.size * len(shifts) <= 400
     image = None
     for ax, model in zip(axes, models):
