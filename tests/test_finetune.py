@@ -4,6 +4,10 @@ and the GTSRB config's DAG (rule finetune_model)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -273,3 +277,20 @@ def test_the_gtsrb_config_fine_tunes_its_models_before_inference(tmp_path: Path)
     for model in [*finetuned, "cnn", "scratch"]:
         assert f"input: {out}/models/{model}.pt" in result.stdout  # infer reads the model the pipeline made
     assert not (tmp_path / "results").exists()
+
+
+def test_the_dag_time_check_imports_no_torch_once_the_names_are_remembered(tmp_path: Path) -> None:
+    # the workflow checks finetune entries while it builds the DAG (finetune_inputs), which must
+    # stay fast: torchvision is imported only when the name check's answer is not remembered yet
+    code = (
+        "import json, sys\n"
+        "from classwise.models.finetune_spec import parse_finetune_entry\n"
+        f"parse_finetune_entry({_entry()!r}, key='m')\n"
+        "print(json.dumps(sorted(m for m in ('torch', 'torchvision') if m in sys.modules)))\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(runs[0].stdout) == ["torch", "torchvision"]  # the first check asks torchvision
+    assert json.loads(runs[1].stdout) == []

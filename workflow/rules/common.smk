@@ -215,10 +215,10 @@ def finetune_inputs(wildcards):
     weights: null) and the marker of its training set when that set is downloaded. The entry
     is validated here, so a bad architecture or weights name stops the run before any job.
     """
-    from classwise.models.finetune import parse_finetune_spec
+    from classwise.models.finetune_spec import parse_finetune_entry
 
     model = config["models"][wildcards.model]
-    parse_finetune_spec(model, key=wildcards.model)
+    parse_finetune_entry(model, key=wildcards.model)
     inputs = {"data": training_data(wildcards)}
     if model.get("weights") is not None:
         inputs["base"] = f"{RESOURCES}/models/{wildcards.model}/base/manifest.json"
@@ -260,7 +260,7 @@ def training_dataset_config(wildcards):
 
 def finetune_base(wildcards):
     """The torchvision entry of a fine-tuned model's starting weights (download_finetune_base)."""
-    from classwise.models.finetune import base_model_config
+    from classwise.models.finetune_spec import base_model_config
 
     return canonical(base_model_config(config["models"][wildcards.model]))
 

@@ -35,9 +35,7 @@ Conventions:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -50,6 +48,13 @@ from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
 from classwise.models.checkpoint import plain_metadata, save_payload
 from classwise.models.data_config import DataConfig, preprocess_image
+from classwise.models.finetune_spec import (
+    DATA_CONFIG_KEYS,
+    FINETUNE_DEFAULTS,
+    FinetuneSpec,
+    base_model_config,
+    parse_finetune_entry,
+)
 from classwise.models.state_dicts import read_marked_payload
 from classwise.models.wrapper import PixelSpaceModel, wrap_pixel_space
 
@@ -71,133 +76,21 @@ __all__ = [
 
 CHECKPOINT_FORMAT = "classwise-finetuned"
 CHECKPOINT_VERSION = 1
-FINETUNE_DEFAULTS: dict[str, Any] = {
-    "optimizer": "sgd",
-    "epochs": 5,
-    "lr": 0.001,
-    "momentum": 0.9,
-    "batch_size": 64,
-    "weight_decay": 0.0001,
-    "seed": 0,
-}
-"""Settings a ``finetune`` entry may leave out (documented in the config schema)."""
-_REQUIRED = ("architecture", "weights", "train_on")
-_DATA_CONFIG_KEYS = ("input_size", "interpolation", "crop_pct", "crop_mode", "mean", "std", "resize_size")
-_OPTIMIZERS = ("sgd", "adam")
-_AUX_OUTPUTS = ("inception_v3", "googlenet")
-"""torchvision models that return auxiliary outputs in training mode (not supported)."""
-
-
-@dataclass(frozen=True)
-class FinetuneSpec:
-    """One validated ``finetune`` entry of ``models:`` (defaults filled in)."""
-
-    architecture: str
-    weights: str | None
-    train_on: str
-    optimizer: str = FINETUNE_DEFAULTS["optimizer"]
-    epochs: int = FINETUNE_DEFAULTS["epochs"]
-    lr: float = FINETUNE_DEFAULTS["lr"]
-    momentum: float = FINETUNE_DEFAULTS["momentum"]
-    batch_size: int = FINETUNE_DEFAULTS["batch_size"]
-    weight_decay: float = FINETUNE_DEFAULTS["weight_decay"]
-    seed: int = FINETUNE_DEFAULTS["seed"]
-    data_config: Mapping[str, Any] | None = field(default=None)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The entry with every default filled in (``source: finetune`` first)."""
-        out: dict[str, Any] = {"source": "finetune", **asdict(self)}
-        if self.data_config is None:
-            del out["data_config"]
-        else:
-            out["data_config"] = dict(self.data_config)
-        return out
 
 
 def parse_finetune_spec(entry: Mapping[str, Any], *, key: str = "model", config_path: str | Path | None = None) -> FinetuneSpec:
-    """Validate one ``finetune`` entry (named ``key``) and return its :class:`FinetuneSpec`.
-
-    The architecture and weights are looked up in torchvision. Errors are :class:`InputError`
-    naming ``config_path`` and ``models.<key>.<field>``.
+    """Validate one ``finetune`` entry (named ``key``) and return its :class:`FinetuneSpec`:
+    :func:`~classwise.models.finetune_spec.parse_finetune_entry`, then the ``data_config``
+    overrides against the starting weights' preprocessing (which needs torchvision).
+    Errors are :class:`InputError` naming ``config_path`` and ``models.<key>.<field>``.
     """
-    from classwise.models import torchvision_models
-
-    where = f"models.{key}"
-
-    def fail(message: str, name: str) -> InputError:
-        return InputError(message, path=config_path, field=f"{where}.{name}")
-
-    if not isinstance(entry, Mapping):
-        raise InputError(f"expected a mapping, got {type(entry).__name__}", path=config_path, field=where)
-    if entry.get("source") != "finetune":
-        raise fail(f"expected 'finetune', got {entry.get('source')!r}", "source")
-    given = {k: v for k, v in entry.items() if k != "source"}
-    for name in _REQUIRED:
-        if name not in given:
-            raise fail("source 'finetune' needs this key", name)
-    known = {*_REQUIRED, *FINETUNE_DEFAULTS, "data_config"}
-    unknown = sorted(set(given) - known)
-    if unknown:
-        raise fail(f"unknown key for source 'finetune'; known: {sorted(known)}", unknown[0])
-    values = {**FINETUNE_DEFAULTS, **given}
-    for name in ("architecture", "train_on"):
-        if not isinstance(values[name], str) or not values[name].strip():
-            raise fail(f"expected a non-empty string, got {values[name]!r}", name)
-    if values["weights"] is not None and (not isinstance(values["weights"], str) or not values["weights"].strip()):
-        raise fail(f"expected a torchvision weights name (e.g. IMAGENET1K_V1) or null, got {values['weights']!r}", "weights")
-    if values["optimizer"] not in _OPTIMIZERS:
-        raise fail(f"expected one of {list(_OPTIMIZERS)}, got {values['optimizer']!r}", "optimizer")
-    for name in ("epochs", "batch_size"):
-        value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise fail(f"expected an integer >= 1, got {value!r}", name)
-    if isinstance(values["seed"], bool) or not isinstance(values["seed"], int) or values["seed"] < 0:
-        raise fail(f"expected an integer >= 0, got {values['seed']!r}", "seed")
-    for name, low_open in (("lr", True), ("weight_decay", False), ("momentum", False)):
-        value = values[name]
-        bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-        if bad or value < 0 or (low_open and value == 0) or (name == "momentum" and value >= 1):
-            expected = {"lr": "a number > 0", "weight_decay": "a number >= 0", "momentum": "a number in [0, 1)"}
-            raise fail(f"expected {expected[name]}, got {value!r}", name)
-    overrides = values.get("data_config")
-    if overrides is not None:
-        if not isinstance(overrides, Mapping):
-            raise fail("expected a mapping", "data_config")
-        bad_keys = sorted(set(overrides) - set(_DATA_CONFIG_KEYS))
-        if bad_keys:
-            raise fail(f"unknown key; known: {list(_DATA_CONFIG_KEYS)}", f"data_config.{bad_keys[0]}")
-    architecture = values["architecture"].strip()
-    if architecture in _AUX_OUTPUTS:
-        raise fail(f"{architecture} returns auxiliary outputs in training mode; not supported", "architecture")
-    try:
-        torchvision_models.resolve_weights(architecture, values["weights"])
-    except InputError as exc:
-        name = "architecture" if exc.field == "name" else "weights"
-        raise fail(str(exc).split(": ", 1)[-1], name) from None
-    spec = FinetuneSpec(
-        architecture=architecture,
-        weights=None if values["weights"] is None else values["weights"].strip(),
-        train_on=values["train_on"],
-        optimizer=values["optimizer"],
-        epochs=int(values["epochs"]),
-        lr=float(values["lr"]),
-        momentum=float(values["momentum"]),
-        batch_size=int(values["batch_size"]),
-        weight_decay=float(values["weight_decay"]),
-        seed=int(values["seed"]),
-        data_config=None if overrides is None else dict(overrides),
-    )
+    spec = parse_finetune_entry(entry, key=key, config_path=config_path)
     try:
         resolve_data_config(spec)
     except InputError as exc:
-        raise fail(str(exc).split(": ", 1)[-1], f"data_config.{exc.field}" if exc.field else "data_config") from None
+        field = f"data_config.{exc.field}" if exc.field else "data_config"
+        raise InputError(str(exc).split(": ", 1)[-1], path=config_path, field=f"models.{key}.{field}") from None
     return spec
-
-
-def base_model_config(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``torchvision`` model entry of a ``finetune`` entry's starting weights (what the
-    download rule fetches; its manifest is what :func:`load_base_state` reads)."""
-    return {"source": "torchvision", "name": entry["architecture"], "weights": entry.get("weights")}
 
 
 def resolve_data_config(spec: FinetuneSpec) -> DataConfig:
@@ -434,7 +327,7 @@ def load_finetuned(
         "architecture": meta["architecture"],
         "library": meta["library"],
         "num_classes": int(meta["num_classes"]),
-        "data_config": {name: meta["data_config"][name] for name in _DATA_CONFIG_KEYS},
+        "data_config": {name: meta["data_config"][name] for name in DATA_CONFIG_KEYS},
     }
     spec = parse_entry(CHECKPOINT, entry, key=key, config_path=path)
     model, config = load_with_source(CHECKPOINT, spec, path, device=device)
