@@ -20,6 +20,7 @@ from classwise.metrics import cfps as cfps_metrics
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics import worst_class as wc
 from classwise.metrics.intervals import check_confidence, proportion_interval
+from classwise.metrics.names import LABEL_SETS_METRICS, LABEL_SETS_REASON, score_metric_names
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricResult
 from classwise.metrics.stats import ClassificationStats, compute_stats
@@ -125,14 +126,6 @@ def cfps_max_of_stats(stats: ClassificationStats) -> MetricResult:
     return MetricResult(float(value), (int(worst),), {"n_errors": errors})
 
 
-#: Why some metrics are missing under a view with several correct labels per image (ImageNet ReaL).
-LABEL_SETS_REASON = (
-    "several correct labels per image (ReaL): the restricted argmax within a pair of classes or a "
-    "superclass has no single true class to match (docs/real-labels.md)"
-)
-LABEL_SETS_METRICS = ("W2CA", "W2CA_balanced", "WSupCA")
-
-
 def without_pair_metrics(
     metrics: Mapping[str, MetricResult], skipped: Mapping[str, str]
 ) -> tuple[dict[str, MetricResult], dict[str, str]]:
@@ -145,13 +138,6 @@ def without_pair_metrics(
 
 #: Why the metrics that rank or weigh classes by score are missing for hard predictions.
 HARD_PREDICTIONS_REASON = "hard predictions only: no scores to rank the classes by"
-
-
-def score_metric_names(k: int, ns: Sequence[int]) -> tuple[str, ...]:
-    """The metrics of :func:`worst_class_family` that need scores, not only the predicted class:
-    the pair accuracies (the argmax within a pair), WSupCA (within a superclass) and the top-k
-    metrics."""
-    return ("W2CA", "W2CA_balanced", "WSupCA", f"A@{k}", f"WCA@{k}", *(f"W{n}CR@{k}" for n in ns))
 
 
 def without_score_metrics(

@@ -22,7 +22,7 @@ from typing import Any
 
 from classwise.errors import InputError
 from classwise.metrics.gates import NELSON_METRICS, SCOPE_KEYS, applies, known_metric_names
-from classwise.metrics.suite import LABEL_SETS_METRICS, score_metric_names
+from classwise.metrics.names import LABEL_SETS_METRICS, score_metric_names
 from classwise.pipeline.plan import Plan
 
 __all__ = ["gate_runs"]
