@@ -6,11 +6,15 @@ Two measurements (issue 7), each with its goal and whether it was met:
 stand-ins for its user-provided inputs (:func:`classwise.bench.fixtures.dry_run_fixtures`) in a
 temporary working directory, and ``snakemake -n`` runs on it once as a subprocess to count its
 jobs. That first run goes under ``python -X importtime``: its wall time is reported with how much
-of it went to imports (the total of the top-level imports, and the largest of them). The config
-with the most jobs is then timed ``repeats`` more times, end to end (process start, imports, DAG,
-printout): median and minimum wall time, and the process's CPU time (user + system; close to
-what the wall time would be with a core to itself, so it shows how much of the wall time is load
-from other processes). Goal: median wall time under 10 s.
+of it went to imports (the total of the top-level imports, and the largest of them) and which of
+the heavy libraries it imported (``heavy_imports``: torch, torchvision, timm, albumentations; the
+DAG build must import none of them). The config with the most jobs is then timed ``repeats``
+more times, end to end (process start, imports, DAG, printout): median and minimum wall time,
+and the process's CPU time (user + system; close to what the wall time would be with a core to
+itself, so it shows how much of the wall time is load from other processes). Goal (issue 20):
+median wall time under 3 s. Beside it, ``snakemake_floor`` times the same number of jobs in a
+generated workflow whose rules run nothing and read no config (:func:`floor_snakefile`): what
+Snakemake itself needs for that many jobs, whatever the workflow's own code does.
 
 **Inference throughput.** A randomly initialised timm model (ResNet-18, 10 classes, saved as a
 ``checkpoint`` model entry) on a generated ImageFolder of random 80x96 JPEGs, evaluated at
@@ -62,8 +66,10 @@ from classwise.atomic import write_json
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO_CONFIG = "config.yaml"
-DRY_RUN_GOAL_S = 10.0
+DRY_RUN_GOAL_S = 3.0
 """Median wall time of ``snakemake -n`` on the largest paper config must stay under this."""
+HEAVY_LIBRARIES = ("torch", "torchvision", "timm", "albumentations")
+"""Libraries the DAG build must not import (each takes seconds; only jobs need them)."""
 THROUGHPUT_GOAL = 0.9
 """Pipeline images/s must be at least this share of the bare timm forward pass."""
 ARCHITECTURE = "resnet18"
@@ -118,6 +124,47 @@ def import_times(stderr: str, *, top: int = 8) -> dict[str, Any]:
     return {"seconds_total": sum(cumulative.values()), "largest_seconds": dict(largest)}
 
 
+def heavy_imports(stderr: str) -> list[str]:
+    """The :data:`HEAVY_LIBRARIES` a process imported, from its ``python -X importtime`` printout."""
+    seen = set()
+    for line in stderr.splitlines():
+        match = _IMPORT_LINE.match(line)
+        if match and match.group(4).partition(".")[0] in HEAVY_LIBRARIES:
+            seen.add(match.group(4).partition(".")[0])
+    return sorted(seen)
+
+
+_FLOOR_JOBS_PER_SHIFT = 16
+"""4 models' inference, 2 metric families each, 4 tables: the paper configs' shape per shift."""
+
+
+def floor_snakefile(jobs: int) -> str:
+    """A workflow of about ``jobs`` jobs shaped like the paper configs (per shift: inference per
+    model, two metric jobs per inference, per-shift tables reading every model's metrics) whose
+    rules run nothing and use no input functions, parameters or logs."""
+    shifts = max(1, round((jobs - 1) / _FLOOR_JOBS_PER_SHIFT))
+    return f"""SHIFTS = [f"s{{i}}" for i in range({shifts})]
+MODELS = ["m0", "m1", "m2", "m3"]
+
+rule all:
+    input: expand("tables/{{t}}/{{s}}.txt", t=["t0", "t1", "t2", "t3"], s=SHIFTS)
+
+rule infer:
+    output: "logits/{{m}}/{{s}}.npz"
+    shell: "touch {{output}}"
+
+rule metric:
+    input: "logits/{{m}}/{{s}}.npz"
+    output: "metrics/{{family}}/{{m}}/{{s}}.json"
+    shell: "touch {{output}}"
+
+rule table:
+    input: expand("metrics/{{family}}/{{m}}/{{{{s}}}}.json", family=["a", "b"], m=MODELS)
+    output: "tables/{{t}}/{{s}}.txt"
+    shell: "touch {{output}}"
+"""
+
+
 def _children_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -162,6 +209,7 @@ def bench_dry_run(repo: Path, configs: Sequence[Path], repeats: int, tmp: Path) 
         else:
             row["jobs"] = count_jobs(result.stdout + result.stderr)
             row["imports"] = import_times(result.stderr)
+            row["heavy_imports"] = heavy_imports(result.stderr)
             prepared[str(path)] = (workdir, configfile)
         rows.append(row)
     ok = [row for row in rows if "error" not in row]
@@ -189,8 +237,32 @@ def bench_dry_run(repo: Path, configs: Sequence[Path], repeats: int, tmp: Path) 
         "cpu_seconds_median": statistics.median(cpu_times),
         "imports_in_first_run": largest["imports"],
     }
+    out["snakemake_floor"] = _bench_floor(largest["jobs"], repeats, tmp)
     out["met"] = out["largest"]["seconds_median"] < DRY_RUN_GOAL_S
     return out
+
+
+def _bench_floor(jobs: int, repeats: int, tmp: Path) -> dict[str, Any]:
+    """Dry runs of :func:`floor_snakefile` with ``jobs`` jobs, timed like the largest config."""
+    workdir = tmp / "snakemake_floor"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(floor_snakefile(jobs), encoding="utf-8")
+    command = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--cores", "1", "--dry-run"]
+    times, cpu_times, counted = [], [], 0
+    for _ in range(repeats):
+        cpu = _children_cpu_seconds()
+        start = time.perf_counter()
+        result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
+        times.append(time.perf_counter() - start)
+        cpu_times.append(_children_cpu_seconds() - cpu)
+        if result.returncode != 0:  # pragma: no cover - a fixed workflow
+            raise RuntimeError(f"dry run of the floor workflow failed:\n{result.stderr[-2000:]}")
+        counted = count_jobs(result.stdout + result.stderr)
+    return {
+        "jobs": counted,
+        "seconds_median": statistics.median(times),
+        "cpu_seconds_median": statistics.median(cpu_times),
+    }
 
 
 # --------------------------------------------------------------------------- throughput
@@ -460,6 +532,8 @@ def _print_summary(results: dict[str, Any]) -> None:
             imports = row["imports"]
             largest = ", ".join(f"{name} {sec:.1f}" for name, sec in list(imports["largest_seconds"].items())[:4])
             print(f" (imports {imports['seconds_total']:.1f} s: {largest})", end="")
+            if row["heavy_imports"]:
+                print(f" IMPORTS {', '.join(row['heavy_imports'])}", end="")
         print()
         if "error" in row:
             print(row["error"])
@@ -469,6 +543,11 @@ def _print_summary(results: dict[str, Any]) -> None:
             f"dry run of the largest ({Path(big['config']).name}, {big['jobs']} jobs): median "
             f"{big['seconds_median']:.2f} s, min {big['seconds_min']:.2f} s, CPU {big['cpu_seconds_median']:.2f} s "
             f"(goal < {DRY_RUN_GOAL_S:g} s: {'met' if dry['met'] else 'NOT met'})"
+        )
+        floor = dry["snakemake_floor"]
+        print(
+            f"Snakemake alone, {floor['jobs']} jobs that run nothing: median {floor['seconds_median']:.2f} s, "
+            f"CPU {floor['cpu_seconds_median']:.2f} s"
         )
     for row in results["throughput"]["rows"]:
         speed = row["images_per_second"]
