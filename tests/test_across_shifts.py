@@ -10,12 +10,15 @@ import pytest
 
 from classwise.errors import InputError
 from classwise.robustness.across_shifts import (
+    accuracy_quantiles,
     class_shift_matrix,
     corruption_summary,
     ranked_confusions,
     shift_summary,
     shift_summary_display,
+    shifts_by_accuracy,
     worst_classes,
+    worst_shifts,
 )
 
 C = 6
@@ -150,6 +153,110 @@ def test_figures_render_at_many_classes(tmp_path: Path) -> None:
     fig = accuracy_spread_figure(accuracy, title="t")
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == list(accuracy)
     assert (tmp_path / "worst.png").stat().st_size > 0
+
+
+def _class_accuracy(shifts: int, models: int, c: int, seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
+    """Random class-wise accuracy, ``clean`` first, some classes without samples (NaN) and the
+    last model missing from every third shift."""
+    rng = np.random.default_rng(seed)
+    names = ["clean"] + [f"shift{j}" for j in range(1, shifts)]
+    accuracy: dict[str, dict[str, np.ndarray]] = {}
+    for j, shift in enumerate(names):
+        accuracy[shift] = {}
+        for i in range(models):
+            if i == models - 1 and j % 3 == 2:
+                continue
+            v = np.round(rng.random(c) ** (1 + j % 4), 2)  # rounded: ties between shifts happen
+            v[rng.random(c) < 0.05] = np.nan
+            accuracy[shift][f"m{i}"] = v
+    return accuracy
+
+
+def _finite(v: np.ndarray) -> np.ndarray:
+    return v[np.isfinite(v)]
+
+
+def _order_loop(accuracy: dict[str, dict[str, np.ndarray]]) -> list[str]:
+    """Easiest first: mean over models of the mean class accuracy, ties in input order."""
+    score = {s: float(np.mean([np.mean(_finite(v)) for v in by.values()])) for s, by in accuracy.items()}
+    return sorted(accuracy, key=lambda s: -score[s])  # sorted is stable
+
+
+def test_accuracy_quantiles_and_order_match_a_loop() -> None:
+    accuracy = _class_accuracy(shifts=9, models=3, c=40)
+    quantiles = accuracy_quantiles(accuracy, (0.0, 0.1, 0.5, 0.9, 1.0))
+    for model, q in quantiles.items():
+        assert q.shape == (5, 9)
+        for j, by_model in enumerate(accuracy.values()):
+            if model not in by_model:
+                assert np.isnan(q[:, j]).all()
+                continue
+            v = _finite(by_model[model])
+            np.testing.assert_allclose(q[:, j], [v.min(), *np.quantile(v, [0.1, 0.5, 0.9]), v.max()])
+    assert shifts_by_accuracy(accuracy) == _order_loop(accuracy)
+    with pytest.raises(InputError, match="quantiles"):
+        accuracy_quantiles(accuracy, (0.5, 1.5))
+
+
+def test_worst_shifts_are_clean_then_lowest_worst_class_accuracy() -> None:
+    accuracy = _class_accuracy(shifts=30, models=2, c=12, seed=1)
+    shifts = list(accuracy)
+    wca = {s: np.mean([_finite(v).min() for v in by.values()]) for s, by in accuracy.items()}
+    mean = {s: np.mean([_finite(v).mean() for v in by.values()]) for s, by in accuracy.items()}
+    ranked = sorted(shifts[1:], key=lambda s: (wca[s], mean[s], shifts.index(s)))
+    assert worst_shifts(accuracy, 8) == ["clean", *ranked[:7]]
+    assert len(set(wca[s] for s in shifts)) < len(shifts)  # the tie-break was needed
+    without_clean = {s: by for s, by in accuracy.items() if s != "clean"}
+    assert worst_shifts(without_clean, 3) == ranked[:3]
+    assert worst_shifts(accuracy, 100) == ["clean", *ranked]
+
+
+def test_accuracy_spread_past_20_shifts_is_quantile_bands_of_bounded_size() -> None:
+    """100 shifts x 4 models x 1,000 classes: the bands drawn are the class-wise quantiles of
+    each shift, shifts easiest first, and the figure stays one page (box plots: 30 x 4.8 in of
+    400 boxes)."""
+    from matplotlib.collections import PolyCollection
+
+    from classwise.plots.many_classes import accuracy_spread_figure
+
+    accuracy = _class_accuracy(shifts=100, models=4, c=1000, seed=2)
+    for by_model in accuracy.values():  # every model on every shift: each band is one polygon
+        by_model.setdefault("m3", by_model["m0"][::-1].copy())
+    fig = accuracy_spread_figure(accuracy, title="t")
+    width, height = fig.get_size_inches()
+    assert width <= 20 and height <= 13
+    order = _order_loop(accuracy)
+    assert [t.get_text() for t in fig.axes[-1].get_xticklabels()] == order
+    x = np.arange(len(order))
+    for ax, model in zip(fig.axes[1:], ["m0", "m1", "m2", "m3"]):
+        values = [_finite(accuracy[s][model]) for s in order]
+        expected = {
+            "worst class": [v.min() for v in values],
+            "median": [np.quantile(v, 0.5) for v in values],
+            "10-90 %": [np.quantile(v, [0.1, 0.9]) for v in values],
+            "min-max": [(v.min(), v.max()) for v in values],
+        }
+        lines = {line.get_gid(): line for line in ax.lines}
+        for gid in ("worst class", "median"):
+            np.testing.assert_allclose(lines[gid].get_xdata(), x)
+            np.testing.assert_allclose(lines[gid].get_ydata(), expected[gid])
+        bands = {c.get_gid(): c for c in ax.collections if isinstance(c, PolyCollection)}
+        for gid in ("10-90 %", "min-max"):
+            (path,) = bands[gid].get_paths()
+            vertices = path.vertices
+            for j in x:
+                at = vertices[np.isclose(vertices[:, 0], j), 1]
+                np.testing.assert_allclose([at.min(), at.max()], expected[gid][j])
+    overview = {line.get_label(): line for line in fig.axes[0].lines if line.get_gid() == "worst class"}
+    np.testing.assert_allclose(overview["m2"].get_ydata(), [_finite(accuracy[s]["m2"]).min() for s in order])
+
+
+def test_accuracy_spread_keeps_box_plots_up_to_20_shifts() -> None:
+    from classwise.plots.many_classes import accuracy_spread_figure
+
+    accuracy = _class_accuracy(shifts=20, models=2, c=30)
+    fig = accuracy_spread_figure(accuracy, title="t")
+    assert len(fig.axes) == 1 and [t.get_text() for t in fig.axes[0].get_xticklabels()] == list(accuracy)
 
 
 def test_summary_frame_types(confusions) -> None:  # type: ignore[no-untyped-def]

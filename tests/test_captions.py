@@ -64,3 +64,16 @@ def test_interval_and_comparison_captions_state_the_bootstrap_they_describe() ->
     assert "* marks a difference whose interval excludes 0" in comparison
     decisiveness = caption_of(_job("aggregate_decisiveness_tables", wildcards, params), "intervals")
     assert "followed by its 90 % percentile interval of 200 stratified bootstrap replicates (seed 3" in decisiveness
+
+
+def test_report_captions_of_the_many_shift_figures_state_the_library_s_thresholds() -> None:
+    """The .rst captions switch their text where the figures switch their form."""
+    from classwise.plots.many_classes import MAX_BOXED_SHIFTS
+    from classwise.plots.robustness import MAX_SHIFT_PANELS
+
+    report = REPO / "workflow" / "report"
+    spread = (report / "accuracy_spread.rst").read_text()
+    assert f"length > {MAX_BOXED_SHIFTS} %" in spread and f"Past {MAX_BOXED_SHIFTS} shifts" in spread
+    panels = (report / "classwise_robustness_figure.rst").read_text()
+    assert f"length > {MAX_SHIFT_PANELS} %" in panels and f"Past {MAX_SHIFT_PANELS} shifts" in panels
+    assert f"the {MAX_SHIFT_PANELS - 1} shifts of lowest" in panels

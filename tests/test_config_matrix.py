@@ -30,6 +30,7 @@ from config_matrix import (
 from snakemake_runner import run_snakemake
 
 from classwise.logits_io import load_outputs, load_scores
+from classwise.steps.robustness import NO_ATTACK_NOTE
 
 pytestmark = pytest.mark.workflow
 Run = tuple[Path, dict[str, Any], subprocess.CompletedProcess[str]]
@@ -164,18 +165,21 @@ def test_a_real_view_counts_a_prediction_in_the_image_set_as_correct(matrix: dic
     assert "label view real of imagenet (ImageNet ReaL" in (run_dir / "results" / "README.md").read_text()
 
 
-def test_without_a_pgd_shift_the_mean_confusion_directory_holds_a_note(matrix: dict[str, Run]) -> None:
-    """Regression: analyse_classwise_robustness declared the directory and did not create it."""
-    checked = 0
+def test_every_attack_has_a_mean_confusion_and_without_one_the_directory_holds_a_note(matrix: dict[str, Run]) -> None:
+    """Figure 4 under PGD and AutoAttack (not under a targeted attack). Regression:
+    analyse_classwise_robustness declared the directory and did not create it."""
+    checked, autoattacked = 0, 0
     for run_dir, config, _ in matrix.values():
         for dataset, dataset_cfg in config["datasets"].items():
             directory = run_dir / "results" / "figures" / dataset / "robustness" / "mean_confusion"
-            if PGD in dataset_cfg["shifts"]:
-                assert (directory / f"{PGD}.png").is_file()
+            attacks = [s for s in dataset_cfg["shifts"] if s in (PGD, AUTOATTACK)]
+            if attacks:
+                assert sorted(p.name for p in directory.glob("*.png")) == sorted(f"{s}.png" for s in attacks)
+                autoattacked += AUTOATTACK in attacks
             else:
-                assert "No PGD shift" in (directory / "README.txt").read_text()
+                assert (directory / "README.txt").read_text() == NO_ATTACK_NOTE
                 checked += 1
-    assert checked
+    assert checked and autoattacked
 
 
 def test_autoattack_attacks_one_image_per_class_of_the_digits(matrix: dict[str, Run]) -> None:

@@ -77,6 +77,25 @@ def test_many_classes_become_sorted_curves(tmp_path: Path) -> None:
     np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), np.sort(class_wise_accuracy(confusions["clean"]["a"])))
 
 
+def test_past_12_shifts_figures_2_3_show_clean_and_the_worst_shifts(tmp_path: Path) -> None:
+    """40 shifts would be 10 blocks (47 inches tall); the figure draws clean and the 11 shifts of
+    lowest mean worst-class accuracy, named in the title, three blocks of four."""
+    rng = np.random.default_rng(4)
+    shifts = ["clean"] + [f"s{j}" for j in range(1, 40)]
+    confusions = {s: {m: _confusion(rng) for m in ("a", "b")} for s in shifts}
+    for j, shift in enumerate(shifts[1:], start=1):  # harder shifts: the diagonal shrinks
+        for m in confusions[shift].values():
+            np.fill_diagonal(m, rng.integers(0, 40 - j // 2, 5))
+    fig = plot_classwise_robustness(confusions, NAMES, path=tmp_path / "many_shifts.png")
+    _check_png(tmp_path / "many_shifts.png", fig)
+    wca = {s: np.mean([class_wise_accuracy(m).min() for m in by.values()]) for s, by in confusions.items()}
+    mean = {s: np.mean([class_wise_accuracy(m).mean() for m in by.values()]) for s, by in confusions.items()}
+    worst = sorted(shifts[1:], key=lambda s: (wca[s], mean[s], shifts.index(s)))[:11]
+    assert [ax.get_title() for ax in fig.axes[0:24:2]] == ["clean", *worst]
+    assert "clean and the 11 of 40 shifts of lowest worst-class accuracy" in fig.get_suptitle()
+    assert fig.get_size_inches()[1] < 15
+
+
 def test_mean_confusion_heatmap(tmp_path: Path, confusions) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "fig4.png"
     by_model = confusions["pgd"]

@@ -45,6 +45,28 @@ def test_transfer_entries_expand_to_one_shift_per_source_and_attack() -> None:
     assert "transfer" not in ADVERSARIAL_KINDS and not any(spec.adversarial for spec in transfer.values())
 
 
+def test_pgd_autoattack_and_transfer_shifts_get_a_mean_confusion_figure() -> None:
+    """Figure 4 (the confusion under an attack, mean over models) is drawn for the shifts whose
+    images are untargeted adversarial examples, on the model itself or transferred."""
+    shifts = expand_shifts(
+        {
+            "clean": True,
+            "corruptions": ["gaussian_noise"],
+            "severities": [3],
+            "pgd": [PGD],
+            "pgd_targeted": {**PGD, "targets": [1]},
+            "autoattack": [{"norm": "linf", "eps": 0.3}],
+            "transfer": [{"source": "linear", "attack": "autoattack_linf_eps0.3"}],
+        }
+    )
+    assert [name for name, spec in shifts.items() if spec.adversarial_images] == [
+        "pgd_linf_eps0.1",
+        "autoattack_linf_eps0.3",
+        "transfer_linear_autoattack_linf_eps0.3",
+    ]
+    assert {"clean", "gaussian_noise_s3", "pgd_targeted_1"} <= set(shifts)
+
+
 @pytest.mark.parametrize(
     ("entry", "field"),
     [

@@ -173,7 +173,11 @@ def test_class_wise_robustness_outputs(finished_run: Path) -> None:
     figures = results / "figures" / "digits" / "robustness"
     for name in ("classwise_robustness.png", "prediction_similarity.png", "corruption_grid.png", "targeted_success.png"):
         assert (figures / name).read_bytes()[:4] == b"\x89PNG", name
-    assert (figures / "mean_confusion" / "pgd_linf_eps0.1.png").exists()
+    # Figure 4 under every untargeted attack on the models, transferred ones included
+    assert sorted(p.name for p in (figures / "mean_confusion").glob("*.png")) == [
+        "pgd_linf_eps0.1.png",
+        "transfer_linear_pgd_linf_eps0.1.png",
+    ]
     table = pd.read_csv(results / "tables" / "digits" / "robustness" / "classwise.csv")
     row = table[(table["shift"] == "pgd_linf_eps0.1") & (table["model"] == "mlp")].sort_values("class")
     scores = load_scores(results / "logits" / "digits" / "mlp" / "pgd_linf_eps0.1.npz")

@@ -1,7 +1,7 @@
 # Class-wise robustness (classwise-robustness-cfps.txt) and transformation tests
 # (image-classification-tests.txt), over cached logits and confusion matrices:
 #   results/figures/{dataset}/robustness/classwise_robustness.png   Figures 2-3
-#   results/figures/{dataset}/robustness/mean_confusion_{shift}.png Figure 4 (each PGD shift)
+#   results/figures/{dataset}/robustness/mean_confusion/{shift}.png Figure 4 (each PGD, AutoAttack, transfer)
 #   results/figures/{dataset}/robustness/prediction_similarity.png  Figure 7
 #   results/figures/{dataset}/robustness/targeted_success.png       Figure 5
 #   results/figures/{dataset}/robustness/corruption_grid.png        one image, every corruption
@@ -148,7 +148,7 @@ rule analyse_classwise_robustness:
         "../../envs/metrics.yaml"
     params:
         confusions=classwise_confusions,
-        attack_shifts=lambda wildcards: adversarial_shifts(wildcards.dataset),
+        attack_shifts=lambda wildcards: attacked_shifts(wildcards.dataset),
         corrupted_shifts=lambda wildcards: [
             s
             for s in transformed_shifts(wildcards.dataset)

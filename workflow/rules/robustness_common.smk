@@ -21,6 +21,13 @@ def adversarial_shifts(dataset):
     return [s for s in view_shifts(dataset, "original") if SHIFTS[s].adversarial]
 
 
+def attacked_shifts(dataset):
+    """The shifts of `dataset` whose images attack a model, untargeted (PGD, AutoAttack and
+    transfer attacks; classwise.shifts.spec: ShiftSpec.adversarial_images): one Figure 4 each.
+    """
+    return [s for s in full_label_space_shifts(dataset) if SHIFTS[s].adversarial_images]
+
+
 def transfer_pairs(dataset):
     """(source, target, shift) of every transfer attack evaluated on `dataset`, each crafted on
     its source and evaluated on every model of the dataset (the source itself: white-box).

@@ -8,7 +8,8 @@ class index or a C x C heatmap shows nothing a reader can use. These forms repla
 * :func:`confusion_overview_figure` -- the most-confused class pairs, ranked, beside a heatmap
   of the worst classes and the classes they are mistaken for;
 * :func:`worst_classes_by_shift_figure` -- the worst classes x shifts heatmap, one panel per model;
-* :func:`accuracy_spread_figure` -- the spread of class-wise accuracy per shift and model.
+* :func:`accuracy_spread_figure` -- the spread of class-wise accuracy per shift and model: box
+  plots, or past :data:`MAX_BOXED_SHIFTS` shifts quantile bands over the shifts.
 
 The numbers come from :mod:`classwise.robustness.across_shifts`.
 """
@@ -22,7 +23,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from classwise.errors import InputError
-from classwise.robustness.across_shifts import models_of, ranked_confusions, worst_classes
+from classwise.robustness.across_shifts import (
+    SPREAD_QUANTILES,
+    accuracy_quantiles,
+    models_of,
+    ranked_confusions,
+    shifts_by_accuracy,
+    worst_classes,
+)
 
 #: How many classes a many-class figure names.
 NAMED_CLASSES = 20
@@ -202,18 +210,34 @@ def worst_classes_by_shift_figure(
     return fig
 
 
+#: Up to this many shifts :func:`accuracy_spread_figure` draws box plots; past it, quantile bands.
+MAX_BOXED_SHIFTS = 20
+
+
 def accuracy_spread_figure(
     accuracy: Mapping[str, Mapping[str, np.ndarray]],
     *,
     title: str,
+    max_boxed_shifts: int = MAX_BOXED_SHIFTS,
 ) -> Figure:
-    """Box plots of class-wise accuracy per shift, one box per model side by side (whiskers
-    at the 5th and 95th percentiles, the rest drawn as points): how far the worst classes sit
-    below the bulk, shift by shift."""
+    """The spread of class-wise accuracy per shift and model: how far the worst classes sit below
+    the bulk, shift by shift. Up to ``max_boxed_shifts`` shifts, box plots
+    (:func:`_spread_boxes`); past it, quantile bands over the shifts ordered easiest first
+    (:func:`_spread_bands`), so that 100 shifts x 4 models stay one readable page."""
     shifts = list(accuracy)
     models = models_of(accuracy)
     if not shifts or not models:
         raise InputError("no shifts or models to plot", field="accuracy")
+    if len(shifts) > max_boxed_shifts:
+        return _spread_bands(accuracy, models, title=title)
+    return _spread_boxes(accuracy, shifts, models, title=title)
+
+
+def _spread_boxes(
+    accuracy: Mapping[str, Mapping[str, np.ndarray]], shifts: Sequence[str], models: Sequence[str], *, title: str
+) -> Figure:
+    """Box plots of class-wise accuracy per shift, one box per model side by side (whiskers
+    at the 5th and 95th percentiles, the rest drawn as points)."""
     colors = _colors(len(models))
     fig = Figure(figsize=(min(30.0, max(7.0, 0.5 * len(shifts) * len(models) + 2.0)), 4.8), layout="constrained")
     ax = fig.add_subplot()
@@ -248,4 +272,56 @@ def accuracy_spread_figure(
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7.5, ncols=min(len(models), 4))
     ax.set_title(title)
+    return fig
+
+
+#: Past this many shifts the quantile bands label every k-th shift only (k the smallest that keeps it).
+_LABELLED_SHIFTS = 150
+
+
+def _spread_bands(accuracy: Mapping[str, Mapping[str, np.ndarray]], models: Sequence[str], *, title: str) -> Figure:
+    """Many shifts: x is the shifts, easiest first (:func:`shifts_by_accuracy`: the mean over
+    models of the mean class-wise accuracy), so that the gap between the median class and the
+    worst class reads as a function of how hard the shift is (config order would make a
+    sawtooth of each corruption's severities). Top panel (``fig.axes[0]``): every model's worst
+    class (``gid="worst class"``) and, dotted, median class (``gid="median"``). Then one panel
+    per model (``fig.axes[1 + i]``) in its colour: the min-max band (``gid="min-max"``), the
+    10-90 % band (``gid="10-90 %"``), the median and the worst class, the quantiles of
+    :func:`accuracy_quantiles` (:data:`SPREAD_QUANTILES`). The figure is 10 to 20 inches wide
+    whatever the number of shifts, and grows with the models only."""
+    order = shifts_by_accuracy(accuracy)
+    ordered = {shift: accuracy[shift] for shift in order}
+    quantiles = accuracy_quantiles(ordered, SPREAD_QUANTILES)
+    worst, low, median, high, best = range(len(SPREAD_QUANTILES))
+    colors = dict(zip(models, _colors(len(models))))
+    n = len(order)
+    x = np.arange(n)
+    fig = Figure(figsize=(min(20.0, max(10.0, 3.0 + 0.12 * n)), 4.4 + 1.9 * len(models)), layout="constrained")
+    axes = fig.subplots(1 + len(models), 1, sharex=True, sharey=True, height_ratios=[1.3] + [1.0] * len(models))
+    overview = axes[0]
+    for model in models:
+        q = quantiles[model]
+        overview.plot(x, q[worst], color=colors[model], linewidth=1.6, marker=".", markersize=3, label=model, gid="worst class")
+        overview.plot(x, q[median], color=colors[model], linewidth=0.9, linestyle=":", gid="median")
+    overview.set_title("worst class of each model (solid) and its median class (dotted)", fontsize=9)
+    for ax, model in zip(axes[1:], models):
+        q, color = quantiles[model], colors[model]
+        ax.fill_between(x, q[worst], q[best], color=color, alpha=0.15, linewidth=0, label="min-max of classes", gid="min-max")
+        ax.fill_between(x, q[low], q[high], color=color, alpha=0.4, linewidth=0, label="10-90 % of classes", gid="10-90 %")
+        ax.plot(x, q[median], color=color, linewidth=1.0, label="median class", gid="median")
+        ax.plot(x, q[worst], color=color, linewidth=1.6, marker=".", markersize=3, label="worst class", gid="worst class")
+        ax.set_title(model, fontsize=9, color=color, loc="left")
+    # outside the axes: the worst classes sit at the bottom and the best at the top of every panel
+    fig.legend(*overview.get_legend_handles_labels(), loc="outside upper left", ncols=min(len(models), 6), fontsize=7.5)
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside upper right", ncols=4, fontsize=7.5)
+    for ax in axes:
+        ax.set_ylabel("class-wise accuracy", fontsize=8)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    step = -(-n // _LABELLED_SHIFTS)
+    axes[-1].set_xticks(x[::step])
+    axes[-1].set_xticklabels([_short(order[j], 28) for j in x[::step]], rotation=90, fontsize=7 if n <= 40 else 5)
+    axes[-1].set_xlim(-0.5, n - 0.5)
+    axes[-1].set_xlabel(f"the {n} shifts, easiest first (mean class-wise accuracy over models)")
+    fig.suptitle(title)
     return fig

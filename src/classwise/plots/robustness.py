@@ -1,7 +1,8 @@
 """Class-wise robustness figures of classwise-robustness-cfps.txt, across models and shifts.
 
 * :func:`plot_classwise_robustness` -- Figures 2-3: per-class accuracy (top row of each
-  block) and CFPS (bottom row) for every model (bars) and every shift (one panel each);
+  block) and CFPS (bottom row) for every model (bars) and every shift (one panel each; past
+  :data:`MAX_SHIFT_PANELS` shifts, clean and the shifts of lowest worst-class accuracy);
 * :func:`plot_mean_confusion` -- Figure 4: the confusion matrix under an attack, averaged
   over models, as a heatmap (rows: true class, columns: predicted class);
 * :func:`plot_targeted_success` -- Figure 5: targeted-attack success rate per target class;
@@ -35,6 +36,7 @@ from classwise.metrics.robust_fairness import RobustFairness
 from classwise.plots import MAX_LABELLED_CLASSES, save_png
 from classwise.plots.classwise import similarity_figure
 from classwise.plots.many_classes import confusion_overview_figure, draw_sorted
+from classwise.robustness.across_shifts import REFERENCE_SHIFT, worst_shifts
 from classwise.robustness.classwise import Confusions, classwise_values, mean_confusion
 
 _ANNOTATE_MAX = 12
@@ -75,12 +77,17 @@ def _names(class_names: Sequence[str]) -> list[str]:
     return names
 
 
+#: Up to this many shifts, Figures 2-3 draw a panel pair for every shift (three blocks of four).
+MAX_SHIFT_PANELS = 12
+
+
 def plot_classwise_robustness(
     confusions: Confusions,
     class_names: Sequence[str],
     *,
     path: str | Path,
     title: str = "Class-wise accuracy and CFPS",
+    max_shifts: int = MAX_SHIFT_PANELS,
 ) -> Figure:
     """Figures 2-3: for every shift a panel of class-wise accuracy and one of CFPS.
 
@@ -89,10 +96,20 @@ def plot_classwise_robustness(
     (shared y scale), one colour per model (bars, or lines past
     ``MAX_LABELLED_CLASSES`` classes). Returns the figure; the axes are in
     ``fig.axes`` as ``[acc(shift0), cfps(shift0), acc(shift1), ...]``.
+
+    Past ``max_shifts`` shifts (100 shifts would make a figure 115 inches tall) only
+    :func:`classwise.robustness.across_shifts.worst_shifts` are drawn: ``clean`` and the shifts
+    of lowest worst-class accuracy (mean over models), worst first, as the title says; every
+    shift is in the worst-classes-by-shift heatmap, the accuracy spread and the shift summary.
     """
     names = _names(class_names)
     accuracy, cfps = classwise_values(confusions, len(names))
     shifts = list(confusions)
+    if len(shifts) > max_shifts:
+        shifts = worst_shifts(accuracy, max_shifts)
+        shown = "clean and the " if shifts[0] == REFERENCE_SHIFT else "the "
+        shown += f"{len(shifts) - (shifts[0] == REFERENCE_SHIFT)} of {len(confusions)} shifts of lowest worst-class accuracy"
+        title = f"{title}\n{shown} (mean over models), worst first"
     models: list[str] = []
     for by_model in confusions.values():
         models += [m for m in by_model if m not in models]
@@ -103,7 +120,7 @@ def plot_classwise_robustness(
     panel_w = 6.0 if c > MAX_LABELLED_CLASSES else min(8.0, max(3.2, 0.09 * c * max(1, len(models)) + 1.4))
     fig = Figure(figsize=(panel_w * n_cols, 2.3 * 2 * n_blocks + 0.6), layout="constrained")
     grid = fig.add_gridspec(2 * n_blocks, n_cols)
-    finite_cfps = [v[np.isfinite(v)] for by in cfps.values() for v in by.values()]
+    finite_cfps = [v[np.isfinite(v)] for shift in shifts for v in cfps[shift].values()]
     top = max([float(v.max()) for v in finite_cfps if v.size] + [0.0])
     cfps_top = 1.05 * top if top > 0 else 1.0
     for k, shift in enumerate(shifts):

@@ -10,6 +10,9 @@ Everything starts, like :mod:`classwise.robustness.classwise`, from the confusio
 * :func:`corruption_summary` -- per model and class: clean error, the mean error over the
   corrupted copies (every corruption and severity), and the relative accuracy drop;
 * :func:`worst_classes` -- the classes to name when there are too many to show them all;
+* :func:`accuracy_quantiles`, :func:`shifts_by_accuracy`, :func:`worst_shifts` -- the spread of
+  class-wise accuracy per shift, the shifts easiest first, and the shifts to show when there are
+  too many to show them all;
 * :func:`ranked_confusions` -- the most-confused (true, predicted) pairs of one matrix.
 
 WCA here is the minimum class-wise recall over the classes that have samples under the shift,
@@ -182,6 +185,86 @@ def worst_classes(accuracy: np.ndarray, n: int) -> np.ndarray:
         mean = np.where(counted > 0, np.nansum(a, axis=0) / np.maximum(counted, 1), np.inf)
     order = np.lexsort((np.arange(a.shape[1]), mean))
     return order[: max(0, min(int(n), a.shape[1]))]
+
+
+#: The quantiles over classes that :func:`accuracy_quantiles` returns by default: the worst class,
+#: the 10th percentile, the median, the 90th percentile and the best class.
+SPREAD_QUANTILES: tuple[float, ...] = (0.0, 0.1, 0.5, 0.9, 1.0)
+
+ClassValues = Mapping[str, Mapping[str, np.ndarray]]
+"""``{shift: {model: (C,) class-wise values}}`` (a shift may lack some models)."""
+
+
+def _stacked(values: ClassValues) -> tuple[list[str], list[str], np.ndarray]:
+    """(shifts, models, ``(M, S, C)`` array), NaN where a shift lacks a model."""
+    shifts = list(values)
+    models = models_of(values)
+    if not shifts or not models:
+        raise InputError("no shifts or models given", field="accuracy")
+    sizes = {np.shape(v) for by_model in values.values() for v in by_model.values()}
+    if len(sizes) != 1 or len(next(iter(sizes))) != 1:
+        raise InputError(
+            f"expected every model and shift to have one (C,) vector of the same C, got shapes {sorted(sizes)}", field="accuracy"
+        )
+    (c,) = sizes.pop()
+    stack = np.full((len(models), len(shifts), c), np.nan)
+    for j, shift in enumerate(shifts):
+        for i, model in enumerate(models):
+            if model in values[shift]:
+                stack[i, j] = np.asarray(values[shift][model], dtype=np.float64)
+    return shifts, models, stack
+
+
+def _nanmean(a: np.ndarray, axis: int) -> np.ndarray:
+    """Mean over ``axis`` of the finite values; NaN (no warning) where there is none."""
+    counted = np.isfinite(a).sum(axis=axis)
+    total = np.where(np.isfinite(a), a, 0.0).sum(axis=axis)
+    return np.where(counted > 0, total / np.maximum(counted, 1), np.nan)
+
+
+def accuracy_quantiles(accuracy: ClassValues, quantiles: Sequence[float] = SPREAD_QUANTILES) -> dict[str, np.ndarray]:
+    """``{model: (len(quantiles), S)}``: per shift (input order), the ``quantiles`` of the
+    model's class-wise accuracy over the classes with samples (NaN ignored; numpy's default
+    linear interpolation). Quantile 0 is the worst class (WCA), 1 the best. NaN where the shift
+    lacks the model or no class has samples."""
+    q = np.asarray(quantiles, dtype=np.float64)
+    if q.ndim != 1 or not np.all((q >= 0) & (q <= 1)):
+        raise InputError(f"expected quantiles in [0, 1], got {list(quantiles)}", field="quantiles")
+    _, models, stack = _stacked(accuracy)
+    finite = np.isfinite(stack).any(axis=2)
+    # the all-NaN rows (a missing model, a shift without samples) are filled, then put back to NaN,
+    # so that nanquantile warns about nothing
+    filled = np.where(finite[..., None], stack, 0.0)
+    values = np.nanquantile(filled, q, axis=2)  # (Q, M, S)
+    values[:, ~finite] = np.nan
+    return {model: values[:, i] for i, model in enumerate(models)}
+
+
+def shifts_by_accuracy(accuracy: ClassValues) -> list[str]:
+    """The shifts, easiest first: by the mean over models of the mean class-wise accuracy,
+    highest first (shifts without a finite value last; ties in input order)."""
+    shifts, _, stack = _stacked(accuracy)
+    score = _nanmean(_nanmean(stack, axis=2), axis=0)
+    order = np.lexsort((np.arange(len(shifts)), -np.where(np.isfinite(score), score, -np.inf)))
+    return [shifts[j] for j in order]
+
+
+def worst_shifts(accuracy: ClassValues, n: int, *, reference: str = REFERENCE_SHIFT) -> list[str]:
+    """At most ``n`` shifts to show when there are too many: the ``reference`` shift (when
+    present) first, then the shifts of lowest worst-class accuracy, worst first. A shift's
+    worst-class accuracy is the mean over models of each model's WCA (the minimum over the
+    classes with samples); ties go to the lower mean over models of the mean class-wise accuracy,
+    then to input order; shifts without a finite value come last."""
+    shifts, _, stack = _stacked(accuracy)
+    n = max(0, int(n))
+    first = [reference] if reference in shifts and n > 0 else []
+    finite = np.isfinite(stack).any(axis=2)
+    wca = _nanmean(np.where(finite, np.min(np.where(np.isfinite(stack), stack, np.inf), axis=2), np.nan), axis=0)
+    mean = _nanmean(_nanmean(stack, axis=2), axis=0)
+    last = np.inf
+    order = np.lexsort((np.arange(len(shifts)), np.where(np.isfinite(mean), mean, last), np.where(np.isfinite(wca), wca, last)))
+    rest = [shifts[j] for j in order if shifts[j] not in first]
+    return first + rest[: n - len(first)]
 
 
 def ranked_confusions(confusion: np.ndarray, class_names: Sequence[str], *, top: int = 20) -> pd.DataFrame:

@@ -107,6 +107,14 @@ class ShiftSpec:
         return self.kind in ADVERSARIAL_KINDS and self.params.get("target") is None
 
     @property
+    def adversarial_images(self) -> bool:
+        """Whether the images are adversarial examples of an untargeted attack: on the model
+        itself (:attr:`adversarial`: PGD, AutoAttack) or crafted on another model (``transfer``).
+        The shifts whose confusion matrix averaged over models is Figure 4 of
+        classwise-robustness-cfps.txt: which classes the attack pushes samples into."""
+        return self.adversarial or self.kind == "transfer"
+
+    @property
     def per_class(self) -> int | None:
         """The samples per class an expensive shift attacks (``per_class``), ``None`` for all."""
         value = self.params.get("per_class")

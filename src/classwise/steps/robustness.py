@@ -25,6 +25,10 @@ def _confusion(path: str | Path) -> tuple[np.ndarray, list[str]]:
     return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
 
 
+#: What the mean-confusion directory holds when no shift attacks the models.
+NO_ATTACK_NOTE = "No attack (PGD, AutoAttack or transfer) is evaluated on this dataset: no mean confusion under attack.\n"
+
+
 def classwise_robustness_step(
     *,
     confusion_paths: Mapping[str, Mapping[str, str | Path]],
@@ -38,7 +42,8 @@ def classwise_robustness_step(
     across_shifts: AcrossShiftsPaths | None = None,
 ) -> None:
     """Figures 2-3 (class-wise accuracy and CFPS per shift and model), Figure 4 (confusion under
-    each attack averaged over models, ``<mean_confusion_dir>/<shift>.png``), Figure 7 (prediction
+    each of ``attack_shifts`` averaged over models, ``<mean_confusion_dir>/<shift>.png``; the
+    workflow passes every untargeted PGD, AutoAttack and transfer shift), Figure 7 (prediction
     similarity on clean data) and the long table of the same numbers. ``confusion_paths`` is
     ``{shift: {model: confusion.csv}}``. Without attacks the directory holds a note saying so
     (it is a declared output, so it always exists). With ``across_shifts``, the class-wise view
@@ -64,9 +69,7 @@ def classwise_robustness_step(
     mean_confusion_dir = Path(mean_confusion_dir)
     mean_confusion_dir.mkdir(parents=True, exist_ok=True)
     if not attack_shifts:
-        write_text(
-            mean_confusion_dir / "README.txt", "No PGD shift is evaluated on this dataset: no mean confusion under attack.\n"
-        )
+        write_text(mean_confusion_dir / "README.txt", NO_ATTACK_NOTE)
     for shift in attack_shifts:
         plot_mean_confusion(
             confusions[shift],
