@@ -188,60 +188,10 @@ def merge_shards(paths: Sequence[str | Path], logits_path: str | Path) -> int:
     if not paths:
         raise InputError("no shard files to merge", path=logits_path, field="shards")
     shards = sorted((load_shard(path) for path in paths), key=lambda s: s.shard.index)
+    _check_complete(shards, logits_path)
+    for shard in shards:
+        _check_same_run(shard, shards[0])
     first = shards[0]
-    count = first.shard.count
-    for shard in shards:
-        if shard.shard.count != count:
-            raise InputError(
-                f"is shard {shard.shard.name}, but {first.path} is shard {first.shard.name}: shards of "
-                "different counts cannot be merged",
-                path=shard.path,
-                field="shards",
-            )
-    indices = [s.shard.index for s in shards]
-    repeated = sorted({i for i in indices if indices.count(i) > 1})
-    if repeated:
-        files = [s.path for s in shards if s.shard.index == repeated[0]]
-        raise InputError(f"shard {repeated[0]}-of-{count} is given twice ({files})", path=files[-1], field="shards")
-    missing = sorted(set(range(1, count + 1)) - set(indices))
-    if missing:
-        raise InputError(
-            f"shard(s) {', '.join(f'{i}-of-{count}' for i in missing)} missing: only {len(shards)} of {count} given",
-            path=logits_path,
-            field="shards",
-        )
-    reference = _comparable(first.metadata)
-    for shard in shards:
-        if (shard.samples, shard.batch_size) != (first.samples, first.batch_size):
-            raise InputError(
-                f"covers a set of {shard.samples} samples in batches of {shard.batch_size}, but {first.path} "
-                f"one of {first.samples} in batches of {first.batch_size}: shards of different runs",
-                path=shard.path,
-                field="shards",
-            )
-        expected = shard_range(first.samples, first.batch_size, shard.shard)
-        if (shard.start, shard.stop) != expected:
-            raise InputError(
-                f"covers samples [{shard.start}, {shard.stop}), but shard {shard.shard.name} of "
-                f"{first.samples} samples in batches of {first.batch_size} covers [{expected[0]}, {expected[1]})",
-                path=shard.path,
-                field="shards",
-            )
-        differs = _first_difference(reference, _comparable(shard.metadata))
-        if differs is not None:
-            raise InputError(
-                f"was computed with other settings than {first.path}: {differs!r} differs; merge shards of one run",
-                path=shard.path,
-                field="shards",
-            )
-        pair = [s.class_indices for s in (shard, first)]
-        same_classes = np.array_equal(shard.class_names, first.class_names) and (
-            pair[0] is None
-            and pair[1] is None
-            or (pair[0] is not None and pair[1] is not None and np.array_equal(pair[0], pair[1]))
-        )
-        if not same_classes:
-            raise InputError(f"has other classes than {first.path}", path=shard.path, field="class_names")
     filled = [s for s in shards if s.labels.shape[0]]
     if not filled:
         name = first.metadata.get("dataset", {}).get("name", "?")
@@ -265,6 +215,68 @@ def merge_shards(paths: Sequence[str | Path], logits_path: str | Path) -> int:
         class_indices=first.class_indices,
     )
     return int(sum(s.labels.shape[0] for s in filled))
+
+
+def _check_complete(shards: list[ShardFile], logits_path: str | Path) -> None:
+    """Shards ``1..S`` of one count ``S``, each once (``shards`` sorted by index)."""
+    first = shards[0]
+    count = first.shard.count
+    for shard in shards:
+        if shard.shard.count != count:
+            raise InputError(
+                f"is shard {shard.shard.name}, but {first.path} is shard {first.shard.name}: shards of "
+                "different counts cannot be merged",
+                path=shard.path,
+                field="shards",
+            )
+    indices = [s.shard.index for s in shards]
+    repeated = sorted({i for i in indices if indices.count(i) > 1})
+    if repeated:
+        files = [s.path for s in shards if s.shard.index == repeated[0]]
+        raise InputError(f"shard {repeated[0]}-of-{count} is given twice ({files})", path=files[-1], field="shards")
+    missing = sorted(set(range(1, count + 1)) - set(indices))
+    if missing:
+        raise InputError(
+            f"shard(s) {', '.join(f'{i}-of-{count}' for i in missing)} missing: only {len(shards)} of {count} given",
+            path=logits_path,
+            field="shards",
+        )
+
+
+def _check_same_run(shard: ShardFile, first: ShardFile) -> None:
+    """``shard`` covers exactly its batches of the set ``first`` covers part of, and was computed
+    with the same settings and classes."""
+    if (shard.samples, shard.batch_size) != (first.samples, first.batch_size):
+        raise InputError(
+            f"covers a set of {shard.samples} samples in batches of {shard.batch_size}, but {first.path} "
+            f"one of {first.samples} in batches of {first.batch_size}: shards of different runs",
+            path=shard.path,
+            field="shards",
+        )
+    expected = shard_range(first.samples, first.batch_size, shard.shard)
+    if (shard.start, shard.stop) != expected:
+        raise InputError(
+            f"covers samples [{shard.start}, {shard.stop}), but shard {shard.shard.name} of "
+            f"{first.samples} samples in batches of {first.batch_size} covers [{expected[0]}, {expected[1]})",
+            path=shard.path,
+            field="shards",
+        )
+    differs = _first_difference(_comparable(first.metadata), _comparable(shard.metadata))
+    if differs is not None:
+        raise InputError(
+            f"was computed with other settings than {first.path}: {differs!r} differs; merge shards of one run",
+            path=shard.path,
+            field="shards",
+        )
+    if not (_same(shard.class_names, first.class_names) and _same(shard.class_indices, first.class_indices)):
+        raise InputError(f"has other classes than {first.path}", path=shard.path, field="class_names")
+
+
+def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Both absent, or equal arrays."""
+    if a is None or b is None:
+        return a is None and b is None
+    return bool(np.array_equal(a, b))
 
 
 def _comparable(metadata: Mapping[str, Any]) -> dict[str, Any]:
