@@ -69,7 +69,7 @@ def jobs_of(row: Mapping[str, Any]) -> int:
     """About how many Snakemake jobs a row adds: per evaluated shift an inference and two metric
     jobs per model and three table jobs, the label view's tables, the per-dataset analyses."""
     models = 2 if row["two_models"] else 1
-    shifts = int(row["clean"]) + int(row["corruption"]) + int(row["pgd"])  # AutoAttack rides on PGD's rows
+    shifts = int(row["clean"]) + int(row["corruption"]) + int(row["pgd"])  # AutoAttack and the transfer ride on PGD's rows
     return shifts * (3 * models + 3) + 2 * int(row["targeted"]) + int(row["label_view"]) * (2 * models + 4) + 4
 
 
