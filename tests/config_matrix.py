@@ -40,8 +40,12 @@ PGD = "pgd_linf_eps0.1"
 TARGETED = ["pgd_targeted_1"]
 AUTOATTACK = "autoattack_linf_eps0.3"
 """Evaluated beside PGD on the digits rows (10 classes; AutoAttack's APGD-T needs 4 or more), one
-test image per class, at an eps where APGD-CE fools them all: the wiring, not the attack's cost."""
-AUTOATTACK_ENTRY = {"norm": "linf", "eps": 0.3, "per_class": 1}
+test image per class, at an eps where APGD-CE fools them all: the wiring, not the attack's cost.
+Its inference is split into two shards (infer_shard, merge_logit_shards) of whole batches of
+:data:`AUTOATTACK_BATCH_SIZE`: 8 images and 2."""
+AUTOATTACK_SHARDS = 2
+AUTOATTACK_ENTRY = {"norm": "linf", "eps": 0.3, "per_class": 1, "shards": AUTOATTACK_SHARDS}
+AUTOATTACK_BATCH_SIZE = 8
 
 
 def valid(row: Mapping[str, Any]) -> bool:
@@ -65,7 +69,7 @@ def jobs_of(row: Mapping[str, Any]) -> int:
     """About how many Snakemake jobs a row adds: per evaluated shift an inference and two metric
     jobs per model and three table jobs, the label view's tables, the per-dataset analyses."""
     models = 2 if row["two_models"] else 1
-    shifts = int(row["clean"]) + int(row["corruption"]) + int(row["pgd"])  # AutoAttack rides on PGD's rows
+    shifts = int(row["clean"]) + int(row["corruption"]) + int(row["pgd"])  # AutoAttack and the transfer ride on PGD's rows
     return shifts * (3 * models + 3) + 2 * int(row["targeted"]) + int(row["label_view"]) * (2 * models + 4) + 4
 
 
@@ -235,6 +239,17 @@ def has_autoattack(row: Mapping[str, Any]) -> bool:
     return bool(row["pgd"]) and row["data"] == "digits"
 
 
+def transfer_shift(source: str) -> str:
+    """The transfer of :data:`PGD` crafted on model ``source``."""
+    return f"transfer_{source}_{PGD}"
+
+
+def has_transfer(row: Mapping[str, Any]) -> bool:
+    """The rows with PGD and two models also evaluate PGD transferred from their first model to
+    both (no new row, a few jobs more; on the source itself it is the white-box attack)."""
+    return bool(row["pgd"]) and bool(row["two_models"])
+
+
 def build_config(
     rows: list[tuple[int, dict[str, Any]]],
     workdir: Path,
@@ -249,6 +264,7 @@ def build_config(
     datasets: dict[str, Any] = {}
     models: dict[str, Any] = {}
     targeted_models: list[str] = []
+    transfers: list[dict[str, str]] = []
     for index, row in rows:
         name = dataset_name(row, index)
         if row["data"] == "digits":
@@ -274,6 +290,9 @@ def build_config(
             dataset = {"source": "image_folder", "root": str(root)}
         dataset["models"] = chosen
         dataset["shifts"] = row_shifts(row)
+        if has_transfer(row):
+            transfers.append({"source": chosen[0], "attack": PGD})
+            dataset["shifts"].append(transfer_shift(chosen[0]))
         if row["superclasses"]:
             dataset["superclasses"] = {"low": [0], "high": list(range(1, n_classes))}
         if row["label_view"]:
@@ -303,6 +322,9 @@ def build_config(
     }
     if any(has_autoattack(row) for _, row in rows):
         config["shifts"]["autoattack"] = [AUTOATTACK_ENTRY]
+        config["inference"] = {"batch_size": AUTOATTACK_BATCH_SIZE}
+    if transfers:
+        config["shifts"]["transfer"] = transfers
     if not analyses:
         config["analyses"] = {section: {"enabled": False} for section in ("subset_tests", "reference_tests", "extrapolation")}
     return config

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from config_matrix import (
     AUTOATTACK,
+    AUTOATTACK_SHARDS,
     FACTORS,
     PGD,
     all_valid_rows,
@@ -22,6 +23,7 @@ from config_matrix import (
     pairs_of,
     pairwise_rows,
     runs,
+    transfer_shift,
     write_checkpoint,
     write_image_folder,
     write_imagenet_label_errors,
@@ -196,9 +198,64 @@ def test_autoattack_attacks_one_image_per_class_of_the_digits(matrix: dict[str, 
                 subset = sidecar["attacked_subset"]
                 assert (subset["per_class"], subset["samples"]) == (1, 10) and subset["of"] > 10
                 assert sidecar["shift"]["kind"] == "autoattack"
-                log = (run_dir / "results" / "logs" / "infer" / name / model / f"{AUTOATTACK}.log").read_text()
-                assert "apgd-ce: 10 attacked" in log
+                # two shards (whole batches of 8: 8 images and 2), each its own job and log
+                logs = run_dir / "results" / "logs" / "infer_shard" / name / model / AUTOATTACK
+                texts = [(logs / f"{k}-of-{AUTOATTACK_SHARDS}.log").read_text() for k in (1, 2)]
+                assert ["apgd-ce: 8 attacked" in texts[0], "apgd-ce: 2 attacked" in texts[1]] == [True, True]
+                assert not (run_dir / "results" / "logs" / "infer" / name / model / f"{AUTOATTACK}.log").exists()
                 checked += 1
+    assert checked
+
+
+def test_a_sharded_autoattack_is_the_file_an_unsharded_job_writes(
+    matrix: dict[str, Run], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The merge of the run's two AutoAttack shards, byte for byte the cached file and sidecar the
+    unsharded infer step writes from the same model, data and seed."""
+    from classwise.shifts.spec import expand_shifts
+    from classwise.steps.models import infer_step
+
+    run_dir, config, _ = matrix["analyses_on"]
+    name = next(name for name, cfg in config["datasets"].items() if AUTOATTACK in cfg["shifts"])
+    model = config["datasets"][name]["models"][0]
+    cached = run_dir / "results" / "logits" / name / model / f"{AUTOATTACK}.npz"
+    sidecar = json.loads(cached.with_suffix(".json").read_text())
+    dataset_cfg = {key: value for key, value in sidecar["dataset"].items() if key != "name"}  # as the rule passed it
+    out = tmp_path / "unsharded.npz"
+    monkeypatch.chdir(run_dir)  # the sidecar records the weights' path as the job saw it
+    infer_step(
+        model_name=model, model_cfg=config["models"][model], checkpoint_path=f"results/models/{model}.pt",
+        dataset_name=name, dataset_cfg=dataset_cfg, shift=expand_shifts(config["shifts"])[AUTOATTACK].to_json(),
+        seed=sidecar["seed"], batch_size=config["inference"]["batch_size"], device="cpu", logits_path=out, threads=1,
+    )  # fmt: skip
+    assert out.read_bytes() == cached.read_bytes()
+    assert out.with_suffix(".json").read_bytes() == cached.with_suffix(".json").read_bytes()
+
+
+def test_pgd_transferred_to_its_own_source_is_the_white_box_attack(matrix: dict[str, Run]) -> None:
+    """A row with PGD and two models also evaluates PGD crafted on its first model: on that model
+    its logits are those of the PGD shift, bit for bit; without clean images the transfer matrix
+    is skipped and the README says why."""
+    checked = 0
+    for run_dir, config, _ in matrix.values():
+        for name, cfg in config["datasets"].items():
+            source = cfg["models"][0]
+            if transfer_shift(source) not in cfg["shifts"]:
+                continue
+            logits = run_dir / "results" / "logits" / name
+            transferred = load_scores(logits / source / f"{transfer_shift(source)}.npz")
+            white_box = load_scores(logits / source / f"{PGD}.npz")
+            assert np.array_equal(transferred.scores, white_box.scores)
+            assert np.array_equal(transferred.sample_ids, white_box.sample_ids)
+            for target in cfg["models"]:
+                assert (logits / target / f"{transfer_shift(source)}.npz").is_file()
+            matrix_table = run_dir / "results" / "tables" / name / "robustness" / "transfer_matrix.csv"
+            if "clean" in cfg["shifts"]:
+                assert matrix_table.is_file()
+            else:
+                assert not matrix_table.exists()
+                assert f"transfer matrix on {name}: skipped" in (run_dir / "results" / "README.md").read_text()
+            checked += 1
     assert checked
 
 

@@ -5,7 +5,11 @@ import re
 
 from snakemake.utils import validate
 
-from classwise.pipeline.config_checks import check_references, check_schema
+from classwise.pipeline.config_checks import (
+    check_references,
+    check_schema,
+    shift_shards,
+)
 from classwise.data.sources import dataset_source, input_files, job_parameters
 from classwise.data.shift_sets import (
     archive_record,
@@ -39,6 +43,9 @@ MODELS = list(config["models"])
 SHIFT_SETS = expand_shift_sets(config["datasets"], source=CONFIG_SOURCE)
 SHIFTS = merge_shifts(expand_shifts(config["shifts"]), SHIFT_SETS, source=CONFIG_SOURCE)
 check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
+# Into how many jobs each shift's inference is split (inference.shards, an entry's shards):
+# a shift of one job is infer's, one of more is infer_shard's and merge_logit_shards'.
+SHARDS = shift_shards(config, list(SHIFTS), source=CONFIG_SOURCE)
 # Which models run on which dataset and under which shifts, checked (checkpoints, train
 # splits, class counts).
 PLAN = check_runs(config, shifts=SHIFTS, source=CONFIG_SOURCE, shift_sets=SHIFT_SETS)
@@ -189,6 +196,25 @@ def models_cached_by(rule):
         if model_source(model).cached_by == rule
     ]
     return _alternatives(names) if names else "(?!)"
+
+
+def shifts_inferred_by(rule):
+    """The shifts whose cached logits `rule` writes (for the models infer runs), as a wildcard
+    constraint: infer's are those of one job, merge_logit_shards' (and infer_shard's) those
+    split into shards. Sharding a shift leaves infer's jobs of the others as they were.
+    """
+    sharded = rule != "infer"
+    names = [name for name, count in SHARDS.items() if (count > 1) == sharded]
+    return _alternatives(names) if names else "(?!)"
+
+
+def logit_shards(wildcards):
+    """The shard files merge_logit_shards joins: 1-of-S to S-of-S, S the shift's shards."""
+    count = SHARDS[wildcards.shift]
+    folder = (
+        f"{OUT}/logits_shards/{wildcards.dataset}/{wildcards.model}/{wildcards.shift}"
+    )
+    return [f"{folder}/{index}-of-{count}.npz" for index in range(1, count + 1)]
 
 
 def predictions_file(wildcards):

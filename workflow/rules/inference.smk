@@ -3,6 +3,9 @@
 # shift set (datasets.<name>.shift_sets) is read from its own files.
 # A model given by files of its outputs (source: predictions) is not run: import_predictions
 # matches its file for the (dataset, shift) to the dataset's samples and writes the same cache.
+# A shift split into S shards (inference.shards, an entry's shards; docs/attacks.md) runs as S
+# infer_shard jobs of whole batches, each writing logits_shards/.../{shift}/{k}-of-{S}.npz, and
+# merge_logit_shards writes the cache from them, byte for byte infer's file.
 
 
 rule infer:
@@ -19,6 +22,7 @@ rule infer:
         f"{OUT}/benchmarks/infer/{{dataset}}/{{model}}/{{shift}}.tsv"
     wildcard_constraints:
         model=models_cached_by("infer"),
+        shift=shifts_inferred_by("infer"),
     conda:
         "../../envs/torch.yaml"
     # The demo's tiny models run fastest one thread per job, jobs in parallel; raise it for
@@ -33,6 +37,53 @@ rule infer:
         device=config["inference"]["device"],
     script:
         "../../scripts/infer.py"
+
+
+rule infer_shard:
+    input:
+        unpack(model_weights),
+        unpack(source_weights),
+        data=inference_data,
+    output:
+        shard=f"{OUT}/logits_shards/{{dataset}}/{{model}}/{{shift}}/{{shard}}-of-{{shards}}.npz",
+    log:
+        f"{OUT}/logs/infer_shard/{{dataset}}/{{model}}/{{shift}}/{{shard}}-of-{{shards}}.log",
+    benchmark:
+        f"{OUT}/benchmarks/infer_shard/{{dataset}}/{{model}}/{{shift}}/{{shard}}-of-{{shards}}.tsv"
+    wildcard_constraints:
+        model=models_cached_by("infer"),
+        shift=shifts_inferred_by("infer_shard"),
+        shard="[1-9][0-9]*",
+        shards="[1-9][0-9]*",
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    params:
+        model=model_config,
+        dataset=dataset_config,
+        shift=infer_shift,
+        seed=config["seed"],
+        batch_size=config["inference"]["batch_size"],
+        device=config["inference"]["device"],
+    script:
+        "../../scripts/infer_shard.py"
+
+
+rule merge_logit_shards:
+    input:
+        shards=logit_shards,
+    output:
+        logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
+        metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",
+    log:
+        f"{OUT}/logs/merge_logit_shards/{{dataset}}/{{model}}/{{shift}}.log",
+    wildcard_constraints:
+        model=models_cached_by("infer"),
+        shift=shifts_inferred_by("merge_logit_shards"),
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../../scripts/merge_logit_shards.py"
 
 
 rule import_predictions:

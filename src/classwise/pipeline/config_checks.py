@@ -101,3 +101,20 @@ def check_references(config: dict[str, Any], *, source: str = "config", shifts: 
                 raise InputError(
                     "is required for kind imagenet_cleaned (paper or aligned)", path=source, field=f"{field}.variant"
                 )
+
+
+def shift_shards(config: Mapping[str, Any], shifts: list[str], *, source: str = "config") -> dict[str, int]:
+    """Into how many jobs each of ``shifts`` (every shift of the run, by name) splits its
+    inference (:func:`classwise.shifts.spec.shard_counts`: an entry's ``shards``, else
+    ``inference.shards``, else 1); a bad count raises :class:`InputError` naming ``source`` and the
+    field, before any job."""
+    from classwise.shifts.spec import shard_counts
+
+    default = (config.get("inference") or {}).get("shards", 1)
+    try:
+        return shard_counts(config.get("shifts") or {}, list(shifts), default=default)
+    except InputError as error:
+        if error.path is not None:
+            raise
+        prefix = f"field '{error.field}': " if error.field else ""
+        raise InputError(str(error).removeprefix(prefix), path=source, field=error.field) from None

@@ -265,7 +265,8 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     then each ``autoattack`` entry in the listed order, then each ``transfer`` entry
     (``{source, attack}``: ``attack`` names a ``pgd`` or ``autoattack`` shift of this section, or
     is an inline PGD entry) in the listed order. That ``source`` names a model is checked by
-    :func:`classwise.pipeline.plan.check_runs`.
+    :func:`classwise.pipeline.plan.check_runs`. An entry's ``shards`` (how many jobs its
+    inference is split into) is no part of the shift: :func:`shard_counts` reads it.
     """
     if not isinstance(cfg, Mapping):
         raise InputError(f"expected a mapping, got {type(cfg).__name__}", field="shifts")
@@ -311,7 +312,7 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
         prefix = f"shifts.autoattack[{i}]"
         if not isinstance(entry, Mapping):
             raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
-        _check_keys(entry, prefix, allowed={"norm", "eps", "version", "per_class"}, required=("norm", "eps"))
+        _check_keys(entry, prefix, allowed={"norm", "eps", "version", "per_class", "shards"}, required=("norm", "eps"))
         specs.append(
             autoattack_spec(
                 norm=entry["norm"],
@@ -334,10 +335,55 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     return result
 
 
-def _check_pgd_keys(entry: Any, prefix: str, *, extra_keys: tuple[str, ...] = ()) -> None:
+def check_shards(value: Any, field_name: str) -> int:
+    """``value`` as a shard count: an integer ``>= 1`` (``1``: one job, unsharded)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"expected an integer >= 1 (the number of jobs), got {value!r}", field=field_name)
+    return int(value)
+
+
+def shard_counts(cfg: Mapping[str, Any], names: list[str] | None = None, *, default: int = 1) -> dict[str, int]:
+    """How many jobs (shards, :mod:`classwise.sharding`) the inference of each shift is split
+    into: an entry's ``shards`` for the shifts of a ``pgd``, ``pgd_targeted`` (every target),
+    ``autoattack`` or ``transfer`` entry that sets it, ``default`` (the config's
+    ``inference.shards``) for every other shift of ``names`` (default: those of ``cfg``), published
+    shift sets included. ``cfg`` is the ``shifts`` section or a mapping holding it; it must pass
+    :func:`expand_shifts`. A bad count raises :class:`InputError` naming the field."""
+    section = cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
+    specs = expand_shifts(section)
+    counts = {name: check_shards(default, "inference.shards") for name in (specs if names is None else names)}
+    attacks = {spec.name: spec for spec in specs.values() if spec.adversarial}
+    entries: list[tuple[str, Mapping[str, Any], list[str]]] = []
+    for i, entry in enumerate(section.get("pgd", []) or []):
+        entries.append((f"shifts.pgd[{i}]", entry, [_pgd_entry(entry, f"shifts.pgd[{i}]").name]))
+    targeted = section.get("pgd_targeted")
+    if targeted is not None:
+        names_t = [_pgd_entry(targeted, "shifts.pgd_targeted", target=t).name for t in targeted["targets"]]
+        entries.append(("shifts.pgd_targeted", targeted, names_t))
+    for i, entry in enumerate(section.get("autoattack", []) or []):
+        prefix = f"shifts.autoattack[{i}]"
+        spec = autoattack_spec(
+            norm=entry["norm"], eps=entry["eps"], version=entry.get("version", "standard"), per_class=entry.get("per_class")
+        )
+        entries.append((prefix, entry, [spec.name]))
+    for i, entry in enumerate(section.get("transfer", []) or []):
+        prefix = f"shifts.transfer[{i}]"
+        entries.append((prefix, entry, [_transfer_entry(entry, prefix, attacks).name]))
+    for prefix, entry, shift_names in entries:
+        if entry.get("shards") is None:
+            continue
+        count = check_shards(entry["shards"], f"{prefix}.shards")
+        counts.update({name: count for name in shift_names if name in counts})
+    return counts
+
+
+def _check_pgd_keys(entry: Any, prefix: str, *, extra_keys: tuple[str, ...] = (), inline: bool = False) -> None:
+    """``inline``: a transfer entry's own PGD attack, whose ``shards`` is the transfer entry's."""
     if not isinstance(entry, Mapping):
         raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
     allowed = {"norm", "eps", "steps", "step_size", "random_start", "per_class", *extra_keys}
+    if not inline:
+        allowed.add("shards")
     _check_keys(entry, prefix, allowed=allowed, required=("norm", "eps", *extra_keys))
 
 
@@ -350,10 +396,10 @@ def _check_keys(entry: Mapping[str, Any], prefix: str, *, allowed: set[str], req
             raise InputError("is required", field=f"{prefix}.{key}")
 
 
-def _pgd_entry(entry: Any, prefix: str, *, target: int | None = None) -> ShiftSpec:
+def _pgd_entry(entry: Any, prefix: str, *, target: int | None = None, inline: bool = False) -> ShiftSpec:
     """One PGD shift from a config entry (``shifts.pgd[i]``, or ``shifts.pgd_targeted`` and a target)."""
     if target is None:
-        _check_pgd_keys(entry, prefix)
+        _check_pgd_keys(entry, prefix, inline=inline)
     return pgd_spec(
         norm=entry["norm"],
         eps=entry["eps"],
@@ -370,10 +416,10 @@ def _transfer_entry(entry: Any, prefix: str, attacks: Mapping[str, ShiftSpec]) -
     """One transfer shift from a config entry ``{source, attack}``."""
     if not isinstance(entry, Mapping):
         raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
-    _check_keys(entry, prefix, allowed={"source", "attack"}, required=("source", "attack"))
+    _check_keys(entry, prefix, allowed={"source", "attack", "shards"}, required=("source", "attack"))
     attack = entry["attack"]
     if isinstance(attack, Mapping):
-        spec = _pgd_entry(attack, f"{prefix}.attack")
+        spec = _pgd_entry(attack, f"{prefix}.attack", inline=True)
     elif isinstance(attack, str) and attack in attacks:
         spec = attacks[attack]
     else:

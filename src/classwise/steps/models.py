@@ -239,6 +239,7 @@ def infer_step(
     threads: int | None = None,
     source_cfg: Mapping[str, Any] | None = None,
     source_weights: str | Path | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> None:
     """Run one (dataset, model, shift) inference and cache its logits with a sidecar JSON.
 
@@ -259,7 +260,13 @@ def infer_step(
     shape than a classwise checkpoint takes, a model with another number of outputs than the
     dataset has classes (checked on the first batch), NaN or infinite logits (naming the first
     sample ids). Unreadable images follow the dataset's ``on_bad_image``: an error naming the
-    file, or ``skip``, which lists them under ``skipped_images`` in the sidecar."""
+    file, or ``skip``, which lists them under ``skipped_images`` in the sidecar.
+
+    ``shard=(k, S)`` runs only shard ``k`` of ``S`` (1-based) of the set, whole batches
+    (:func:`classwise.sharding.shard_range`, on the set after its ``per_class`` subset), and
+    writes a shard file to ``logits_path`` instead (:func:`classwise.sharding.save_shard`);
+    :func:`merge_shards_step` makes the cached file of the ``S`` shards, byte for byte this
+    step's unsharded output. A shard with no batch (fewer batches than shards) writes no rows."""
     limit_threads(threads)
     from tqdm import tqdm
 
@@ -301,6 +308,12 @@ def infer_step(
                 field="shifts.transfer",
             )
     _check_input_shape(evaluation, model_name, model_meta, data_config, weights, dataset_name)
+    position = None
+    if shard is not None:  # whole batches of the set (after its per_class subset): classwise.sharding
+        from classwise.sharding import Shard, shard_range
+
+        position = (Shard.of(shard), len(evaluation), *shard_range(len(evaluation), batch_size, shard))
+        evaluation = evaluation.subset(np.arange(position[2], position[3]))
     batches, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
     logits, labels, sample_ids, input_shape = [], [], [], None
     bar = tqdm(total=total, desc=f"{model_name} {spec.name}", unit="img", file=progress, disable=progress is None)
@@ -325,7 +338,12 @@ def infer_step(
         bar.update(len(batch))
     bar.close()
     if not logits:
-        raise InputError("the evaluation set has no readable images", field=f"datasets.{dataset_name}")
+        if position is None:
+            raise InputError("the evaluation set has no readable images", field=f"datasets.{dataset_name}")
+        # a shard without a readable image: no rows, in the dtypes the set's batches have
+        logits.append(np.zeros((0, len(evaluation.class_names)), dtype=np.float32))
+        labels.append(np.asarray(evaluation.labels[:0], dtype=np.int64))
+        sample_ids.append(np.asarray(evaluation.sample_ids[:0]))
     skipped = [{"sample_id": s.sample_id, "path": str(s.path), "reason": s.reason} for s in getattr(evaluation, "skipped", [])]
     scores, label_array, class_names = np.concatenate(logits), np.concatenate(labels), np.asarray(evaluation.class_names)
     if subset is not None:  # restricted to the set's classes before any argmax (classwise.class_subsets)
@@ -350,15 +368,38 @@ def infer_step(
         "skipped_images": skipped,
         "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
     }
-    save_logits(
+    arrays = {"logits": scores, "labels": label_array, "sample_ids": np.concatenate(sample_ids), "class_names": class_names}
+    if position is None:
+        save_logits(logits_path, **arrays, metadata=metadata, class_indices=subset)
+        return
+    from classwise.sharding import save_shard
+
+    which, samples, start, stop = position
+    save_shard(
         logits_path,
-        logits=scores,
-        labels=label_array,
-        sample_ids=np.concatenate(sample_ids),
-        class_names=class_names,
+        shard=which,
+        start=start,
+        stop=stop,
+        samples=samples,
+        batch_size=batch_size,
+        **arrays,
         metadata=metadata,
         class_indices=subset,
     )
+    if progress is not None:
+        print(f"shard {which.name}: samples [{start}, {stop}) of {samples}, {len(label_array)} rows", file=progress)
+
+
+def merge_shards_step(*, shard_paths: list[str | Path], logits_path: str | Path, progress: TextIO | None = None) -> None:
+    """Merge the shard files of one (dataset, model, shift) inference into its cached logits file
+    and sidecar, byte for byte those of the unsharded :func:`infer_step`
+    (:func:`classwise.sharding.merge_shards`, which refuses missing, repeated or mismatched
+    shards)."""
+    from classwise.sharding import merge_shards
+
+    rows = merge_shards(shard_paths, logits_path)
+    if progress is not None:
+        print(f"merged {len(shard_paths)} shards: {rows} rows -> {logits_path}", file=progress)
 
 
 def import_predictions_step(
