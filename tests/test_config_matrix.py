@@ -168,20 +168,21 @@ def test_a_real_view_counts_a_prediction_in_the_image_set_as_correct(matrix: dic
 
 
 def test_every_attack_has_a_mean_confusion_and_without_one_the_directory_holds_a_note(matrix: dict[str, Run]) -> None:
-    """Figure 4 under PGD and AutoAttack (not under a targeted attack). Regression:
+    """Figure 4 under PGD, AutoAttack and a transfer of PGD (not under a targeted attack). Regression:
     analyse_classwise_robustness declared the directory and did not create it."""
-    checked, autoattacked = 0, 0
+    checked, autoattacked, transferred = 0, 0, 0
     for run_dir, config, _ in matrix.values():
         for dataset, dataset_cfg in config["datasets"].items():
             directory = run_dir / "results" / "figures" / dataset / "robustness" / "mean_confusion"
-            attacks = [s for s in dataset_cfg["shifts"] if s in (PGD, AUTOATTACK)]
+            attacks = [s for s in dataset_cfg["shifts"] if s in (PGD, AUTOATTACK) or s.startswith("transfer_")]
             if attacks:
                 assert sorted(p.name for p in directory.glob("*.png")) == sorted(f"{s}.png" for s in attacks)
                 autoattacked += AUTOATTACK in attacks
+                transferred += any(s.startswith("transfer_") for s in attacks)
             else:
                 assert (directory / "README.txt").read_text() == NO_ATTACK_NOTE
                 checked += 1
-    assert checked and autoattacked
+    assert checked and autoattacked and transferred
 
 
 def test_autoattack_attacks_one_image_per_class_of_the_digits(matrix: dict[str, Run]) -> None:
