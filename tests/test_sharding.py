@@ -229,3 +229,33 @@ def test_the_merge_refuses_shards_that_are_not_one_run(tmp_path: Path, files, me
     assert not out.exists() and not out.with_suffix(".json").exists()
     merge_shards([_write(tmp_path / "a.npz", 1, 2), _write(tmp_path / "b.npz", 2, 2)], out)  # the two of a run merge
     assert np.load(out)["sample_ids"].tolist() == [f"s{r}" for r in range(10)]
+
+
+def test_a_shard_whose_logits_do_not_match_its_classes_is_named_before_the_merge(tmp_path: Path) -> None:
+    """A shard with another number of score columns than class names (a hand-made or truncated
+    file) is refused by the reader, naming that shard, not by numpy's concatenation."""
+    good = _write(tmp_path / "1.npz", 1, 2)
+    lo, hi = shard_range(10, 2, (2, 2))
+    bad = tmp_path / "2.npz"
+    save_shard(
+        bad, shard=Shard(2, 2), start=lo, stop=hi, samples=10, batch_size=2,
+        logits=np.zeros((hi - lo, 3), dtype=np.float32), labels=np.arange(lo, hi) % 2,
+        sample_ids=np.array([f"s{r}" for r in range(lo, hi)]), class_names=np.array(["a", "b"]),
+        metadata={"seed": 0, "skipped_images": [], "preprocessing": {"input_shape": [1, 2, 2]}},
+    )  # fmt: skip
+    with pytest.raises(InputError) as info:
+        merge_shards([good, bad], tmp_path / "merged.npz")
+    assert (info.value.path, info.value.field) == (str(bad), "logits")
+    assert "3 columns" in str(info.value) and "2 class names" in str(info.value)
+
+
+def test_an_empty_shard_record_is_an_input_error_naming_the_file(tmp_path: Path) -> None:
+    from classwise.logits_io import write_npz_deterministic
+
+    path = _write(tmp_path / "1.npz", 1, 1)
+    with np.load(path) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    write_npz_deterministic(path, {**arrays, "shard.json": np.array([], dtype=str)})
+    with pytest.raises(InputError) as info:
+        load_shard(path)
+    assert (info.value.path, info.value.field) == (str(path), "shard.json")
