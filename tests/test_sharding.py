@@ -259,3 +259,24 @@ def test_an_empty_shard_record_is_an_input_error_naming_the_file(tmp_path: Path)
     with pytest.raises(InputError) as info:
         load_shard(path)
     assert (info.value.path, info.value.field) == (str(path), "shard.json")
+
+
+def test_a_shard_missing_rows_its_skipped_images_do_not_account_for_is_refused(tmp_path: Path) -> None:
+    """Every position of a shard's range is a row or a skipped image: a shard that lost rows
+    otherwise (a truncated or hand-made file) would merge into a silently smaller set."""
+    good = _write(tmp_path / "1.npz", 1, 2)
+    lo, hi = shard_range(10, 2, (2, 2))
+    rows = np.arange(lo, hi - 1)  # the last sample neither inferred nor listed as skipped
+    short = tmp_path / "2.npz"
+    save_shard(
+        short, shard=Shard(2, 2), start=lo, stop=hi, samples=10, batch_size=2,
+        logits=np.stack([rows, -rows], axis=1).astype(np.float32), labels=rows % 2,
+        sample_ids=np.array([f"s{r}" for r in rows]), class_names=np.array(["a", "b"]),
+        metadata={"seed": 0, "skipped_images": [], "preprocessing": {"input_shape": [1, 2, 2]}},
+    )  # fmt: skip
+    out = tmp_path / "merged.npz"
+    with pytest.raises(InputError) as info:
+        merge_shards([good, short], out)
+    assert (info.value.path, info.value.field) == (str(short), "logits")
+    assert f"holds {hi - lo - 1} rows and 0 skipped images, but its range [{lo}, {hi})" in str(info.value)
+    assert not out.exists()

@@ -169,8 +169,16 @@ def load_shard(path: str | Path) -> ShardFile:
             path=p,
             field="logits",
         )
-    if n > stop - start:
-        raise InputError(f"holds {n} rows, more than its range [{start}, {stop}) covers", path=p, field="logits")
+    # every position of the range is a row or an image skipped as unreadable: a shard that lost
+    # rows otherwise would merge into a smaller set without a word
+    skipped = metadata.get("skipped_images") or []
+    if n + len(skipped) != stop - start:
+        raise InputError(
+            f"holds {n} rows and {len(skipped)} skipped images, but its range [{start}, {stop}) covers "
+            f"{stop - start} samples; expected one of the two for each",
+            path=p,
+            field="logits",
+        )
     # checked here, so that a bad shard is named rather than failing the merge's concatenation
     columns, n_names = arrays["logits"].shape[1], arrays["class_names"].shape[0]
     if arrays["class_names"].ndim != 1 or columns != n_names:
