@@ -112,6 +112,37 @@ def test_shards_of_an_image_folder_skip_the_same_unreadable_image(tmp_path: Path
     assert len(json.loads(merged.with_suffix(".json").read_text())["skipped_images"]) == 1
 
 
+def test_shards_of_a_published_set_of_a_class_subset_merge_into_the_unsharded_bytes(tmp_path: Path) -> None:
+    """ImageNet-R over an ImageNet stand-in scores only its classes (class_indices, logits restricted
+    per shard before the merge): 10 images in 4 batches of 3, 5 shards, one of them empty."""
+    from classwise.data.imagefolder import imagenet_val
+    from classwise.data.shift_sets import expand_shift_sets
+    from classwise.data.stand_ins import IMAGENET_WNIDS, image_folder_fixture, imagenet_val_fixture
+
+    val = imagenet_val_fixture(tmp_path / "val", per_class=1)
+    image_folder_fixture(tmp_path / "r" / "imagenet-r", [IMAGENET_WNIDS[2], IMAGENET_WNIDS[0]], per_class=5, suffix=".jpg")
+    dataset = {"source": "imagenet_val", "root": str(val), "shift_sets": {"imagenet_r": {"root": str(tmp_path / "r")}}}
+    n_classes = len(imagenet_val(val).class_names)
+    write_checkpoint(tmp_path / "net.pth", n_classes, seed=0)
+    entry = checkpoint_entry(tmp_path / "net.pth", n_classes)
+    shift = expand_shift_sets({"imagenet": dataset})["imagenet"]["imagenet_r"].to_json()
+
+    def infer(out: Path, shard=None) -> Path:  # type: ignore[no-untyped-def]
+        infer_step(
+            model_name="net", model_cfg=entry, checkpoint_path=tmp_path / "net.pth", dataset_name="imagenet",
+            dataset_cfg=dataset, shift=shift, seed=3, batch_size=3, device="cpu", logits_path=out, threads=1, shard=shard,
+        )  # fmt: skip
+        return out
+
+    unsharded = infer(tmp_path / "unsharded" / "logits.npz")
+    merged = _sharded(tmp_path, 5, infer)
+    _assert_same_bytes(merged, unsharded)
+    with np.load(merged) as archive:
+        assert archive["class_indices"].tolist() == [0, 2] and archive["logits"].shape == (10, 2)
+    rows = [load_shard(tmp_path / "shards" / f"{k}-of-5.npz").labels.shape[0] for k in range(1, 6)]
+    assert rows == [0, 3, 3, 3, 1]
+
+
 @pytest.mark.parametrize(
     ("samples", "batch_size", "count"), [(899, 256, 3), (20, 6, 3), (10, 4, 2), (5, 10, 3), (0, 4, 2), (1000, 1, 7)]
 )
