@@ -180,7 +180,7 @@ def load_shard(path: str | Path) -> ShardFile:
             field="logits",
         )
     # checked here, so that a bad shard is named rather than failing the merge's concatenation
-    columns, n_names = arrays["logits"].shape[1], arrays["class_names"].shape[0]
+    columns, n_names = arrays["logits"].shape[1], arrays["class_names"].size
     if arrays["class_names"].ndim != 1 or columns != n_names:
         raise InputError(
             f"logits have {columns} columns but there are {n_names} class names; expected one column per class",
