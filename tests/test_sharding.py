@@ -112,6 +112,37 @@ def test_shards_of_an_image_folder_skip_the_same_unreadable_image(tmp_path: Path
     assert len(json.loads(merged.with_suffix(".json").read_text())["skipped_images"]) == 1
 
 
+def test_shards_of_a_published_set_of_a_class_subset_merge_into_the_unsharded_bytes(tmp_path: Path) -> None:
+    """ImageNet-R over an ImageNet stand-in scores only its classes (class_indices, logits restricted
+    per shard before the merge): 10 images in 4 batches of 3, 5 shards, one of them empty."""
+    from classwise.data.imagefolder import imagenet_val
+    from classwise.data.shift_sets import expand_shift_sets
+    from classwise.data.stand_ins import IMAGENET_WNIDS, image_folder_fixture, imagenet_val_fixture
+
+    val = imagenet_val_fixture(tmp_path / "val", per_class=1)
+    image_folder_fixture(tmp_path / "r" / "imagenet-r", [IMAGENET_WNIDS[2], IMAGENET_WNIDS[0]], per_class=5, suffix=".jpg")
+    dataset = {"source": "imagenet_val", "root": str(val), "shift_sets": {"imagenet_r": {"root": str(tmp_path / "r")}}}
+    n_classes = len(imagenet_val(val).class_names)
+    write_checkpoint(tmp_path / "net.pth", n_classes, seed=0)
+    entry = checkpoint_entry(tmp_path / "net.pth", n_classes)
+    shift = expand_shift_sets({"imagenet": dataset})["imagenet"]["imagenet_r"].to_json()
+
+    def infer(out: Path, shard=None) -> Path:  # type: ignore[no-untyped-def]
+        infer_step(
+            model_name="net", model_cfg=entry, checkpoint_path=tmp_path / "net.pth", dataset_name="imagenet",
+            dataset_cfg=dataset, shift=shift, seed=3, batch_size=3, device="cpu", logits_path=out, threads=1, shard=shard,
+        )  # fmt: skip
+        return out
+
+    unsharded = infer(tmp_path / "unsharded" / "logits.npz")
+    merged = _sharded(tmp_path, 5, infer)
+    _assert_same_bytes(merged, unsharded)
+    with np.load(merged) as archive:
+        assert archive["class_indices"].tolist() == [0, 2] and archive["logits"].shape == (10, 2)
+    rows = [load_shard(tmp_path / "shards" / f"{k}-of-5.npz").labels.shape[0] for k in range(1, 6)]
+    assert rows == [0, 3, 3, 3, 1]
+
+
 @pytest.mark.parametrize(
     ("samples", "batch_size", "count"), [(899, 256, 3), (20, 6, 3), (10, 4, 2), (5, 10, 3), (0, 4, 2), (1000, 1, 7)]
 )
@@ -229,3 +260,54 @@ def test_the_merge_refuses_shards_that_are_not_one_run(tmp_path: Path, files, me
     assert not out.exists() and not out.with_suffix(".json").exists()
     merge_shards([_write(tmp_path / "a.npz", 1, 2), _write(tmp_path / "b.npz", 2, 2)], out)  # the two of a run merge
     assert np.load(out)["sample_ids"].tolist() == [f"s{r}" for r in range(10)]
+
+
+def test_a_shard_whose_logits_do_not_match_its_classes_is_named_before_the_merge(tmp_path: Path) -> None:
+    """A shard with another number of score columns than class names (a hand-made or truncated
+    file) is refused by the reader, naming that shard, not by numpy's concatenation."""
+    good = _write(tmp_path / "1.npz", 1, 2)
+    lo, hi = shard_range(10, 2, (2, 2))
+    bad = tmp_path / "2.npz"
+    save_shard(
+        bad, shard=Shard(2, 2), start=lo, stop=hi, samples=10, batch_size=2,
+        logits=np.zeros((hi - lo, 3), dtype=np.float32), labels=np.arange(lo, hi) % 2,
+        sample_ids=np.array([f"s{r}" for r in range(lo, hi)]), class_names=np.array(["a", "b"]),
+        metadata={"seed": 0, "skipped_images": [], "preprocessing": {"input_shape": [1, 2, 2]}},
+    )  # fmt: skip
+    with pytest.raises(InputError) as info:
+        merge_shards([good, bad], tmp_path / "merged.npz")
+    assert (info.value.path, info.value.field) == (str(bad), "logits")
+    assert "3 columns" in str(info.value) and "2 class names" in str(info.value)
+
+
+def test_an_empty_shard_record_is_an_input_error_naming_the_file(tmp_path: Path) -> None:
+    from classwise.logits_io import write_npz_deterministic
+
+    path = _write(tmp_path / "1.npz", 1, 1)
+    with np.load(path) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    write_npz_deterministic(path, {**arrays, "shard.json": np.array([], dtype=str)})
+    with pytest.raises(InputError) as info:
+        load_shard(path)
+    assert (info.value.path, info.value.field) == (str(path), "shard.json")
+
+
+def test_a_shard_missing_rows_its_skipped_images_do_not_account_for_is_refused(tmp_path: Path) -> None:
+    """Every position of a shard's range is a row or a skipped image: a shard that lost rows
+    otherwise (a truncated or hand-made file) would merge into a silently smaller set."""
+    good = _write(tmp_path / "1.npz", 1, 2)
+    lo, hi = shard_range(10, 2, (2, 2))
+    rows = np.arange(lo, hi - 1)  # the last sample neither inferred nor listed as skipped
+    short = tmp_path / "2.npz"
+    save_shard(
+        short, shard=Shard(2, 2), start=lo, stop=hi, samples=10, batch_size=2,
+        logits=np.stack([rows, -rows], axis=1).astype(np.float32), labels=rows % 2,
+        sample_ids=np.array([f"s{r}" for r in rows]), class_names=np.array(["a", "b"]),
+        metadata={"seed": 0, "skipped_images": [], "preprocessing": {"input_shape": [1, 2, 2]}},
+    )  # fmt: skip
+    out = tmp_path / "merged.npz"
+    with pytest.raises(InputError) as info:
+        merge_shards([good, short], out)
+    assert (info.value.path, info.value.field) == (str(short), "logits")
+    assert f"holds {hi - lo - 1} rows and 0 skipped images, but its range [{lo}, {hi})" in str(info.value)
+    assert not out.exists()

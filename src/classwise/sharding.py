@@ -157,7 +157,7 @@ def load_shard(path: str | Path) -> ShardFile:
             shard = Shard(record["index"], record["count"])
             position = [int(record[key]) for key in ("start", "stop", "samples", "batch_size")]
             metadata = dict(record["metadata"])
-        except (ValueError, KeyError, TypeError, InputError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError, InputError) as exc:
             raise InputError(f"unreadable shard record ({exc})", path=p, field=SHARD_JSON) from None
         arrays = {name: archive[name] for name in ("logits", "labels", "sample_ids", "class_names")}
         class_indices = archive["class_indices"] if "class_indices" in names else None
@@ -169,8 +169,24 @@ def load_shard(path: str | Path) -> ShardFile:
             path=p,
             field="logits",
         )
-    if n > stop - start:
-        raise InputError(f"holds {n} rows, more than its range [{start}, {stop}) covers", path=p, field="logits")
+    # every position of the range is a row or an image skipped as unreadable: a shard that lost
+    # rows otherwise would merge into a smaller set without a word
+    skipped = metadata.get("skipped_images") or []
+    if n + len(skipped) != stop - start:
+        raise InputError(
+            f"holds {n} rows and {len(skipped)} skipped images, but its range [{start}, {stop}) covers "
+            f"{stop - start} samples; expected one of the two for each",
+            path=p,
+            field="logits",
+        )
+    # checked here, so that a bad shard is named rather than failing the merge's concatenation
+    columns, n_names = arrays["logits"].shape[1], arrays["class_names"].size
+    if arrays["class_names"].ndim != 1 or columns != n_names:
+        raise InputError(
+            f"logits have {columns} columns but there are {n_names} class names; expected one column per class",
+            path=p,
+            field="logits",
+        )
     return ShardFile(
         shard, start, stop, samples, batch_size, class_indices=class_indices, metadata=metadata, path=str(p), **arrays
     )
