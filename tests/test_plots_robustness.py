@@ -167,3 +167,12 @@ def test_corruption_grid_rgb_subset(tmp_path: Path) -> None:
         corruption_grid_images(rgb, sample_id="x", base_seed=0, corruptions=["fog"])
     with pytest.raises(InputError, match="image"):
         corruption_grid_images(rgb[:2], sample_id="x", base_seed=0)
+
+
+@pytest.mark.parametrize("max_shifts", [0, -1, 2.5, True])
+def test_figures_2_3_refuse_a_shift_budget_below_one(tmp_path: Path, max_shifts: object) -> None:
+    rng = np.random.default_rng(5)
+    confusions = {s: {"a": _confusion(rng)} for s in ("clean", "s1")}
+    with pytest.raises(InputError, match="expected an integer >= 1") as raised:
+        plot_classwise_robustness(confusions, NAMES, path=tmp_path / "x.png", max_shifts=max_shifts)  # type: ignore[arg-type]
+    assert raised.value.field == "max_shifts" and not (tmp_path / "x.png").exists()

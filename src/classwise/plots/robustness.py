@@ -102,6 +102,8 @@ def plot_classwise_robustness(
     of lowest worst-class accuracy (mean over models), worst first, as the title says; every
     shift is in the worst-classes-by-shift heatmap, the accuracy spread and the shift summary.
     """
+    if isinstance(max_shifts, bool) or not isinstance(max_shifts, int) or max_shifts < 1:
+        raise InputError(f"expected an integer >= 1, got {max_shifts!r}", field="max_shifts")
     names = _names(class_names)
     accuracy, cfps = classwise_values(confusions, len(names))
     shifts = list(confusions)
