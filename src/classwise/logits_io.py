@@ -289,15 +289,20 @@ def load_outputs(path: str | Path) -> ScoresFile:
     return _load(path, allow_predictions=True)
 
 
+def open_npz(path: Path) -> Any:
+    """``np.load(path)`` of an existing ``.npz`` without pickles; an :class:`InputError` naming
+    the file when it is not a readable archive."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except Exception as exc:  # numpy raises several types for a non-npz file
+        raise InputError(f"not a readable .npz archive ({exc})", path=path) from exc
+
+
 def _load(path: str | Path, *, allow_predictions: bool) -> ScoresFile:
     p = Path(path)
     if not p.exists():
         raise InputError("file does not exist", path=p)
-    try:
-        archive = np.load(p, allow_pickle=False)
-    except Exception as exc:  # numpy raises several types for a non-npz file
-        raise InputError(f"not a readable .npz archive ({exc})", path=p) from exc
-    with archive:
+    with open_npz(p) as archive:
         names = set(archive.files)
         stored = _kind_of(names, p)
         if stored == PREDICTIONS and not allow_predictions:

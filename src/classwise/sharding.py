@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from classwise.errors import InputError
-from classwise.logits_io import save_logits, write_npz_deterministic
+from classwise.logits_io import open_npz, save_logits, write_npz_deterministic
 
 __all__ = ["Shard", "ShardFile", "load_shard", "merge_shards", "save_shard", "shard_range"]
 
@@ -143,11 +143,7 @@ def load_shard(path: str | Path) -> ShardFile:
     p = Path(path)
     if not p.is_file():
         raise InputError("shard file does not exist", path=p)
-    try:
-        archive = np.load(p, allow_pickle=False)
-    except Exception as exc:  # numpy raises several types for a non-npz file
-        raise InputError(f"not a readable .npz archive ({exc})", path=p) from exc
-    with archive:
+    with open_npz(p) as archive:
         names = set(archive.files)
         missing = sorted({"logits", "labels", "sample_ids", "class_names", SHARD_JSON} - names)
         if missing:
