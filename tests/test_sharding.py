@@ -311,3 +311,13 @@ def test_a_shard_missing_rows_its_skipped_images_do_not_account_for_is_refused(t
     assert (info.value.path, info.value.field) == (str(short), "logits")
     assert f"holds {hi - lo - 1} rows and 0 skipped images, but its range [{lo}, {hi})" in str(info.value)
     assert not out.exists()
+
+
+def test_a_shard_that_is_not_an_npz_archive_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "1-of-2.npz"
+    path.write_text("interrupted copy")
+    with pytest.raises(InputError, match="not a readable .npz archive") as raised:
+        load_shard(path)
+    assert raised.value.path == str(path)
+    with pytest.raises(InputError, match="does not exist"):
+        load_shard(tmp_path / "2-of-2.npz")
