@@ -29,6 +29,12 @@ MAX_LABELLED_CLASSES = 50
 DPI = 120
 
 
+def model_colors(n: int) -> list[str]:
+    """One colour per model, matplotlib's default cycle (``C0``..``C9``, repeating), so that a
+    model keeps its colour from figure to figure."""
+    return [f"C{i % 10}" for i in range(n)]
+
+
 def save_png(fig: Figure, path: str | Path, *, dpi: int = DPI) -> Path:
     """Render ``fig`` to ``path`` as PNG, atomically (nothing is left if rendering fails)."""
     target = Path(path)

@@ -22,7 +22,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from classwise.errors import InputError
-from classwise.plots import MAX_LABELLED_CLASSES, save_png
+from classwise.plots import MAX_LABELLED_CLASSES, model_colors, save_png
 from classwise.plots.many_classes import confusion_overview_figure, sorted_values_figure
 
 _ANNOTATE_MAX = 12  # annotate heatmap cells up to this many rows/columns
@@ -98,7 +98,7 @@ def class_bars_figure(
                 f"expected two arrays of shape ({c},), got {low.shape} and {high.shape}", field=f"intervals[{model!r}]"
             )
         bands.append((low, high))
-    colors = [f"C{i % 10}" for i in range(len(models))]
+    colors = model_colors(len(models))
 
     if c > MAX_LABELLED_CLASSES:
         return sorted_values_figure(
@@ -167,7 +167,7 @@ def worst_probability_figure(
     if not metrics:
         raise InputError("no metric lists worst-class shares", field="shares")
     models = list(dict.fromkeys(model for metric in metrics for model in shares[metric]))
-    colors = {model: f"C{i % 10}" for i, model in enumerate(models)}
+    colors = dict(zip(models, model_colors(len(models))))
     ncols = min(3, len(metrics))
     nrows = -(-len(metrics) // ncols)
     labels_per_panel = [len({label for ranked in shares[m].values() for label, _ in ranked}) for m in metrics]

@@ -23,6 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from classwise.errors import InputError
+from classwise.plots import model_colors
 from classwise.robustness.across_shifts import (
     SPREAD_QUANTILES,
     accuracy_quantiles,
@@ -34,10 +35,6 @@ from classwise.robustness.across_shifts import (
 
 #: How many classes a many-class figure names.
 NAMED_CLASSES = 20
-
-
-def _colors(n: int) -> list[str]:
-    return [f"C{i % 10}" for i in range(n)]
 
 
 def _short(name: str, width: int = 22) -> str:
@@ -95,7 +92,7 @@ def sorted_values_figure(
     one bar per model. ``reference_lines`` (model -> value) are dashed lines on the left."""
     if not values:
         raise InputError("no models to plot", field="values")
-    colors = _colors(len(values))
+    colors = model_colors(len(values))
     fig = Figure(figsize=(11.0, 5.2), layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=[1.4, 1.0])
     draw_sorted(left, values, colors, ylabel=ylabel)
@@ -238,7 +235,7 @@ def _spread_boxes(
 ) -> Figure:
     """Box plots of class-wise accuracy per shift, one box per model side by side (whiskers
     at the 5th and 95th percentiles, the rest drawn as points)."""
-    colors = _colors(len(models))
+    colors = model_colors(len(models))
     fig = Figure(figsize=(min(30.0, max(7.0, 0.5 * len(shifts) * len(models) + 2.0)), 4.8), layout="constrained")
     ax = fig.add_subplot()
     width = 0.8 / len(models)
@@ -293,7 +290,7 @@ def _spread_bands(accuracy: Mapping[str, Mapping[str, np.ndarray]], models: Sequ
     ordered = {shift: accuracy[shift] for shift in order}
     quantiles = accuracy_quantiles(ordered, SPREAD_QUANTILES)
     worst, low, median, high, best = range(len(SPREAD_QUANTILES))
-    colors = dict(zip(models, _colors(len(models))))
+    colors = dict(zip(models, model_colors(len(models))))
     n = len(order)
     x = np.arange(n)
     fig = Figure(figsize=(min(20.0, max(10.0, 3.0 + 0.12 * n)), 4.4 + 1.9 * len(models)), layout="constrained")

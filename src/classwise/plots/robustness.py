@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from classwise.errors import InputError
 from classwise.metrics.cfps import prediction_cosine_similarity
 from classwise.metrics.robust_fairness import RobustFairness
-from classwise.plots import MAX_LABELLED_CLASSES, save_png
+from classwise.plots import MAX_LABELLED_CLASSES, model_colors, save_png
 from classwise.plots.classwise import similarity_figure
 from classwise.plots.many_classes import confusion_overview_figure, draw_sorted
 from classwise.robustness.across_shifts import REFERENCE_SHIFT, worst_shifts
@@ -41,10 +41,6 @@ from classwise.robustness.classwise import Confusions, classwise_values, mean_co
 
 _ANNOTATE_MAX = 12
 _MAX_COLUMNS = 4
-
-
-def _colors(n: int) -> list[str]:
-    return [f"C{i % 10}" for i in range(n)]
 
 
 def _class_values(ax: Axes, values: Mapping[str, np.ndarray], class_names: Sequence[str], colors: Sequence[str]) -> None:
@@ -115,7 +111,7 @@ def plot_classwise_robustness(
     models: list[str] = []
     for by_model in confusions.values():
         models += [m for m in by_model if m not in models]
-    colors = dict(zip(models, _colors(len(models))))
+    colors = dict(zip(models, model_colors(len(models))))
     n_cols = min(len(shifts), _MAX_COLUMNS)
     n_blocks = math.ceil(len(shifts) / n_cols)
     c = len(names)
@@ -234,7 +230,7 @@ def plot_targeted_success(
     width = 10.0 if c > MAX_LABELLED_CLASSES else min(16.0, max(5.0, 0.3 * c * len(models) + 2.0))
     fig = Figure(figsize=(width, 4.2), layout="constrained")
     ax = fig.add_subplot()
-    _class_values(ax, values, names, _colors(len(models)))
+    _class_values(ax, values, names, model_colors(len(models)))
     ax.set_ylim(0.0, 1.05)
     ax.set_xlabel("target class")
     ax.set_ylabel("success rate")
