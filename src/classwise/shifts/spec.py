@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -298,34 +298,8 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
         for severity in severities:
             specs.append(corruption_spec(corruption, severity))
 
-    for i, entry in enumerate(_list(section.get("pgd", []) or [], "shifts.pgd")):
-        specs.append(_pgd_entry(entry, f"shifts.pgd[{i}]"))
-
-    targeted = section.get("pgd_targeted")
-    if targeted is not None:
-        prefix = "shifts.pgd_targeted"
-        _check_pgd_keys(targeted, prefix, extra_keys=("targets",))
-        for target in _list(targeted["targets"], f"{prefix}.targets"):
-            specs.append(_pgd_entry(targeted, prefix, target=target))
-
-    for i, entry in enumerate(_list(section.get("autoattack", []) or [], "shifts.autoattack")):
-        prefix = f"shifts.autoattack[{i}]"
-        if not isinstance(entry, Mapping):
-            raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
-        _check_keys(entry, prefix, allowed={"norm", "eps", "version", "per_class", "shards"}, required=("norm", "eps"))
-        specs.append(
-            autoattack_spec(
-                norm=entry["norm"],
-                eps=entry["eps"],
-                version=entry.get("version", "standard"),
-                per_class=entry.get("per_class"),
-                field_prefix=prefix,
-            )
-        )
-
-    attacks = {spec.name: spec for spec in specs if spec.adversarial}
-    for i, entry in enumerate(_list(section.get("transfer", []) or [], "shifts.transfer")):
-        specs.append(_transfer_entry(entry, f"shifts.transfer[{i}]", attacks))
+    for _, _, entry_specs in _attack_entries(section):
+        specs += entry_specs
 
     result: dict[str, ShiftSpec] = {}
     for spec in specs:
@@ -350,31 +324,54 @@ def shard_counts(cfg: Mapping[str, Any], names: list[str] | None = None, *, defa
     shift sets included. ``cfg`` is the ``shifts`` section or a mapping holding it; it must pass
     :func:`expand_shifts`. A bad count raises :class:`InputError` naming the field."""
     section = cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
-    specs = expand_shifts(section)
-    counts = {name: check_shards(default, "inference.shards") for name in (specs if names is None else names)}
-    attacks = {spec.name: spec for spec in specs.values() if spec.adversarial}
-    entries: list[tuple[str, Mapping[str, Any], list[str]]] = []
-    for i, entry in enumerate(section.get("pgd", []) or []):
-        entries.append((f"shifts.pgd[{i}]", entry, [_pgd_entry(entry, f"shifts.pgd[{i}]").name]))
-    targeted = section.get("pgd_targeted")
-    if targeted is not None:
-        names_t = [_pgd_entry(targeted, "shifts.pgd_targeted", target=t).name for t in targeted["targets"]]
-        entries.append(("shifts.pgd_targeted", targeted, names_t))
-    for i, entry in enumerate(section.get("autoattack", []) or []):
-        prefix = f"shifts.autoattack[{i}]"
-        spec = autoattack_spec(
-            norm=entry["norm"], eps=entry["eps"], version=entry.get("version", "standard"), per_class=entry.get("per_class")
-        )
-        entries.append((prefix, entry, [spec.name]))
-    for i, entry in enumerate(section.get("transfer", []) or []):
-        prefix = f"shifts.transfer[{i}]"
-        entries.append((prefix, entry, [_transfer_entry(entry, prefix, attacks).name]))
-    for prefix, entry, shift_names in entries:
+    shifts = list(expand_shifts(section)) if names is None else names
+    counts = {name: check_shards(default, "inference.shards") for name in shifts}
+    for prefix, entry, entry_specs in _attack_entries(section):
         if entry.get("shards") is None:
             continue
         count = check_shards(entry["shards"], f"{prefix}.shards")
-        counts.update({name: count for name in shift_names if name in counts})
+        counts.update({spec.name: count for spec in entry_specs if spec.name in counts})
     return counts
+
+
+def _attack_entries(section: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], list[ShiftSpec]]]:
+    """Each attack entry of a ``shifts`` section (``pgd``, ``pgd_targeted``, ``autoattack``,
+    ``transfer``, in that order) as ``(field, entry, its shifts)``, checked: the one place that
+    maps entries to shift names, for :func:`expand_shifts` and :func:`shard_counts`."""
+    attacks: dict[str, ShiftSpec] = {}
+
+    def found(prefix: str, entry: Mapping[str, Any], specs: list[ShiftSpec]) -> tuple[str, Mapping[str, Any], list[ShiftSpec]]:
+        attacks.update({spec.name: spec for spec in specs if spec.adversarial})
+        return prefix, entry, specs
+
+    for i, entry in enumerate(_list(section.get("pgd", []) or [], "shifts.pgd")):
+        prefix = f"shifts.pgd[{i}]"
+        yield found(prefix, entry, [_pgd_entry(entry, prefix)])
+
+    targeted = section.get("pgd_targeted")
+    if targeted is not None:
+        prefix = "shifts.pgd_targeted"
+        _check_pgd_keys(targeted, prefix, extra_keys=("targets",))
+        targets = _list(targeted["targets"], f"{prefix}.targets")
+        yield found(prefix, targeted, [_pgd_entry(targeted, prefix, target=target) for target in targets])
+
+    for i, entry in enumerate(_list(section.get("autoattack", []) or [], "shifts.autoattack")):
+        prefix = f"shifts.autoattack[{i}]"
+        if not isinstance(entry, Mapping):
+            raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
+        _check_keys(entry, prefix, allowed={"norm", "eps", "version", "per_class", "shards"}, required=("norm", "eps"))
+        spec = autoattack_spec(
+            norm=entry["norm"],
+            eps=entry["eps"],
+            version=entry.get("version", "standard"),
+            per_class=entry.get("per_class"),
+            field_prefix=prefix,
+        )
+        yield found(prefix, entry, [spec])
+
+    for i, entry in enumerate(_list(section.get("transfer", []) or [], "shifts.transfer")):
+        prefix = f"shifts.transfer[{i}]"
+        yield found(prefix, entry, [_transfer_entry(entry, prefix, attacks)])
 
 
 def _check_pgd_keys(entry: Any, prefix: str, *, extra_keys: tuple[str, ...] = (), inline: bool = False) -> None:
