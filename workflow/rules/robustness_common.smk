@@ -25,7 +25,7 @@ def attacked_shifts(dataset):
     """The shifts of `dataset` whose images attack a model, untargeted (PGD, AutoAttack and
     transfer attacks; classwise.shifts.spec: ShiftSpec.adversarial_images): one Figure 4 each.
     """
-    return [s for s in full_label_space_shifts(dataset) if SHIFTS[s].adversarial_images]
+    return [s for s in view_shifts(dataset, "original") if SHIFTS[s].adversarial_images]
 
 
 def transfer_pairs(dataset):
