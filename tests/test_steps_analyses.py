@@ -599,3 +599,35 @@ def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_
     )
     runpy.run_path(str(REPO / "scripts" / "simulate_extrapolation.py"), init_globals={"snakemake": job})
     assert "CleaneX fit: 100%" in Path(job.log[0]).read_text()
+
+
+def test_per_class_figures_past_50_classes_name_the_lowest_recall_and_the_highest_cfps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the CFPS figure named the 20 classes of lowest CFPS, the best ones."""
+    import classwise.plots.classwise as plots
+    from classwise.steps.reports import per_class_figures_step
+
+    drawn = {}
+    monkeypatch.setattr(plots, "save_png", lambda figure, path: drawn.setdefault(Path(path).stem, figure))
+    rng = np.random.default_rng(0)
+    names = [f"class{k}" for k in range(60)]
+    per_class, metrics, frames = {}, {}, {}
+    for model in ("a", "b"):
+        frames[model] = pd.DataFrame({"name": names, "recall": rng.random(60), "cfps": rng.random(60)})
+        per_class[model] = tmp_path / f"{model}.csv"
+        frames[model].to_csv(per_class[model], index=False)
+        metrics[model] = tmp_path / f"{model}.json"
+        metrics[model].write_text(json.dumps({"metrics": {"A": {"value": 0.5}}}))
+    per_class_figures_step(
+        per_class_paths=per_class,
+        metrics_paths=metrics,
+        title="t",
+        recall_path=tmp_path / "recall.png",
+        cfps_path=tmp_path / "cfps.png",
+    )
+    for stem, column, order in (("recall", "recall", 1), ("cfps", "cfps", -1)):
+        mean = (frames["a"][column] + frames["b"][column]).to_numpy() / 2
+        expected = [names[k] for k in np.argsort(order * mean, kind="stable")[:20]]
+        named = drawn[stem].axes[1]
+        assert [label.get_text() for label in named.get_yticklabels()] == expected, stem

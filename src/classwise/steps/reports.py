@@ -207,6 +207,7 @@ def per_class_figures_step(
         ylabel="class false positive score",
         title=f"{title}: class false positive score",
         path=cfps_path,
+        lowest_is_worst=False,  # a class that draws many false positives is the worst
     )
 
 
