@@ -19,7 +19,9 @@ import pandas as pd
 
 from classwise.errors import InputError
 from classwise.logits_io import ScoresFile
+from classwise.metrics.worst_class import worst_recall
 from classwise.robustness._scores import as_scores, predictions, where
+from classwise.sample_ids import sample_id_positions
 
 #: The columns of :func:`transfer_matrix`, one row per (source, target).
 TRANSFER_COLUMNS = (
@@ -34,29 +36,20 @@ TRANSFER_COLUMNS = (
 )
 
 
-def class_accuracies(labels: np.ndarray, predicted: np.ndarray, n_classes: int) -> np.ndarray:
-    """Accuracy of each class (recall), ``NaN`` for a class without samples."""
-    totals = np.bincount(labels, minlength=n_classes).astype(np.float64)
-    hits = np.bincount(labels[predicted == labels], minlength=n_classes).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(totals > 0, hits / np.where(totals > 0, totals, 1.0), np.nan)
-
-
 def transfer_cell(clean: ScoresFile | str | Path, transferred: ScoresFile | str | Path) -> dict[str, object]:
     """One cell: the target's accuracy on the transferred images (``robust_accuracy``) and on the
     same samples clean (``clean_accuracy``; matched by sample id, as a ``per_class`` attack holds
     a subset), and the class of lowest accuracy under the transfer (ties: the lowest index;
     classes without samples left out)."""
     clean_file, attacked = as_scores(clean), as_scores(transferred)
-    position = {sid: i for i, sid in enumerate(clean_file.sample_ids.tolist())}
-    missing = [sid for sid in attacked.sample_ids.tolist() if sid not in position]
-    if missing:
-        raise InputError(
-            f"{len(missing)} sample(s) of the transferred logits are not in the clean ones (first {missing[0]!r})",
-            path=where(clean_file, "clean"),
-            field="sample_ids",
-        )
-    rows = np.array([position[sid] for sid in attacked.sample_ids.tolist()], dtype=np.int64)
+    rows = sample_id_positions(
+        attacked.sample_ids,
+        clean_file.sample_ids,
+        path=where(clean_file, "clean"),
+        field="sample_ids",
+        available_name="the clean logits",
+        missing="{count} of {total} sample(s) of the transferred logits are not in the clean ones",
+    )
     labels = np.asarray(attacked.labels, dtype=np.int64)
     if not np.array_equal(np.asarray(clean_file.labels)[rows], labels):
         raise InputError(
@@ -64,15 +57,19 @@ def transfer_cell(clean: ScoresFile | str | Path, transferred: ScoresFile | str 
             path=where(attacked, "transfer"),
             field="labels",
         )
+    if not len(labels):
+        nan = float("nan")
+        return {"samples": 0, "clean_accuracy": nan, "robust_accuracy": nan, "worst_class": None, "worst_class_accuracy": nan}
     predicted = predictions(attacked)
-    per_class = class_accuracies(labels, predicted, attacked.n_classes)
-    worst = int(np.nanargmin(per_class)) if len(labels) else None
+    right = predicted == labels
+    support = np.bincount(labels, minlength=attacked.n_classes)
+    worst = worst_recall(np.bincount(labels[right], minlength=attacked.n_classes), support)
     return {
         "samples": int(len(labels)),
-        "clean_accuracy": float(np.mean(predictions(clean_file)[rows] == labels)) if len(labels) else float("nan"),
-        "robust_accuracy": float(np.mean(predicted == labels)) if len(labels) else float("nan"),
-        "worst_class": None if worst is None else str(attacked.class_names[worst]),
-        "worst_class_accuracy": float("nan") if worst is None else float(per_class[worst]),
+        "clean_accuracy": float(np.mean(predictions(clean_file)[rows] == labels)),
+        "robust_accuracy": float(np.mean(right)),
+        "worst_class": str(attacked.class_names[worst.classes[0]]),
+        "worst_class_accuracy": worst.value,
     }
 
 
@@ -84,8 +81,11 @@ def transfer_matrix(
     ``clean``), in the order given, with the columns :data:`TRANSFER_COLUMNS`
     (:func:`transfer_cell`)."""
     rows = []
+    loaded: dict[str, ScoresFile] = {}  # each target's clean file read once, not once per source
     for (source, attack, target), path in transferred.items():
         if target not in clean:
             raise InputError(f"no clean outputs of target model {target!r}", field="clean")
-        rows.append({"source": source, "attack": attack, "target": target, **transfer_cell(clean[target], path)})
+        if target not in loaded:
+            loaded[target] = as_scores(clean[target])
+        rows.append({"source": source, "attack": attack, "target": target, **transfer_cell(loaded[target], path)})
     return pd.DataFrame(rows, columns=list(TRANSFER_COLUMNS))
