@@ -164,9 +164,8 @@ def corruption_summary(
     matrix = class_shift_matrix(confusions, names)
     clean = matrix[reference].to_numpy()
     corrupted_accuracy = matrix[present].to_numpy()
+    mean_accuracy = _nanmean(corrupted_accuracy, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        counted = np.isfinite(corrupted_accuracy).sum(axis=1)
-        mean_accuracy = np.where(counted > 0, np.nansum(corrupted_accuracy, axis=1) / np.maximum(counted, 1), np.nan)
         drop = np.where(clean > 0, (clean - mean_accuracy) / clean, np.nan)
     frame = pd.DataFrame(
         {"clean_error": 1.0 - clean, "mean_corruption_error": 1.0 - mean_accuracy, "relative_drop": drop},
@@ -180,9 +179,8 @@ def worst_classes(accuracy: np.ndarray, n: int) -> np.ndarray:
     ``(rows, C)`` (e.g. models x shifts flattened), NaN ignored; classes with no finite value
     come last; ties go to the lowest index. Returns class indices, worst first."""
     a = np.atleast_2d(np.asarray(accuracy, dtype=np.float64))
-    counted = np.isfinite(a).sum(axis=0)
-    with np.errstate(invalid="ignore"):
-        mean = np.where(counted > 0, np.nansum(a, axis=0) / np.maximum(counted, 1), np.inf)
+    mean = _nanmean(a, axis=0)
+    mean[np.isnan(mean)] = np.inf
     order = np.lexsort((np.arange(a.shape[1]), mean))
     return order[: max(0, min(int(n), a.shape[1]))]
 
