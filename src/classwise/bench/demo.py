@@ -16,33 +16,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from classwise.atomic import write_json
+from classwise.bench.pipeline import load_average, timed_run
 from classwise.pipeline.scripting import parse_cost_line
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO_GOAL_S = 150.0
 """Wall seconds of the whole demo on 2 cores (issue 20)."""
-
-
-def _load_average() -> float | None:
-    try:
-        return os.getloadavg()[0]
-    except OSError:  # pragma: no cover - not on every platform
-        return None
-
-
-def _children_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def job_costs(logs: Path) -> list[dict[str, Any]]:
@@ -87,12 +73,8 @@ def run(*, repo: Path = REPO, config: Path | None = None, cores: int = 2, workdi
             sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory", str(where),
             "--configfile", str(config), "--cores", str(cores),
         ]  # fmt: skip
-        load_start = _load_average()
-        cpu_start = _children_cpu_seconds()
-        start = time.perf_counter()
-        result = subprocess.run(command, cwd=repo, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        cpu = _children_cpu_seconds() - cpu_start
+        load_start = load_average()
+        wall, cpu, result = timed_run(command, repo, timeout=None)
         if result.returncode != 0:
             raise RuntimeError(f"the demo failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
         rows = job_costs(where / "results" / "logs")
@@ -104,7 +86,7 @@ def run(*, repo: Path = REPO, config: Path | None = None, cores: int = 2, workdi
         "machine": {
             "cpus": os.cpu_count(),
             "load_average_1min_at_start": load_start,
-            "load_average_1min_at_end": _load_average(),
+            "load_average_1min_at_end": load_average(),
         },
         "wall_seconds": wall,
         "goal_wall_seconds": DEMO_GOAL_S,

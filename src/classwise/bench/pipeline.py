@@ -78,7 +78,9 @@ STORED_SIZE = (80, 96)
 """(height, width) of the generated JPEGs: not square, so resize and crop both do work."""
 
 
-def _load_average() -> float | None:
+def load_average() -> float | None:
+    """The 1-minute load average (``None`` where the platform has none): other processes on the
+    cores inflate every timing, so each benchmark records it."""
     try:
         return os.getloadavg()[0]
     except OSError:  # pragma: no cover - not on every platform
@@ -170,15 +172,22 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def timed_run(
+    command: Sequence[str], cwd: Path, *, timeout: float | None = 600
+) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Wall and CPU (user + system, of the process and its children) seconds of ``command``
+    run in ``cwd`` with its output captured, and its result."""
+    cpu = _children_cpu_seconds()
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return time.perf_counter() - start, _children_cpu_seconds() - cpu, result
+
+
 def _timed_dry_run(
     repo: Path, workdir: Path, configfile: Path, *, python_flags: Sequence[str] = ()
 ) -> tuple[float, float, subprocess.CompletedProcess[str]]:
     """Wall and CPU (user + system) seconds of one dry run, and its result."""
-    command = dry_run_command(repo, workdir, configfile, python_flags=python_flags)
-    cpu = _children_cpu_seconds()
-    start = time.perf_counter()
-    result = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=600)
-    return time.perf_counter() - start, _children_cpu_seconds() - cpu, result
+    return timed_run(dry_run_command(repo, workdir, configfile, python_flags=python_flags), repo)
 
 
 def bench_dry_run(repo: Path, configs: Sequence[Path], repeats: int, tmp: Path) -> dict[str, Any]:
@@ -250,11 +259,9 @@ def _bench_floor(jobs: int, repeats: int, tmp: Path) -> dict[str, Any]:
     command = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--cores", "1", "--dry-run"]
     times, cpu_times, counted = [], [], 0
     for _ in range(repeats):
-        cpu = _children_cpu_seconds()
-        start = time.perf_counter()
-        result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
-        times.append(time.perf_counter() - start)
-        cpu_times.append(_children_cpu_seconds() - cpu)
+        seconds, cpu, result = timed_run(command, workdir)
+        times.append(seconds)
+        cpu_times.append(cpu)
         if result.returncode != 0:  # pragma: no cover - a fixed workflow
             raise RuntimeError(f"dry run of the floor workflow failed:\n{result.stderr[-2000:]}")
         counted = count_jobs(result.stdout + result.stderr)
@@ -479,7 +486,7 @@ def run(
             "snakemake": snakemake.__version__,
             "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
             # other processes competing for the cores inflate every timing; read them with these
-            "load_average_1min_at_start": _load_average(),
+            "load_average_1min_at_start": load_average(),
         }
     }
     with tempfile.TemporaryDirectory(prefix="classwise-bench-") as name:
@@ -489,7 +496,7 @@ def run(
             images_per_class=images_per_class, batch_size=batch_size, image_size=image_size, repeats=repeats,
             device=device, threads=threads, tmp=tmp,
         )  # fmt: skip
-    results["machine"]["load_average_1min_at_end"] = _load_average()
+    results["machine"]["load_average_1min_at_end"] = load_average()
     return results
 
 
