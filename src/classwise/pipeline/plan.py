@@ -30,6 +30,7 @@ from classwise.data.sources import (
     has_images,
 )
 from classwise.errors import InputError
+from classwise.metrics.names import LABEL_SETS_METRICS
 from classwise.models.sources import model_source
 from classwise.shifts.spec import AUTOATTACK_MIN_CLASSES
 
@@ -414,8 +415,8 @@ def resolve_views(
 
 #: What a view of several correct labels per image leaves out (docs/real-labels.md).
 LABEL_SET_SKIPS = (
-    "W2CA, W2CA_balanced and WSupCA, the decisiveness tables, the model comparison and the analyses "
-    "(they need one true class per image)"
+    f"{', '.join(LABEL_SETS_METRICS[:-1])} and {LABEL_SETS_METRICS[-1]}, the decisiveness tables, the model "
+    "comparison and the analyses (they need one true class per image)"
 )
 
 

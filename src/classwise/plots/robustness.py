@@ -36,7 +36,7 @@ from classwise.metrics.robust_fairness import RobustFairness
 from classwise.plots import MAX_LABELLED_CLASSES, model_colors, save_png
 from classwise.plots.classwise import similarity_figure
 from classwise.plots.many_classes import confusion_overview_figure, draw_sorted
-from classwise.robustness.across_shifts import REFERENCE_SHIFT, worst_shifts
+from classwise.robustness.across_shifts import REFERENCE_SHIFT, models_of, worst_shifts
 from classwise.robustness.classwise import Confusions, classwise_values, mean_confusion
 
 _ANNOTATE_MAX = 12
@@ -108,9 +108,7 @@ def plot_classwise_robustness(
         shown = "clean and the " if shifts[0] == REFERENCE_SHIFT else "the "
         shown += f"{len(shifts) - (shifts[0] == REFERENCE_SHIFT)} of {len(confusions)} shifts of lowest worst-class accuracy"
         title = f"{title}\n{shown} (mean over models), worst first"
-    models: list[str] = []
-    for by_model in confusions.values():
-        models += [m for m in by_model if m not in models]
+    models = models_of(confusions)
     colors = dict(zip(models, model_colors(len(models))))
     n_cols = min(len(shifts), _MAX_COLUMNS)
     n_blocks = math.ceil(len(shifts) / n_cols)
