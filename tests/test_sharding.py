@@ -321,3 +321,26 @@ def test_a_shard_that_is_not_an_npz_archive_is_named(tmp_path: Path) -> None:
     assert raised.value.path == str(path)
     with pytest.raises(InputError, match="does not exist"):
         load_shard(tmp_path / "2-of-2.npz")
+
+
+def test_a_transfer_between_models_of_other_preprocessing_is_refused(
+    tmp_path: Path, digits_models, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The source's adversarial images are fed to the target as they are: both must preprocess
+    alike (data config), or the job stops before any attack."""
+    import classwise.steps.models as steps
+    from classwise.models.data_config import DataConfig
+
+    def config(mean: float) -> DataConfig:
+        return DataConfig((1, 8, 8), "bilinear", 1.0, "center", (mean,), (1.0,), (8, 8))
+
+    original = steps.load_inference_model
+
+    def with_config(name, cfg, weights, device):  # type: ignore[no-untyped-def]
+        model, meta, _ = original(name, cfg, weights, device)
+        return model, meta, {"lin": config(0.0), "mlp": config(0.5)}[name]
+
+    monkeypatch.setattr(steps, "load_inference_model", with_config)
+    with pytest.raises(InputError, match="preprocesses images otherwise") as raised:
+        _infer(tmp_path / "x.npz", "mlp", digits_models, "transfer_lin_pgd_linf_eps0.1", 8)
+    assert raised.value.field == "shifts.transfer" and not (tmp_path / "x.npz").exists()

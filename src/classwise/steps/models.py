@@ -299,9 +299,7 @@ def infer_step(
         source_model, _, source_data_config = load_inference_model(
             source_name, source_cfg or {"source": "train"}, source_weights, device
         )
-        if (source_data_config is None) != (data_config is None) or (
-            data_config is not None and source_data_config.to_dict() != data_config.to_dict()
-        ):
+        if source_data_config != data_config:  # frozen dataclasses (or None): compared field by field
             raise InputError(
                 f"shift {spec.name!r}: model {source_name!r} preprocesses images otherwise than {model_name!r} "
                 "(data config), so its adversarial images cannot be fed to it; transfer between models of the same input",
