@@ -411,3 +411,13 @@ def test_a_model_of_hard_predictions_gets_intervals_and_n_a_where_scores_are_nee
     assert "| A | +00.00 [+00.00, +00.00] |" in markdown  # the same predictions, paired by id
     data = pd.read_csv(compared["csv"])
     assert set(data["metric"]) == {"A", "WCA", "WCP", "W2CR"} and (data["difference"] == 0).all()
+
+
+def test_every_display_cell_reads_a_numpy_nan_as_undefined() -> None:
+    import numpy as np
+
+    from classwise.tables import decimals, p_value, percent, three_decimals
+
+    for nan in (float("nan"), np.float64("nan"), np.float32("nan"), None):
+        assert decimals(nan) == p_value(nan) == percent(nan) == three_decimals(nan) == "n/a"
+    assert decimals(np.float32(0.25)) == "0.2500" and p_value(np.float32(0.25)) == "0.25"

@@ -372,7 +372,8 @@ def rounded_display(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
 
 
 def _undefined(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and not math.isfinite(value))
+    """``None`` or a number that is not finite (NaN of any float type, numpy's float32 too)."""
+    return value is None or not math.isfinite(float(value))
 
 
 def decimals(value: Any, digits: int = 4) -> str:
