@@ -9,6 +9,7 @@ import pytest
 
 from classwise import tables
 from classwise.errors import InputError
+from classwise.metrics.catalogue import paper_rows
 
 
 def _document(values: dict[str, tuple[float, list]]) -> dict:
@@ -30,7 +31,7 @@ def test_cells_are_zero_padded_percentages_with_class_names() -> None:
 
 
 def test_paper_rows_follow_table_1() -> None:
-    assert tables.paper_rows([10, 100], 5, superclasses=True) == [
+    assert paper_rows([10, 100], 5, superclasses=True) == [
         "A",
         "WCA",
         "WCP",
@@ -44,7 +45,7 @@ def test_paper_rows_follow_table_1() -> None:
         "W10CR@5",
         "W100CR@5",
     ]
-    assert "WSupCA" not in tables.paper_rows([2], 3, superclasses=False)
+    assert "WSupCA" not in paper_rows([2], 3, superclasses=False)
 
 
 def test_metric_table_columns_are_models_in_order() -> None:
@@ -194,8 +195,8 @@ def test_worst_class_table_leaves_out_trivial_rows_and_says_so(tmp_path) -> None
 
 
 def test_paper_rows_for_a_class_count() -> None:
-    assert tables.paper_rows([2, 10], 5, superclasses=False, n_classes=3) == ["A", "WCA", "WCP", "W2CR", "W2CA"]
-    assert tables.paper_rows([2, 10], 2, superclasses=False, n_classes=3)[-3:] == ["A@2", "WCA@2", "W2CR@2"]
+    assert paper_rows([2, 10], 5, superclasses=False, n_classes=3) == ["A", "WCA", "WCP", "W2CR", "W2CA"]
+    assert paper_rows([2, 10], 2, superclasses=False, n_classes=3)[-3:] == ["A@2", "WCA@2", "W2CR@2"]
     assert tables.skipped_rows_note(["A", "A@5"], {"A@5": "k too big", "W2CR": "unused"}) == "Not shown: A@5 (k too big)."
     assert tables.skipped_rows_note(["A"], {"A@5": "k too big"}) == ""
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from classwise._extras import MissingExtraError
 from classwise.atomic import atomic_open
 from classwise.errors import InputError
-from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, emit_json, gamma, positive_int
+from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, add_metric_arguments, emit_json
 
 
 def _metrics_command(args: argparse.Namespace) -> int:
@@ -83,13 +83,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Compute every metric from LOGITS.npz (arrays 'logits' or 'probs', and 'labels').",
     )
     metrics.add_argument("logits", help=".npz with 'logits' (N x C) or 'probs', and 'labels' (N)")
-    metrics.add_argument("--superclasses", help="JSON mapping superclass name -> list of class indices")
-    metrics.add_argument("--gamma", type=gamma, default=0.005, help="probability floor of the generalized means (default 0.005)")
-    metrics.add_argument("--bins", type=positive_int, default=10, help="equal-population bins for measured metrics (default 10)")
-    metrics.add_argument("--k", type=positive_int, default=5, help="k of the top-k metrics (default 5)")
-    metrics.add_argument(
-        "--n", type=positive_int, nargs="+", default=[10, 100], help="n of W{n}CR (default 10 100; n >= C skipped)"
-    )
+    add_metric_arguments(metrics)
     metrics.add_argument("--out", help="output JSON (default: standard output)")
     metrics.add_argument(
         "--per-class",

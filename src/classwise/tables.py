@@ -28,35 +28,6 @@ if TYPE_CHECKING:
     from classwise.metrics.robust_fairness import RobustFairness
 
 
-def paper_rows(
-    ns: Sequence[int],
-    k: int,
-    *,
-    superclasses: bool,
-    balanced_pairs: bool = False,
-    n_classes: int | None = None,
-) -> list[str]:
-    """Table 1's row order for the given n of W{n}CR and k of the top-k metrics.
-
-    ``balanced_pairs`` adds ``W2CA_balanced`` after ``W2CA``: the class-balanced pair accuracy
-    the published code computes, which is what the paper's Table 2 (cleaned, unbalanced labels)
-    reports; on balanced sets the two agree. With ``n_classes`` the rows that are trivial for
-    that many classes are left out: W{n}CR for n >= C, and the top-k rows for k >= C (see
-    :func:`skipped_rows_note`).
-    """
-    if n_classes is not None:
-        ns = [n for n in ns if n < n_classes]
-    rows = ["A", "WCA", "WCP"]
-    if superclasses:
-        rows += ["WSupCA", "WSupCR"]
-    rows += [f"W{n}CR" for n in ns] + ["W2CA"]
-    if balanced_pairs:
-        rows.append("W2CA_balanced")
-    if n_classes is None or k < n_classes:
-        rows += [f"A@{k}", f"WCA@{k}"] + [f"W{n}CR@{k}" for n in ns]
-    return rows
-
-
 def skipped_rows_note(rows: Sequence[str], skipped: Mapping[str, str]) -> str:
     """One sentence per reason naming the table ``rows`` left out (``skipped`` maps a metric to
     why, as :func:`classwise.metrics.suite.skipped_worst_class_metrics` gives it); "" if none."""

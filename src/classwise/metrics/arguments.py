@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from classwise.metrics.catalogue import DEFAULTS
+
 #: Per-class interval methods (classwise.metrics.intervals.INTERVAL_METHODS; listed here so
 #: that building the parser imports nothing heavy).
 INTERVAL_CHOICES = ("clopper-pearson", "wilson")
@@ -27,6 +29,32 @@ def add_bootstrap_arguments(parser: argparse.ArgumentParser, *, optional: bool) 
         parser.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence level of every interval (default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap draws (default 0)")
+
+
+def add_metric_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--superclasses``, ``--gamma``, ``--bins``, ``--k`` and ``--n``, defaulting to the
+    catalogue's :data:`~classwise.metrics.catalogue.DEFAULTS`."""
+    parser.add_argument("--superclasses", help="JSON mapping superclass name -> list of class indices")
+    parser.add_argument(
+        "--gamma",
+        type=gamma,
+        default=DEFAULTS.gamma,
+        help=f"probability floor of the generalized means (default {DEFAULTS.gamma})",
+    )
+    parser.add_argument(
+        "--bins",
+        type=positive_int,
+        default=DEFAULTS.bins,
+        help=f"equal-population bins for measured metrics (default {DEFAULTS.bins})",
+    )
+    parser.add_argument("--k", type=positive_int, default=DEFAULTS.k, help=f"k of the top-k metrics (default {DEFAULTS.k})")
+    parser.add_argument(
+        "--n",
+        type=positive_int,
+        nargs="+",
+        default=list(DEFAULTS.ns),
+        help=f"n of W{{n}}CR (default {' '.join(map(str, DEFAULTS.ns))}; n >= C skipped)",
+    )
 
 
 def positive_int(text: str) -> int:

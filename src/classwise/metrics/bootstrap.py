@@ -39,12 +39,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from classwise.errors import InputError
-from classwise.metrics import cfps as cfps_metrics
+from classwise.metrics import catalogue, kernels
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics import worst_class as wc
+from classwise.metrics.catalogue import DEFAULTS
 from classwise.metrics.intervals import check_confidence, minimum_bound, percentile_interval
 from classwise.metrics.pair_losses import PairLosses
 from classwise.metrics.probabilities import Probabilities
+from classwise.metrics.result import MetricReplicates
 from classwise.metrics.stats import ClassificationStats
 
 __all__ = [
@@ -69,11 +71,6 @@ TOP_WORST = 5
 #: Replicates whose statistics are computed together (bounds the scratch memory:
 #: about ``N * BLOCK * 12`` bytes per worker).
 BLOCK = 64
-
-#: Metrics of the reported and measured decisiveness family, in output order.
-NELSON_REPORTED = ("decisiveness", "geometric_accuracy", "robustness")
-NELSON_MEASURED = tuple(f"{name}_measured" for name in NELSON_REPORTED)
-_RHOS = (nelson.DECISIVENESS_RHO, nelson.GEOMETRIC_RHO, nelson.ROBUSTNESS_RHO)
 
 
 def check_replicates(replicates: object) -> int:
@@ -131,15 +128,6 @@ class StratifiedDraws:
 
 
 # ----------------------------------------------------------------------------- replicates
-
-
-@dataclass(frozen=True)
-class MetricReplicates:
-    """One metric's value in each replicate and, for metrics that name a worst class,
-    superclass or pair, what they name (``worst[r]``: a tuple; empty when none)."""
-
-    values: np.ndarray
-    worst: list[tuple[Any, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +204,7 @@ def _prepare(
         supers = _Superclasses(super_hits, super_counts, super_members, [name for name, _ in groups])
     log_p = probabilities.correct_class_log_prob(labels)
     terms, zeros, shifts = [], [], []
-    for rho in _RHOS:
+    for rho in nelson.RHOS:
         t, z, shift = nelson.generalized_mean_terms(log_p, rho, gamma)
         terms.append(t)
         zeros.append(z)
@@ -289,20 +277,16 @@ def _stack(blocks: list[dict[str, Any]], name: str) -> Any:
     return np.concatenate([b[name] for b in blocks]) if isinstance(first, np.ndarray) else None
 
 
-def _classes(valid: np.ndarray, where: np.ndarray) -> list[tuple[int, ...]]:
-    return [(int(c),) for c in valid[where]]
-
-
 def bootstrap_replicates(
     scores: np.ndarray,
     stats: ClassificationStats,
     probabilities: Probabilities,
     *,
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = nelson.DEFAULT_GAMMA,
-    bins: int = 10,
-    k: int = 5,
-    ns: Sequence[int] = (10, 100),
+    gamma: float = DEFAULTS.gamma,
+    bins: int = DEFAULTS.bins,
+    k: int = DEFAULTS.k,
+    ns: Sequence[int] = DEFAULTS.ns,
     replicates: int = DEFAULT_REPLICATES,
     seed: int = DEFAULT_SEED,
     workers: int | None = None,
@@ -342,63 +326,31 @@ def _replicates(
     ns: Sequence[int],
     workers: int | None,
 ) -> dict[str, MetricReplicates]:
+    """Every catalogue metric's replicates that the model has the statistics for: the
+    superclass metrics with superclasses, the pair metrics with pairs, ``W{n}CR`` for
+    ``1 <= n < C``."""
     blocks = _run_blocks(lambda chunk: _block(model, draws, chunk), b, workers)
-    hits1, hitsk = _stack(blocks, "hits1"), _stack(blocks, "hitsk")
-    predicted = _stack(blocks, "predicted")
-    valid, support = model.valid, model.support_valid
-    n, c = model.n, model.c
-    out: dict[str, MetricReplicates] = {}
-
-    out["A"] = MetricReplicates(np.divide(hits1.sum(axis=1), n, dtype=np.float64))
-    value, where = wc.worst_of_rows(hits1 / support)
-    out["WCA"] = MetricReplicates(value, _classes(valid, where))
-    hits_full = np.zeros((b, c), dtype=np.int64)
-    hits_full[:, valid] = hits1
-    precision = np.full((b, c), np.nan)
-    precision_hits = _stack(blocks, "precision_hits")
-    np.divide(precision_hits, predicted, out=precision, where=predicted > 0)
-    value, where = wc.worst_of_rows(precision)
-    out["WCP"] = MetricReplicates(value, [(int(x),) for x in where])
-    if model.superclasses is not None:
-        supers = model.superclasses
-        names = supers.names
-        value, where = wc.worst_superclass_rows(_stack(blocks, "super_hits"), supers.counts)
-        out["WSupCA"] = MetricReplicates(value, [(names[int(x)],) for x in where])
-        value, where = wc.worst_superclass_rows(hits_full @ supers.members, stats.support @ supers.members)
-        out["WSupCR"] = MetricReplicates(value, [(names[int(x)],) for x in where])
-    valid_ns = [m for m in ns if 1 <= m < c]
-    for m in valid_ns:
-        out[f"W{m}CR"] = MetricReplicates(wc.worst_n_pooled_rows(hits1, support, m)[0])
-    for m in valid_ns:
-        out[f"W{m}CR_exact"] = MetricReplicates(wc.worst_n_pooled_exact_rows(hits1, support, m)[0])
+    names = ("hits1", "hitsk", "predicted", "precision_hits", "term_sums", "zeros", "n_correct_bins", "n_all_bins")
+    counts = {name: _stack(blocks, name) for name in names}
+    supers = model.superclasses
+    if supers is not None:
+        counts["super_hits"] = _stack(blocks, "super_hits")
     if model.pairs is not None:
-        pairs = _stack(blocks, "pairs")
-        out["W2CA"] = MetricReplicates(pairs["pooled"], [tuple(int(x) for x in p) for p in pairs["pooled_pairs"]])
-        out["W2CA_balanced"] = MetricReplicates(pairs["balanced"], [tuple(int(x) for x in p) for p in pairs["balanced_pairs"]])
-    out[f"A@{k}"] = MetricReplicates(np.divide(hitsk.sum(axis=1), n, dtype=np.float64))
-    value, where = wc.worst_of_rows(hitsk / support)
-    out[f"WCA@{k}"] = MetricReplicates(value, _classes(valid, where))
-    for m in valid_ns:
-        out[f"W{m}CR@{k}"] = MetricReplicates(wc.worst_n_pooled_rows(hitsk, support, m)[0])
-
-    term_sums, zeros = _stack(blocks, "term_sums"), _stack(blocks, "zeros")
-    reported = [nelson.generalized_mean_from_sums(term_sums[:, i], zeros, n, rho, model.shifts[i]) for i, rho in enumerate(_RHOS)]
-    n_correct, n_all = _stack(blocks, "n_correct_bins"), _stack(blocks, "n_all_bins")
-    measured = np.empty((b, 3))
-    slope = np.empty(b)
-    for r in range(b):
-        metrics, _ = nelson.measured_from_counts(n_correct[r], n_all[r], model.gamma)
-        measured[r] = (metrics.decisiveness, metrics.geometric_accuracy, metrics.robustness)
-        slope[r] = nelson.calibration_slope(nelson.NelsonMetrics(reported[0][r], reported[1][r], reported[2][r]), metrics)
-    for i, name in enumerate(NELSON_REPORTED):
-        out[name] = MetricReplicates(np.asarray(reported[i], dtype=np.float64))
-    for i, name in enumerate(NELSON_MEASURED):
-        out[name] = MetricReplicates(measured[:, i])
-    out["calibration_slope"] = MetricReplicates(slope)
-
-    errors = n - hits1.sum(axis=1)
-    value, where = cfps_metrics.cfps_max_rows(predicted - precision_hits, errors)
-    out["CFPS_max"] = MetricReplicates(value, [(int(x),) if x >= 0 else () for x in where])
+        counts["pairs"] = _stack(blocks, "pairs")
+    replicate_counts = kernels.ReplicateCounts(
+        counts, b=b, n=model.n, c=model.c, valid=model.valid, support=stats.support,
+        superclass_names=supers.names if supers else (), superclass_counts=supers.counts if supers else None,
+        superclass_members=supers.members if supers else None, nelson_shifts=model.shifts, gamma=model.gamma,
+    )  # fmt: skip
+    valid_ns = [m for m in ns if 1 <= m < model.c]
+    out: dict[str, MetricReplicates] = {}
+    for entry in catalogue.CATALOGUE:
+        if entry.replicate is None or (entry.needs_superclasses and supers is None):
+            continue
+        if entry.worst == "pair" and model.pairs is None:
+            continue
+        for name, n in entry.instances(k=k, ns=valid_ns):
+            out[name] = catalogue.kernel(entry.replicate)(replicate_counts, n)
     return out
 
 

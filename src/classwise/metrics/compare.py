@@ -26,9 +26,10 @@ import numpy as np
 from classwise.errors import InputError
 from classwise.logits_io import ScoresFile
 from classwise.metrics import bootstrap as boot
+from classwise.metrics.catalogue import DEFAULTS
 from classwise.metrics.intervals import check_confidence, percentile_interval
 from classwise.metrics.probabilities import Probabilities
-from classwise.metrics.suite import DEFAULT_NS, argmax_scores, evaluate
+from classwise.metrics.suite import argmax_scores, evaluate
 from classwise.sample_ids import sample_id_positions
 
 __all__ = ["MetricComparison", "Comparison", "align", "compare", "compare_models", "paired_p_value"]
@@ -137,10 +138,10 @@ def compare(
     second: ScoresFile,
     *,
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = 0.005,
-    bins: int = 10,
-    k: int = 5,
-    ns: Sequence[int] = DEFAULT_NS,
+    gamma: float = DEFAULTS.gamma,
+    bins: int = DEFAULTS.bins,
+    k: int = DEFAULTS.k,
+    ns: Sequence[int] = DEFAULTS.ns,
     replicates: int = boot.DEFAULT_REPLICATES,
     confidence: float = boot.DEFAULT_CONFIDENCE,
     seed: int = boot.DEFAULT_SEED,
@@ -159,10 +160,10 @@ def compare_models(
     files: Mapping[str, ScoresFile],
     *,
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = 0.005,
-    bins: int = 10,
-    k: int = 5,
-    ns: Sequence[int] = DEFAULT_NS,
+    gamma: float = DEFAULTS.gamma,
+    bins: int = DEFAULTS.bins,
+    k: int = DEFAULTS.k,
+    ns: Sequence[int] = DEFAULTS.ns,
     replicates: int = boot.DEFAULT_REPLICATES,
     confidence: float = boot.DEFAULT_CONFIDENCE,
     seed: int = boot.DEFAULT_SEED,

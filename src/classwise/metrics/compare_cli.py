@@ -43,7 +43,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def add_parser(subcommands: Any) -> None:
-    from classwise.metrics.arguments import add_bootstrap_arguments, gamma, positive_int
+    from classwise.metrics.arguments import add_bootstrap_arguments, add_metric_arguments
 
     parser = subcommands.add_parser(
         "compare",
@@ -52,11 +52,7 @@ def add_parser(subcommands: Any) -> None:
     )
     parser.add_argument("a", help="first scores .npz (A)")
     parser.add_argument("b", help="second scores .npz (B), the same samples by sample_ids")
-    parser.add_argument("--superclasses", help="JSON mapping superclass name -> list of class indices")
-    parser.add_argument("--gamma", type=gamma, default=0.005, help="probability floor of the generalized means (default 0.005)")
-    parser.add_argument("--bins", type=positive_int, default=10, help="equal-population bins for measured metrics (default 10)")
-    parser.add_argument("--k", type=positive_int, default=5, help="k of the top-k metrics (default 5)")
-    parser.add_argument("--n", type=positive_int, nargs="+", default=[10, 100], help="n of W{n}CR (default 10 100)")
+    add_metric_arguments(parser)
     parser.add_argument("--out", help="output JSON (default: standard output)")
     add_bootstrap_arguments(parser, optional=False)
     parser.set_defaults(handler=compare_command)

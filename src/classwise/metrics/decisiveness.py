@@ -25,12 +25,15 @@ import numpy as np
 from scipy.special import logsumexp
 
 from classwise.errors import InputError
+from classwise.metrics.catalogue import DEFAULTS
 from classwise.metrics.probabilities import Probabilities, auto_chunk_rows, map_row_blocks
 
 DECISIVENESS_RHO = 1.0
 GEOMETRIC_RHO = 0.0
 ROBUSTNESS_RHO = -2.0 / 3.0
-DEFAULT_GAMMA = 0.005
+#: The exponents of decisiveness, geometric accuracy and robustness, in that order.
+RHOS: tuple[float, float, float] = (DECISIVENESS_RHO, GEOMETRIC_RHO, ROBUSTNESS_RHO)
+DEFAULT_GAMMA = DEFAULTS.gamma
 DEFAULT_GAMMAS: tuple[float, ...] = (0.05, 0.01, 0.005, 0.001, 0.0)
 
 
@@ -207,7 +210,9 @@ def singularity_windows(gamma: float) -> tuple[float, float]:
     return low, 1.0 - float(gamma)
 
 
-def bin_edges(correct_probs: np.ndarray, *, gamma: float = DEFAULT_GAMMA, n_bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
+def bin_edges(
+    correct_probs: np.ndarray, *, gamma: float = DEFAULT_GAMMA, n_bins: int = DEFAULTS.bins
+) -> tuple[np.ndarray, np.ndarray]:
     """Inner bin edges and singular flags from the correct-class probabilities.
 
     Returns ``(inner, singular)``: ``inner`` is the strictly increasing ``(K - 1,)`` array
@@ -246,7 +251,7 @@ def measured_metrics(
     labels: np.ndarray,
     *,
     gamma: float = DEFAULT_GAMMA,
-    n_bins: int = 10,
+    n_bins: int = DEFAULTS.bins,
     edges: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> MeasuredCalibration:
     """Measured decisiveness / geometric accuracy / robustness (the paper's Sec. 4 procedure).

@@ -30,7 +30,6 @@ __all__ = [
     "applies",
     "check",
     "gates_from_config",
-    "known_metric_names",
     "parse_bound",
     "results_table",
 ]
@@ -38,16 +37,6 @@ __all__ = [
 Bound = Literal["min", "max"]
 _BOUNDS: tuple[Bound, ...] = ("min", "max")
 _SYMBOL = {"min": ">=", "max": "<="}
-#: The metrics of the decisiveness family (decisiveness.json), besides the worst-class family.
-NELSON_METRICS = (
-    "decisiveness",
-    "geometric_accuracy",
-    "robustness",
-    "decisiveness_measured",
-    "geometric_accuracy_measured",
-    "robustness_measured",
-    "calibration_slope",
-)
 
 
 #: The scope keys of a gate in the workflow config -> the part of a run they restrict.
@@ -96,15 +85,6 @@ def parse_bound(text: str, bound: Bound) -> Gate:
     if not math.isfinite(threshold):
         raise InputError(f"expected a finite number after '=' in {text!r}", field=field)
     return Gate(name, bound, threshold)
-
-
-def known_metric_names(k: int, ns: Sequence[int]) -> list[str]:
-    """Every metric name a worst-class or decisiveness document of the workflow can hold for
-    the top-k ``k`` and the ``ns`` of W{n}CR (for checking a config's gates before any job)."""
-    names = ["A", "WCA", "WCP", "WSupCA", "WSupCR", "W2CA", "W2CA_balanced", "CFPS_max", f"A@{k}", f"WCA@{k}"]
-    for n in ns:
-        names += [f"W{n}CR", f"W{n}CR_exact", f"W{n}CR@{k}"]
-    return names + list(NELSON_METRICS)
 
 
 def gates_from_config(section: Mapping[str, Mapping[str, Any]]) -> list[Gate]:

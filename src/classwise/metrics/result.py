@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class MetricResult:
@@ -30,3 +32,12 @@ class MetricResult:
         if self.details:
             out["details"] = self.details
         return out
+
+
+@dataclass(frozen=True)
+class MetricReplicates:
+    """One metric's value in each bootstrap replicate and, for metrics that name a worst class,
+    superclass or pair, what they name (``worst[r]``: a tuple; empty when none)."""
+
+    values: np.ndarray
+    worst: list[tuple[Any, ...]] | None = None

@@ -16,17 +16,15 @@ import pandas as pd
 
 from classwise.errors import InputError
 from classwise.metrics import bootstrap as boot
-from classwise.metrics import cfps as cfps_metrics
+from classwise.metrics import catalogue, kernels
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics import worst_class as wc
+from classwise.metrics.catalogue import DEFAULTS, HARD_PREDICTIONS_REASON, LABEL_SETS_REASON
 from classwise.metrics.intervals import check_confidence, proportion_interval
-from classwise.metrics.names import LABEL_SETS_METRICS, LABEL_SETS_REASON, score_metric_names
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricResult
 from classwise.metrics.stats import ClassificationStats, compute_stats
 from classwise.validation import ScoreKind
-
-DEFAULT_NS: tuple[int, ...] = (10, 100)
 
 
 def argmax_scores(scores: np.ndarray, kind: ScoreKind) -> np.ndarray:
@@ -40,15 +38,33 @@ def argmax_scores(scores: np.ndarray, kind: ScoreKind) -> np.ndarray:
         return np.log(scores.astype(np.float64, copy=False))
 
 
+def compute_family(
+    family: catalogue.Family, inputs: kernels.SampleInputs, *, ns: Sequence[int] = DEFAULTS.ns
+) -> dict[str, MetricResult]:
+    """Every metric of a catalogue family on ``inputs``, in the catalogue's order: the
+    superclass metrics only with superclasses, the top-k ones only for ``k < C``, ``W{n}CR``
+    for the given ``ns``."""
+    out: dict[str, MetricResult] = {}
+    for entry in catalogue.entries(family):
+        if entry.needs_superclasses and not inputs.superclasses:
+            continue
+        if entry.over_k and inputs.k >= inputs.stats.n_classes:
+            continue
+        for name, n in entry.instances(k=inputs.k, ns=ns):
+            out[name] = catalogue.kernel(entry.compute)(inputs, n)
+    return out
+
+
 def worst_class_family(
     stats: ClassificationStats,
     scores: np.ndarray,
     *,
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    k: int = 5,
-    ns: Sequence[int] = DEFAULT_NS,
+    k: int = DEFAULTS.k,
+    ns: Sequence[int] = DEFAULTS.ns,
 ) -> dict[str, MetricResult]:
-    """The metrics of worst-class-metrics.txt (Table 1 rows), plus the exact and balanced variants.
+    """The metrics of the worst-class paper (Bitterwolf et al., 2022; Table 1's rows), plus
+    the exact and balanced variants (the catalogue's ``worst_class`` family).
 
     ``W{n}CR`` is the paper's heuristic (the n individually worst classes, pooled) and
     ``W{n}CR_exact`` the true minimum over n-subsets. Metrics that are trivial are left out
@@ -57,28 +73,9 @@ def worst_class_family(
     """
     if k < 1:
         raise InputError(f"k must be >= 1, got {k}", field="k")
-    c = stats.n_classes
     valid_ns = [n for n in ns if 1 <= n < classes_with_samples(stats)]
-    out: dict[str, MetricResult] = {
-        "A": wc.accuracy(stats),
-        "WCA": wc.worst_class_accuracy(stats),
-        "WCP": wc.worst_class_precision(stats),
-    }
-    if superclasses:
-        out["WSupCA"] = wc.worst_superclass_accuracy(scores, stats, superclasses)
-        out["WSupCR"] = wc.worst_superclass_recall(stats, superclasses)
-    for n in valid_ns:
-        out[f"W{n}CR"] = wc.worst_n_class_recall(stats, n)
-    for n in valid_ns:
-        out[f"W{n}CR_exact"] = wc.worst_n_class_recall_exact(stats, n)
-    out["W2CA"] = wc.worst_pair_accuracy(stats)
-    out["W2CA_balanced"] = wc.worst_pair_accuracy(stats, balanced=True)
-    if k < c:
-        out[f"A@{k}"] = wc.topk_accuracy(stats, k)
-        out[f"WCA@{k}"] = wc.worst_class_topk_accuracy(stats, k)
-        for n in valid_ns:
-            out[f"W{n}CR@{k}"] = wc.worst_n_class_recall(stats, n, k=k)
-    return out
+    inputs = kernels.SampleInputs(statistics=stats, scores=scores, k=k, superclasses=superclasses)
+    return compute_family("worst_class", inputs, ns=valid_ns)
 
 
 def classes_with_samples(stats: ClassificationStats) -> int:
@@ -89,23 +86,11 @@ def classes_with_samples(stats: ClassificationStats) -> int:
 def skipped_worst_class_metrics(n_classes: int, *, k: int, ns: Sequence[int], with_samples: int | None = None) -> dict[str, str]:
     """The metrics :func:`worst_class_family` leaves out for ``n_classes`` classes of which
     ``with_samples`` (default: all) have samples, with why."""
-    skipped: dict[str, str] = {}
-    present = n_classes if with_samples is None else with_samples
-    which = "classes" if present == n_classes else "classes with samples"
-    for n in ns:
-        if n >= present:
-            reason = f"n = {n} >= {present} {which}: the n worst classes would be every class"
-            for name in (f"W{n}CR", f"W{n}CR_exact", f"W{n}CR@{k}"):
-                skipped[name] = reason
-    if k >= n_classes:
-        reason = f"k = {k} >= {n_classes} classes: every label is among the top k, so the value is 1"
-        for name in (f"A@{k}", f"WCA@{k}", *(f"W{n}CR@{k}" for n in ns if n < present)):
-            skipped[name] = reason
-    return skipped
+    return catalogue.skipped_for_class_count(n_classes, k=k, ns=ns, with_samples=with_samples)
 
 
 def class_false_positive_scores(stats: ClassificationStats) -> np.ndarray:
-    """CFPS per class (classwise-robustness-cfps.txt Eq. 1) from the stats' counts:
+    """CFPS per class (Medi et al., 2024, Eq. 1) from the stats' counts:
     ``(predicted_c - correct predictions of c) / errors``, all 0 without errors. With one label
     per sample this is :func:`classwise.metrics.cfps.class_false_positive_score` of the
     confusion; under several correct labels a false positive of ``c`` is a prediction of ``c``
@@ -119,25 +104,19 @@ def class_false_positive_scores(stats: ClassificationStats) -> np.ndarray:
 def cfps_max_of_stats(stats: ClassificationStats) -> MetricResult:
     """:func:`classwise.metrics.cfps.cfps_max` from the stats' counts (see
     :func:`class_false_positive_scores`)."""
-    errors = stats.errors
-    if errors == 0:
-        return MetricResult(0.0, (), {"n_errors": 0})
-    value, worst = cfps_metrics.cfps_max_rows(stats.predicted - stats.precision_hits, np.float64(errors))
-    return MetricResult(float(value), (int(worst),), {"n_errors": errors})
+    return compute_family("cfps", kernels.SampleInputs(statistics=stats))["CFPS_max"]
 
 
 def without_pair_metrics(
     metrics: Mapping[str, MetricResult], skipped: Mapping[str, str]
 ) -> tuple[dict[str, MetricResult], dict[str, str]]:
-    """``metrics`` under a view of label sets less :data:`LABEL_SETS_METRICS`, which join
-    ``skipped`` with :data:`LABEL_SETS_REASON` (WSupCA only where superclasses were given)."""
-    kept = {name: result for name, result in metrics.items() if name not in LABEL_SETS_METRICS}
-    reasons = {name: LABEL_SETS_REASON for name in LABEL_SETS_METRICS if name != "WSupCA" or name in metrics}
+    """``metrics`` under a view of label sets less those the catalogue marks undefined there,
+    which join ``skipped`` with :data:`LABEL_SETS_REASON` (WSupCA only where superclasses were
+    given)."""
+    undefined = catalogue.label_sets_metric_names("worst_class")
+    kept = {name: result for name, result in metrics.items() if name not in undefined}
+    reasons = {name: LABEL_SETS_REASON for name in undefined if name != "WSupCA" or name in metrics}
     return kept, {**skipped, **reasons}
-
-
-#: Why the metrics that rank or weigh classes by score are missing for hard predictions.
-HARD_PREDICTIONS_REASON = "hard predictions only: no scores to rank the classes by"
 
 
 def without_score_metrics(
@@ -146,9 +125,9 @@ def without_score_metrics(
     """``metrics`` of hard predictions (their one-hot encoding) less those that need scores,
     which join ``skipped`` with :data:`HARD_PREDICTIONS_REASON` (a metric already skipped as
     trivial keeps its reason)."""
-    dropped = set(score_metric_names(k, ns))
+    dropped = catalogue.score_metric_names(k, ns)
     kept = {name: result for name, result in metrics.items() if name not in dropped}
-    reasons = {name: HARD_PREDICTIONS_REASON for name in score_metric_names(k, ns) if name != "WSupCA" or name in metrics}
+    reasons = {name: HARD_PREDICTIONS_REASON for name in dropped if name != "WSupCA" or name in metrics}
     return kept, {**reasons, **skipped}
 
 
@@ -156,23 +135,13 @@ def nelson_family(
     probabilities: Probabilities,
     labels: np.ndarray,
     *,
-    gamma: float = 0.005,
-    bins: int = 10,
+    gamma: float = DEFAULTS.gamma,
+    bins: int = DEFAULTS.bins,
 ) -> tuple[dict[str, MetricResult], nelson.MeasuredCalibration]:
-    """Reported and measured decisiveness / geometric accuracy / robustness and the slope."""
-    reported = nelson.reported_metrics(probabilities.correct_class_log_prob(labels), gamma=gamma)
-    measured = nelson.measured_metrics(probabilities, labels, gamma=gamma, n_bins=bins)
-    slope = nelson.calibration_slope(reported, measured.metrics)
-    out = {
-        "decisiveness": MetricResult(reported.decisiveness),
-        "geometric_accuracy": MetricResult(reported.geometric_accuracy),
-        "robustness": MetricResult(reported.robustness),
-        "decisiveness_measured": MetricResult(measured.metrics.decisiveness),
-        "geometric_accuracy_measured": MetricResult(measured.metrics.geometric_accuracy),
-        "robustness_measured": MetricResult(measured.metrics.robustness),
-        "calibration_slope": MetricResult(slope),
-    }
-    return out, measured
+    """Reported and measured decisiveness / geometric accuracy / robustness and the slope
+    (the catalogue's ``decisiveness`` family), and the measured calibration they came from."""
+    inputs = kernels.SampleInputs(probabilities=probabilities, labels=labels, gamma=gamma, bins=bins)
+    return compute_family("decisiveness", inputs), inputs.measured
 
 
 @dataclass(frozen=True)
@@ -237,10 +206,10 @@ def evaluate(
     *,
     kind: ScoreKind = "logits",
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = 0.005,
-    bins: int = 10,
-    k: int = 5,
-    ns: Sequence[int] = DEFAULT_NS,
+    gamma: float = DEFAULTS.gamma,
+    bins: int = DEFAULTS.bins,
+    k: int = DEFAULTS.k,
+    ns: Sequence[int] = DEFAULTS.ns,
     bootstrap: int | None = None,
     confidence: float = boot.DEFAULT_CONFIDENCE,
     seed: int = boot.DEFAULT_SEED,
@@ -264,7 +233,7 @@ def evaluate(
     probabilities = Probabilities.from_scores(scores, kind)
     nelson_metrics, calibration = nelson_family(probabilities, labels, gamma=gamma, bins=bins)
     metrics.update(nelson_metrics)
-    metrics["CFPS_max"] = cfps_metrics.cfps_max(stats.confusion)
+    metrics.update(compute_family("cfps", kernels.SampleInputs(statistics=stats)))
     skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
     if bootstrap is None:
         return Evaluation(metrics=metrics, stats=stats, calibration=calibration, skipped=skipped)
@@ -316,10 +285,10 @@ def bootstrap_metrics(
     *,
     settings: BootstrapSettings,
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = 0.005,
-    bins: int = 10,
-    k: int = 5,
-    ns: Sequence[int] = DEFAULT_NS,
+    gamma: float = DEFAULTS.gamma,
+    bins: int = DEFAULTS.bins,
+    k: int = DEFAULTS.k,
+    ns: Sequence[int] = DEFAULTS.ns,
     workers: int | None = None,
     pairs: bool = True,
 ) -> BootstrapResult:
@@ -339,7 +308,7 @@ def bootstrap_metrics(
 def per_class_table(
     stats: ClassificationStats,
     *,
-    k: int = 5,
+    k: int = DEFAULTS.k,
     class_names: Sequence[str] | np.ndarray | None = None,
     confidence: float = 0.95,
     interval: str = "clopper-pearson",

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from classwise.errors import InputError
-from classwise.metrics.gates import NELSON_METRICS, SCOPE_KEYS, applies, known_metric_names
-from classwise.metrics.names import LABEL_SETS_METRICS, score_metric_names
+from classwise.metrics.catalogue import label_sets_metric_names, metric_names
+from classwise.metrics.gates import SCOPE_KEYS, applies
 from classwise.pipeline.plan import Plan
 
 __all__ = ["gate_runs"]
@@ -47,8 +47,9 @@ def gate_runs(
         for shift in plan.view_shifts[(dataset, view)]
         for model in plan.models[dataset]
     ]
-    known = known_metric_names(k, ns)
-    needs_scores = set(score_metric_names(k, ns)) | set(NELSON_METRICS)
+    known = list(metric_names(k=k, ns=ns))
+    needs_scores = set(metric_names(k=k, ns=ns, where=lambda entry: entry.needs_scores))
+    needs_one_label = set(label_sets_metric_names())
     kept: list[dict[str, str]] = []
     for metric, bounds in gates.items():
         where = f"gates.{metric}"
@@ -74,7 +75,7 @@ def gate_runs(
                     path=source,
                     field=where,
                 )
-        if metric in set(LABEL_SETS_METRICS) | set(NELSON_METRICS):
+        if metric in needs_one_label:
             sets = sorted({(r["dataset"], r["labels"]) for r in scoped} & plan.label_set_views)
             if sets:
                 dataset, view = sets[0]

@@ -30,7 +30,7 @@ from classwise.data.sources import (
     has_images,
 )
 from classwise.errors import InputError
-from classwise.metrics.names import LABEL_SETS_METRICS
+from classwise.metrics.catalogue import label_sets_metric_names
 from classwise.models.sources import model_source
 from classwise.shifts.spec import AUTOATTACK_MIN_CLASSES
 
@@ -414,8 +414,9 @@ def resolve_views(
 
 
 #: What a view of several correct labels per image leaves out (docs/real-labels.md).
+_LABEL_SETS_METRICS = label_sets_metric_names("worst_class")
 LABEL_SET_SKIPS = (
-    f"{', '.join(LABEL_SETS_METRICS[:-1])} and {LABEL_SETS_METRICS[-1]}, the decisiveness tables, the model "
+    f"{', '.join(_LABEL_SETS_METRICS[:-1])} and {_LABEL_SETS_METRICS[-1]}, the decisiveness tables, the model "
     "comparison and the analyses (they need one true class per image)"
 )
 

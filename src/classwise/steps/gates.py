@@ -16,8 +16,8 @@ from typing import Any
 from classwise import tables
 from classwise.atomic import write_json, write_text
 from classwise.errors import InputError
-from classwise.metrics.gates import NELSON_METRICS, GateResult, applies, check, gates_from_config, results_table
-from classwise.metrics.suite import HARD_PREDICTIONS_REASON
+from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON, metric_names
+from classwise.metrics.gates import GateResult, applies, check, gates_from_config, results_table
 
 RUN_KEYS = ("dataset", "labels", "model", "shift")
 
@@ -38,7 +38,7 @@ def _document(run: Mapping[str, str]) -> dict[str, Any]:
     if run.get("decisiveness"):
         metrics.update(_read_json(run["decisiveness"])["metrics"])
     else:
-        skipped.update({name: HARD_PREDICTIONS_REASON for name in NELSON_METRICS})
+        skipped.update({name: HARD_PREDICTIONS_REASON for name in metric_names(family="decisiveness")})
     return {"metrics": metrics, "skipped": skipped}
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 from classwise import tables
 from classwise.atomic import write_text
 from classwise.errors import InputError
+from classwise.metrics.catalogue import paper_rows
 from classwise.metrics.suite import BootstrapSettings, skipped_worst_class_metrics
 
 
@@ -31,7 +32,7 @@ def worst_class_rows(
     on what is missing ("" if nothing). ``skipped`` maps each model to the metrics it left out,
     with why (:func:`skipped_worst_class_metrics`, or scores that hard predictions lack): a
     row every model skips is left out, a row some skip is ``n/a`` for them."""
-    all_rows = tables.paper_rows(ns, k, superclasses=superclasses, balanced_pairs=label_view != "original")
+    all_rows = paper_rows(ns, k, superclasses=superclasses, balanced_pairs=label_view != "original")
     first = next(iter(skipped.values()))
     everywhere = {row: why for row, why in first.items() if all(row in s for s in skipped.values())}
     rows = [row for row in all_rows if row not in everywhere]
@@ -105,8 +106,8 @@ def compare_models_step(
     worst-class table (:func:`classwise.metrics.compare.compare_models`: paired by sample id,
     the same bootstrap draws for every model); written as :func:`tables.comparison_tables`."""
     from classwise.logits_io import ScoresFile
+    from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON, score_metric_names
     from classwise.metrics.compare import compare_models
-    from classwise.metrics.suite import HARD_PREDICTIONS_REASON, score_metric_names
     from classwise.steps.metrics import load_view, view_superclasses
 
     files, hard = {}, {}
