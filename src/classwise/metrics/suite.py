@@ -48,7 +48,7 @@ def worst_class_family(
     k: int = 5,
     ns: Sequence[int] = DEFAULT_NS,
 ) -> dict[str, MetricResult]:
-    """The metrics of worst-class-metrics.txt (Table 1 rows), plus the exact and balanced variants.
+    """The metrics of Bitterwolf et al., 2022 (Table 1 rows), plus the exact and balanced variants.
 
     ``W{n}CR`` is the paper's heuristic (the n individually worst classes, pooled) and
     ``W{n}CR_exact`` the true minimum over n-subsets. Metrics that are trivial are left out
@@ -105,7 +105,7 @@ def skipped_worst_class_metrics(n_classes: int, *, k: int, ns: Sequence[int], wi
 
 
 def class_false_positive_scores(stats: ClassificationStats) -> np.ndarray:
-    """CFPS per class (classwise-robustness-cfps.txt Eq. 1) from the stats' counts:
+    """CFPS per class (Medi et al., 2024, Eq. 1) from the stats' counts:
     ``(predicted_c - correct predictions of c) / errors``, all 0 without errors. With one label
     per sample this is :func:`classwise.metrics.cfps.class_false_positive_score` of the
     confusion; under several correct labels a false positive of ``c`` is a prediction of ``c``
