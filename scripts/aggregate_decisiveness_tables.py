@@ -11,6 +11,7 @@ with job_log(snakemake, exit_when_done=True):
     decisiveness_tables_step(
         metrics_paths=dict(zip(snakemake.params.models, snakemake.input)),
         caption=caption_of(snakemake),
+        sweep_caption=caption_of(snakemake, "gamma_sweep"),
         table_paths={"markdown": output.table_markdown, "csv": output.table_csv, "latex": output.table_latex},
         sweep_paths={"markdown": output.sweep_markdown, "csv": output.sweep_csv, "latex": output.sweep_latex},
         interval_paths={"markdown": output.intervals_markdown, "csv": output.intervals_csv, "latex": output.intervals_latex}

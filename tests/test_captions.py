@@ -22,6 +22,13 @@ def test_no_rule_passes_a_caption_or_title_as_a_parameter() -> None:
             assert not re.match(r"^\s+(caption|title)=(lambda|\(|f?\")", line) or 'caption="../report/' in line, (path, line)
 
 
+def test_no_report_caption_reads_a_caption_from_the_job_s_params() -> None:
+    """Captions are not parameters (rewording one must rerun nothing), so ``snakemake.params.caption``
+    renders as nothing in the report: each .rst caption says what its result shows itself."""
+    for path in (REPO / "workflow" / "report").glob("*.rst"):
+        assert "params.caption" not in path.read_text(), path.name
+
+
 def test_every_script_asking_for_a_caption_or_title_has_one() -> None:
     for script in (REPO / "scripts").glob("*.py"):
         text = script.read_text()

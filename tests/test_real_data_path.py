@@ -59,7 +59,7 @@ def test_paper_configs_build_their_dag_on_fixtures(tmp_path: Path, config: str, 
 
 
 def test_the_cifar100_extrapolation_config_schedules_prototypes_then_the_paper_s_protocol(tmp_path: Path) -> None:
-    """accuracy-extrapolation-rroc.txt Figure 3 on CIFAR-100: with a tiny CIFAR-100 where the
+    """Figure 3 of Slavutsky and Benjamini, 2021 on CIFAR-100: with a tiny CIFAR-100 where the
     config looks for it, a dry run lists the download of the backbone, the prototypes, one
     inference and the extrapolation (both k1 in one job), and nothing the config turns off."""
     shipped = yaml.safe_load((REPO / "config" / "extrapolation_cifar100.yaml").read_text())

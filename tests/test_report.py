@@ -44,11 +44,11 @@ STYLESHEET = REPO / "workflow" / "report" / "report.css"
 BROWSERS = ("chromium", "chromium-browser")
 WINDOW = (1400, 1000)
 CATEGORIES = {
-    "Worst-class metrics (worst-class-metrics.txt)",
-    "Decisiveness and robustness (decisiveness-robustness.txt)",
-    "Class-wise robustness (classwise-robustness-cfps.txt)",
-    "Image-classification tests (image-classification-tests.txt)",
-    "Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+    "Worst-class metrics (Bitterwolf et al., 2022)",
+    "Decisiveness and robustness (George et al., 2020)",
+    "Class-wise robustness (Medi et al., 2024)",
+    "Image-classification tests (model-testing catalogue)",
+    "Accuracy extrapolation (Slavutsky and Benjamini, 2021)",
 }
 PAPERS = [re.search(r"\((.*)\)", name).group(1) for name in CATEGORIES]
 # Results of the run that are not in the report: the points behind each extrapolation figure
@@ -354,7 +354,7 @@ def test_every_table_and_figure_of_the_run_is_in_its_paper_category(report: Repo
     # one per paper item: e.g. every (label view, shift) has its worst-class table
     # (the bootstrap is on: beside it the table with intervals and the worst-class figure; one
     # model, so no model comparison)
-    worst = report.categories["Worst-class metrics (worst-class-metrics.txt)"]["digits"]
+    worst = report.categories["Worst-class metrics (Bitterwolf et al., 2022)"]["digits"]
     assert sorted(worst) == sorted(
         f"results/{folder}/digits/{view}/{shift}/{name}"
         for view, shift in [

@@ -1,6 +1,6 @@
 """Paper-style tables, and the one writer of every table the workflow produces.
 
-The layout follows Table 1 of worst-class-metrics.txt: a cell is the metric in percent with
+The layout follows Table 1 of Bitterwolf et al., 2022: a cell is the metric in percent with
 two decimals, zero-padded to two integer digits as in the paper ("08.00"), followed by the
 worst class (or superclass, or pair) in parentheses where the metric has one.
 
@@ -407,8 +407,8 @@ def robust_fairness_table(results: Mapping[str, RobustFairness], class_names: Se
     return frame, pd.DataFrame.from_records(records).set_index("model")
 
 
-# ---------------------------------------------------------------------------- decisiveness-robustness.txt
-#: Table 1 of decisiveness-robustness.txt: its rows, and the JSON metric each row reads.
+# ---------------------------------------------------------------------------- George et al., 2020
+#: Table 1 of George et al., 2020: its rows, and the JSON metric each row reads.
 DECISIVENESS_ROWS: dict[str, str] = {
     "Geometric Accuracy": "geometric_accuracy",
     "Robustness": "robustness",
@@ -427,7 +427,7 @@ def three_decimals(value: float | None, *, leading_zero: bool = True) -> str:
 
 
 def decisiveness_table(documents: Mapping[str, Mapping[str, Any]], *, intervals: bool = False) -> pd.DataFrame:
-    """Table 1 of decisiveness-robustness.txt: rows = metrics, columns = models.
+    """Table 1 of George et al., 2020: rows = metrics, columns = models.
 
     "Prediction Accuracy" is one number; the three generalized means are "reported / measured"
     (``0.913 / 0.913``). A last row gives the calibration slope (Eq. 3; below 1: overconfident).
@@ -459,7 +459,7 @@ def decisiveness_table(documents: Mapping[str, Mapping[str, Any]], *, intervals:
 
 
 def gamma_sweep_table(documents: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """Table 2 of decisiveness-robustness.txt for every model side by side: rows = gamma,
+    """Table 2 of George et al., 2020 for every model side by side: rows = gamma,
     columns = (model, robustness / geometric accuracy / decisiveness), cells like ``.708``."""
     blocks = {}
     for model, document in documents.items():

@@ -1,4 +1,4 @@
-# Analyses over cached logits (image-classification-tests.txt, accuracy-extrapolation-rroc.txt):
+# Analyses over cached logits (the model-testing catalogue, Slavutsky and Benjamini, 2021):
 #   features/{dataset}.csv                                   image statistics (+ user metadata)
 #   analyses/{dataset}/{labels}/{model}/subset_tests.*       worst subset per feature and metric
 #   analyses/{dataset}/{labels}/{model}/subset_tests_all.csv every (feature, subset, metric) test
@@ -42,7 +42,7 @@ rule run_subset_tests:
         csv=report(
             f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests.csv",
             caption="../report/subset_tests.rst",
-            category="Image-classification tests (image-classification-tests.txt)",
+            category=REFERENCES["test_catalogue"].category,
             subcategory="{dataset}",
             labels={
                 "result": "subset tests",
@@ -55,7 +55,7 @@ rule run_subset_tests:
         rows=report(
             f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests_all.csv",
             caption="../report/subset_tests_all.rst",
-            category="Image-classification tests (image-classification-tests.txt)",
+            category=REFERENCES["test_catalogue"].category,
             subcategory="{dataset}",
             labels={
                 "result": "subset tests, every subset",
@@ -93,7 +93,7 @@ rule run_reference_tests:
         csv=report(
             f"{ANALYSES_DIR}/{VIEW_MODEL}/reference_tests.csv",
             caption="../report/reference_tests.rst",
-            category="Image-classification tests (image-classification-tests.txt)",
+            category=REFERENCES["test_catalogue"].category,
             subcategory="{dataset}",
             labels={
                 "result": "reference tests",
@@ -128,7 +128,7 @@ rule summarise_reference_tests:
         csv=report(
             f"{ANALYSES_DIR}/{VIEW}/reference_tests_summary.csv",
             caption="../report/reference_tests_summary.rst",
-            category="Image-classification tests (image-classification-tests.txt)",
+            category=REFERENCES["test_catalogue"].category,
             subcategory="{dataset}",
             labels={
                 "result": "reference tests summary",
@@ -160,7 +160,7 @@ rule evaluate_extrapolation:
         csv=report(
             f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.csv",
             caption="../report/extrapolation_table.rst",
-            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            category=REFERENCES["slavutsky2021"].category,
             subcategory="{dataset}",
             labels={
                 "result": "extrapolation RMSE table (Figure 3D)",
@@ -174,7 +174,7 @@ rule evaluate_extrapolation:
         figure=report(
             f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.png",
             caption="../report/extrapolation_figure.rst",
-            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            category=REFERENCES["slavutsky2021"].category,
             subcategory="{dataset}",
             labels={
                 "result": "extrapolation curves (Figure 3)",
@@ -213,7 +213,7 @@ rule summarise_extrapolation:
         csv=report(
             f"{ANALYSES_DIR}/{VIEW}/extrapolation_summary.csv",
             caption="../report/extrapolation_summary.rst",
-            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            category=REFERENCES["slavutsky2021"].category,
             subcategory="{dataset}",
             labels={
                 "result": "extrapolation summary (Figure 3D)",
@@ -242,7 +242,7 @@ rule simulate_extrapolation:
         csv=report(
             f"{ANALYSES_DIR}/extrapolation_simulation.csv",
             caption="../report/simulation_table.rst",
-            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            category=REFERENCES["slavutsky2021"].category,
             subcategory="simulation",
             labels={
                 "result": "simulation RMSE table (Figure 2)",
@@ -256,7 +256,7 @@ rule simulate_extrapolation:
         figure=report(
             f"{ANALYSES_DIR}/extrapolation_simulation.png",
             caption="../report/simulation_figure.rst",
-            category="Accuracy extrapolation (accuracy-extrapolation-rroc.txt)",
+            category=REFERENCES["slavutsky2021"].category,
             subcategory="simulation",
             labels={
                 "result": "simulation figure (Figure 2)",

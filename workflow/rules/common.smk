@@ -22,6 +22,7 @@ from classwise.labels.real import REAL_URL
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
 from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
+from classwise.references import REFERENCES  # the report's categories, one per source
 from classwise.shifts.spec import expand_shifts
 from classwise.superclasses import resolve_superclasses
 

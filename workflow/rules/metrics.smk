@@ -1,9 +1,9 @@
 # Metrics over cached logits: results/metrics/{dataset}/{labels}/{model}/{shift}/
-#   worst_class.json     worst-class-metrics.txt (+ bootstrap intervals, worst-class probabilities)
-#   per_class.csv        per-class recall, precision, top-k recall, CFPS (classwise-robustness-cfps.txt),
+#   worst_class.json     Bitterwolf et al., 2022 (+ bootstrap intervals, worst-class probabilities)
+#   per_class.csv        per-class recall, precision, top-k recall, CFPS (Medi et al., 2024),
 #                        recall/precision intervals (+ how often each class is the worst)
 #   confusion.csv        true x predicted counts
-#   decisiveness.json    decisiveness-robustness.txt (reported, measured, slope, gamma sweep;
+#   decisiveness.json    George et al., 2020 (reported, measured, slope, gamma sweep;
 #                        + bootstrap intervals)
 # A label view reuses the same logits with other labels; it never reruns inference.
 # One rule per metric family, so a changed parameter reruns only that family.
@@ -19,7 +19,7 @@ rule compute_worst_class_metrics:
         confusion_figure=report(
             f"{FIGURES}/confusion_{{model}}.png",
             caption="../report/confusion_figure.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "confusion matrix (Figure 4, per model)",
@@ -50,7 +50,7 @@ rule compute_decisiveness_metrics:
         figure=report(
             f"{FIGURES}/reliability_{{model}}.png",
             caption="../report/reliability_figure.rst",
-            category="Decisiveness and robustness (decisiveness-robustness.txt)",
+            category=REFERENCES["george2020"].category,
             subcategory="{dataset}",
             labels={
                 "result": "reliability figure (Figure 1)",

@@ -1,5 +1,5 @@
-# Class-wise robustness (classwise-robustness-cfps.txt) and transformation tests
-# (image-classification-tests.txt), over cached logits and confusion matrices:
+# Class-wise robustness (Medi et al., 2024) and transformation tests
+# (the model-testing catalogue), over cached logits and confusion matrices:
 #   results/figures/{dataset}/robustness/classwise_robustness.png   Figures 2-3
 #   results/figures/{dataset}/robustness/mean_confusion/{shift}.png Figure 4 (each PGD, AutoAttack, transfer)
 #   results/figures/{dataset}/robustness/prediction_similarity.png  Figure 7
@@ -19,7 +19,7 @@ rule analyse_classwise_robustness:
         table_csv=report(
             f"{ROBUST_TABLES}/classwise.csv",
             caption="../report/classwise_table.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "class-wise robustness table (Figures 1-3)",
@@ -32,7 +32,7 @@ rule analyse_classwise_robustness:
         figure=report(
             f"{ROBUST_FIGURES}/classwise_robustness.png",
             caption="../report/classwise_robustness_figure.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "class-wise robustness figure (Figures 1-3)",
@@ -44,7 +44,7 @@ rule analyse_classwise_robustness:
         similarity=report(
             f"{ROBUST_FIGURES}/prediction_similarity.png",
             caption="../report/prediction_similarity.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "prediction similarity (Figure 7)",
@@ -56,7 +56,7 @@ rule analyse_classwise_robustness:
         mean_confusion=report(
             directory(f"{ROBUST_FIGURES}/mean_confusion"),
             caption="../report/mean_confusion.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             patterns=["{shift}.png"],
             labels={
@@ -70,7 +70,7 @@ rule analyse_classwise_robustness:
         shift_summary_csv=report(
             f"{ROBUST_TABLES}/shift_summary.csv",
             caption="../report/shift_summary_table.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "shift summary (A and WCA per shift)",
@@ -84,7 +84,7 @@ rule analyse_classwise_robustness:
         corruption_errors_csv=report(
             f"{ROBUST_TABLES}/corruption_errors.csv",
             caption="../report/corruption_errors_table.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "corruption errors per class",
@@ -97,7 +97,7 @@ rule analyse_classwise_robustness:
         class_shift_accuracy=report(
             f"{ROBUST_TABLES}/class_shift_accuracy.csv",
             caption="../report/class_shift_matrix.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "class x shift accuracy matrix",
@@ -109,7 +109,7 @@ rule analyse_classwise_robustness:
         class_shift_cfps=report(
             f"{ROBUST_TABLES}/class_shift_cfps.csv",
             caption="../report/class_shift_matrix.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "class x shift CFPS matrix",
@@ -121,7 +121,7 @@ rule analyse_classwise_robustness:
         worst_classes_figure=report(
             f"{ROBUST_FIGURES}/worst_classes_by_shift.png",
             caption="../report/worst_classes_by_shift.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "the worst classes across shifts",
@@ -133,7 +133,7 @@ rule analyse_classwise_robustness:
         spread_figure=report(
             f"{ROBUST_FIGURES}/accuracy_spread.png",
             caption="../report/accuracy_spread.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "spread of class-wise accuracy per shift",
@@ -167,7 +167,7 @@ rule run_transformation_tests:
         csv=report(
             f"{ROBUST_TABLES}/transformation_tests_{{model}}.csv",
             caption="../report/transformation_tests.rst",
-            category="Image-classification tests (image-classification-tests.txt)",
+            category=REFERENCES["test_catalogue"].category,
             subcategory="{dataset}",
             labels={
                 "result": "transformation tests",
@@ -202,7 +202,7 @@ rule analyse_targeted_attacks:
         csv=report(
             f"{ROBUST_TABLES}/targeted_success.csv",
             caption="../report/targeted_success_table.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "targeted attack success table (Figure 5)",
@@ -215,7 +215,7 @@ rule analyse_targeted_attacks:
         figure=report(
             f"{ROBUST_FIGURES}/targeted_success.png",
             caption="../report/targeted_success_figure.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "targeted attack success (Figure 5)",
@@ -252,7 +252,7 @@ rule analyse_robust_fairness:
         csv=report(
             f"{ROBUST_TABLES}/robust_fairness_{{shift}}.csv",
             caption="../report/robust_fairness_table.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "robust fairness table (Figure 3 under attack)",
@@ -266,7 +266,7 @@ rule analyse_robust_fairness:
         figure=report(
             f"{ROBUST_FIGURES}/robust_fairness_{{shift}}.png",
             caption="../report/robust_fairness_figure.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "class-wise clean vs robust accuracy (Figure 3 under attack)",
@@ -299,7 +299,7 @@ rule analyse_transfer_attacks:
         csv=report(
             f"{ROBUST_TABLES}/transfer_matrix.csv",
             caption="../report/transfer_matrix.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "transfer matrix (Figure 3 under transfer attacks)",
@@ -330,7 +330,7 @@ rule plot_corruption_grid:
         figure=report(
             f"{ROBUST_FIGURES}/corruption_grid.png",
             caption="../report/corruption_grid.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "corruption grid (no paper figure)",

@@ -1,10 +1,10 @@
 # Paper-style tables and figures, one set per (dataset, label view, shift):
-#   results/tables/{dataset}/{labels}/{shift}/worst_class.*    Table 1, worst-class-metrics.txt
+#   results/tables/{dataset}/{labels}/{shift}/worst_class.*    Table 1, Bitterwolf et al., 2022
 #   .../worst_class_intervals.*, model_comparison.*           the same with intervals; every pair of
 #                                                              models (metrics.bootstrap on)
-#   results/tables/{dataset}/{labels}/{shift}/decisiveness.*   Table 1, decisiveness-robustness.txt
+#   results/tables/{dataset}/{labels}/{shift}/decisiveness.*   Table 1, George et al., 2020
 #   .../decisiveness_intervals.*                               the same with intervals (bootstrap on)
-#   results/tables/{dataset}/{labels}/{shift}/gamma_sweep.*    Table 2, decisiveness-robustness.txt
+#   results/tables/{dataset}/{labels}/{shift}/gamma_sweep.*    Table 2, George et al., 2020
 #   results/figures/{dataset}/{labels}/{shift}/                per-class bars, confusion heatmaps,
 #                                                              reliability diagrams (Figure 1)
 # Each table comes as Markdown (.md), CSV (.csv) and LaTeX booktabs (.tex).
@@ -31,7 +31,7 @@ rule aggregate_worst_class_tables:
                 "intervals_csv": report(
                     f"{TABLES}/worst_class_intervals.csv",
                     caption="../report/worst_class_intervals_table.rst",
-                    category="Worst-class metrics (worst-class-metrics.txt)",
+                    category=REFERENCES["bitterwolf2022"].category,
                     subcategory="{dataset}",
                     labels={
                         "result": "worst-class metrics with intervals (Table 1)",
@@ -47,7 +47,7 @@ rule aggregate_worst_class_tables:
         csv=report(
             f"{TABLES}/worst_class.csv",
             caption="../report/worst_class_table.rst",
-            category="Worst-class metrics (worst-class-metrics.txt)",
+            category=REFERENCES["bitterwolf2022"].category,
             subcategory="{dataset}",
             # Table 2 of the paper is the same table on cleaned labels
             labels=lambda wildcards: {
@@ -78,7 +78,7 @@ rule compare_models:
         csv=report(
             f"{TABLES}/model_comparison.csv",
             caption="../report/model_comparison_table.rst",
-            category="Worst-class metrics (worst-class-metrics.txt)",
+            category=REFERENCES["bitterwolf2022"].category,
             subcategory="{dataset}",
             labels={
                 "result": "model comparison (Table 1 metrics)",
@@ -119,7 +119,7 @@ rule aggregate_decisiveness_tables:
                 "intervals_csv": report(
                     f"{TABLES}/decisiveness_intervals.csv",
                     caption="../report/decisiveness_intervals_table.rst",
-                    category="Decisiveness and robustness (decisiveness-robustness.txt)",
+                    category=REFERENCES["george2020"].category,
                     subcategory="{dataset}",
                     labels={
                         "result": "decisiveness table with intervals (Table 1)",
@@ -135,7 +135,7 @@ rule aggregate_decisiveness_tables:
         table_csv=report(
             f"{TABLES}/decisiveness.csv",
             caption="../report/decisiveness_table.rst",
-            category="Decisiveness and robustness (decisiveness-robustness.txt)",
+            category=REFERENCES["george2020"].category,
             subcategory="{dataset}",
             labels={
                 "result": "decisiveness table (Table 1)",
@@ -149,7 +149,7 @@ rule aggregate_decisiveness_tables:
         sweep_csv=report(
             f"{TABLES}/gamma_sweep.csv",
             caption="../report/gamma_sweep_table.rst",
-            category="Decisiveness and robustness (decisiveness-robustness.txt)",
+            category=REFERENCES["george2020"].category,
             subcategory="{dataset}",
             labels={
                 "result": "gamma sweep table (Table 2)",
@@ -184,7 +184,7 @@ rule plot_class_wise_figures:
                 "worst_probability": report(
                     f"{FIGURES}/worst_probability.png",
                     caption="../report/worst_probability_figure.rst",
-                    category="Worst-class metrics (worst-class-metrics.txt)",
+                    category=REFERENCES["bitterwolf2022"].category,
                     subcategory="{dataset}",
                     labels={
                         "result": "worst-class probabilities (Table 1 metrics)",
@@ -198,7 +198,7 @@ rule plot_class_wise_figures:
         recall=report(
             f"{FIGURES}/per_class_recall.png",
             caption="../report/per_class_recall.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "class-wise accuracy (Figures 1, 3)",
@@ -210,7 +210,7 @@ rule plot_class_wise_figures:
         cfps=report(
             f"{FIGURES}/per_class_cfps.png",
             caption="../report/per_class_cfps.rst",
-            category="Class-wise robustness (classwise-robustness-cfps.txt)",
+            category=REFERENCES["medi2024"].category,
             subcategory="{dataset}",
             labels={
                 "result": "class-wise CFPS (Figures 2, 3)",

@@ -5,7 +5,7 @@ image keeps, or ``-1`` (:data:`REMOVED`) if the view drops it. For ImageNet the 
 sorted ImageFolder order (``val/<wnid>/<file>`` sorted), the row order of label-errors'
 ``imagenet_val_set_index_to_filepath.json`` and ``.npy`` files; for CIFAR-10 the test-set order.
 
-The rule (worst-class-metrics.txt, label-errors' 5-vote MTurk study): every image that confident
+The rule (Bitterwolf et al., 2022, label-errors' 5-vote MTurk study): every image that confident
 learning did **not** flag keeps its label; a flagged image (one entry in ``*_mturk.json``) keeps
 its given label if all its votes (5/5) say "given", takes the guessed label if all its votes say
 "guessed", and is removed otherwise.

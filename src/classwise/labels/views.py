@@ -35,7 +35,7 @@ _LABEL_ERRORS = "https://raw.githubusercontent.com/cleanlab/label-errors/{commit
 _WORST_CLASSES = "https://raw.githubusercontent.com/j-cb/worst_classes/{commit}/{path}"
 
 #: The public files the cleaned views are built from: name -> (url pinned to a commit, sha256).
-#: The digests are those of ../shared/data/README.md.
+#: The digests are those of the published files at the pinned commits.
 LABEL_FILES: dict[str, tuple[str, str]] = {
     "imagenet_mturk.json": (
         _LABEL_ERRORS.format(commit="5457895eee26e49187de5c4d6617b9de6f172221", path="mturk/imagenet_mturk.json"),

@@ -1,4 +1,4 @@
-"""Class False Positive Score and the class-wise analyses of classwise-robustness-cfps.txt.
+"""Class False Positive Score and the class-wise analyses of Medi et al., 2024.
 
 Every function takes a confusion matrix indexed ``[true, predicted]`` (rows: ground truth,
 columns: prediction, as :func:`sklearn.metrics.confusion_matrix` and

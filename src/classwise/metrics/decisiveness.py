@@ -1,4 +1,4 @@
-"""Nelson's decisiveness, geometric accuracy and robustness (decisiveness-robustness.txt).
+"""Nelson's decisiveness, geometric accuracy and robustness (George et al., 2020).
 
 The three metrics are generalized means ``M_rho`` of correct-class probabilities:
 decisiveness ``rho = 1`` (arithmetic mean), geometric accuracy ``rho = 0`` (geometric mean)

@@ -63,8 +63,8 @@ def worst_class_family(
     k: int = DEFAULTS.k,
     ns: Sequence[int] = DEFAULTS.ns,
 ) -> dict[str, MetricResult]:
-    """The metrics of the worst-class paper (Bitterwolf et al., 2022; Table 1's rows), plus
-    the exact and balanced variants (the catalogue's ``worst_class`` family).
+    """The metrics of Bitterwolf et al., 2022 (Table 1 rows), plus the exact and balanced variants
+    (the catalogue's ``worst_class`` family).
 
     ``W{n}CR`` is the paper's heuristic (the n individually worst classes, pooled) and
     ``W{n}CR_exact`` the true minimum over n-subsets. Metrics that are trivial are left out

@@ -2,7 +2,7 @@
 cosine similarity between an image's features and the class prototype, the mean feature of
 the class's train images.
 
-Why this classifier: accuracy extrapolation (accuracy-extrapolation-rroc.txt) assumes a
+Why this classifier: accuracy extrapolation (Slavutsky and Benjamini, 2021) assumes a
 *marginal* classifier, one whose score for a class does not depend on which other classes are
 present. A softmax head trained on all classes is not; a prototype classifier is, since class
 ``j``'s score involves only prototype ``j``.

@@ -12,6 +12,14 @@ figure with ``classwise-image``::
     .. classwise-image:: results/figures/digits/original/clean/per_class_recall.png
        :alt: class-wise accuracy
 
+A caption cites its source with the ``classwise-cite`` role, a key of
+:data:`classwise.references.REFERENCES` and an optional locator, and says when its shifts include
+corruptions made on the fly with ``classwise-corruption-note``, given the shift names::
+
+    Mirrors **Table 1** of :classwise-cite:`bitterwolf2022`.
+
+    .. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
+
 Conventions:
 
 * The first CSV row is the header; every cell is shown as plain text (never parsed as
@@ -28,9 +36,15 @@ Conventions:
 * ``classwise-image`` embeds the image file as a base64 ``data:`` URI, so the report stays one
   self-contained file (Snakemake's own ``embeddedimage`` directive leaves the file's path in
   the page, which breaks once the report is moved away from results/).
+* ``classwise-cite`` renders the short citation linked to the source (``Bitterwolf et al.,
+  2022``; ``:classwise-cite:`george2020 Table 2``` adds the locator: ``George et al., 2020, Table
+  2``), exactly as :func:`classwise.references.cite` writes it; ``classwise-corruption-note``
+  renders :data:`classwise.shifts.corruptions.OWN_DEFINITIONS_NOTE` as a paragraph when one of
+  its shifts is a corruption made on the fly (always, with the flag ``:always:``), and nothing
+  otherwise.
 * A missing or unreadable file, an empty file, an unknown column name or an image that is not a
   PNG, JPEG, GIF or SVG stops the report with an :class:`~classwise.errors.InputError` naming
-  the file and the field.
+  the file and the field; so does an unknown reference key.
 
 Snakemake renders captions in its own process, so the directive must be registered there:
 workflow/rules/tables.smk calls :func:`register_directives` before any rule.
@@ -44,13 +58,18 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from classwise.errors import InputError
+from classwise.references import reference
+from classwise.shifts.corruptions import OWN_DEFINITIONS_NOTE, own_definitions_note
 
 TABLE_DIRECTIVE = "classwise-table"
 IMAGE_DIRECTIVE = "classwise-image"
+NOTE_DIRECTIVE = "classwise-corruption-note"
+CITE_ROLE = "classwise-cite"
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".svg": "image/svg+xml"}
 DEFAULT_DIGITS = 4
 DEFAULT_MAX_ROWS = 40
@@ -160,12 +179,50 @@ def image_data_uri(path: str | Path) -> str:
 
 
 def register_directives() -> None:
-    """Register the ``classwise-table`` and ``classwise-image`` directives with docutils
-    (idempotent)."""
-    from docutils.parsers.rst import directives
+    """Register the ``classwise-table``, ``classwise-image`` and ``classwise-corruption-note``
+    directives and the ``classwise-cite`` role with docutils (idempotent)."""
+    from docutils.parsers.rst import directives, roles
 
     directives.register_directive(TABLE_DIRECTIVE, _table_directive())
     directives.register_directive(IMAGE_DIRECTIVE, _image_directive())
+    directives.register_directive(NOTE_DIRECTIVE, _note_directive())
+    roles.register_local_role(CITE_ROLE, _cite_role)
+
+
+def _cite_role(
+    name: str, rawtext: str, text: str, lineno: int, inliner: Any, options: Any = None, content: Any = None
+) -> tuple[list[Any], list[Any]]:
+    """``:classwise-cite:`KEY [LOCATOR]```: the short citation of KEY, linked to the source, then
+    ``, LOCATOR``."""
+    from docutils import nodes
+
+    key, _, locator = text.strip().partition(" ")
+    source = reference(key)
+    cited: list[Any] = [nodes.reference(rawtext, source.short, refuri=source.link)] if source.link else [nodes.Text(source.short)]
+    if locator.strip():
+        cited.append(nodes.Text(f", {locator.strip()}"))
+    return cited, []
+
+
+def _note_directive() -> type:
+    """``.. classwise-corruption-note:: SHIFT ...`` (shift names, none or several), or with the
+    flag ``:always:`` for a result that shows only corruptions made on the fly."""
+    from docutils import nodes
+    from docutils.parsers.rst import Directive, directives
+
+    class CorruptionNote(Directive):
+        required_arguments = 0
+        optional_arguments = 1
+        final_argument_whitespace = True
+        has_content = False
+        option_spec = {"always": directives.flag}
+
+        def run(self) -> list:
+            shifts = self.arguments[0].split() if self.arguments else []
+            note = OWN_DEFINITIONS_NOTE if "always" in self.options else own_definitions_note(shifts)
+            return [nodes.paragraph(text=note, classes=["classwise-note"])] if note else []
+
+    return CorruptionNote
 
 
 def _image_directive() -> type:

@@ -1,4 +1,4 @@
-"""Per-class figures of classwise-robustness-cfps.txt.
+"""Per-class figures of Medi et al., 2024.
 
 * :func:`plot_class_bars` -- grouped bars of a per-class value for several models
   (class-wise accuracy and CFPS, the papers' Figures 1-3);

@@ -1,4 +1,4 @@
-"""Figures of accuracy-extrapolation-rroc.txt, from the evaluations of
+"""Figures of Slavutsky and Benjamini, 2021, from the evaluations of
 :mod:`classwise.extrapolation.simulation`.
 
 * :func:`extrapolation_figure` / :func:`plot_extrapolation` -- Figure 3: the methods' predicted
@@ -69,7 +69,7 @@ def _panels(evaluation: Evaluation) -> int:
 
 
 def extrapolation_figure(evaluations: Evaluation | Sequence[Evaluation], *, title: str) -> Figure:
-    """Figure 3 of accuracy-extrapolation-rroc.txt for one evaluation per ``k1`` (one block of
+    """Figure 3 of Slavutsky and Benjamini, 2021 for one evaluation per ``k1`` (one block of
     rows each): one panel per method with its predicted curves (one per repetition, coloured),
     the observed curves on the sampled classes (grey), the true curve (black) and ``k1``
     (dotted); then the RMSE distribution per method (D) and, with CleaneX, the RMSE ratio of each
@@ -94,7 +94,7 @@ def plot_extrapolation(evaluations: Evaluation | Sequence[Evaluation], *, title:
 
 
 def plot_simulation(benchmark: SimulationBenchmark, *, title: str, path: str | Path) -> Path:
-    """Figure 2 of accuracy-extrapolation-rroc.txt: per ``k1``, the RMSE over the repetitions
+    """Figure 2 of Slavutsky and Benjamini, 2021: per ``k1``, the RMSE over the repetitions
     of each method as boxes (outliers not shown)."""
     evaluations = benchmark.evaluations
     fig = Figure(figsize=(4.2 * len(evaluations), 3.6), layout="constrained")

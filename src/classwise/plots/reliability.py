@@ -1,4 +1,4 @@
-"""Reported vs measured accuracy: Figure 1 of decisiveness-robustness.txt."""
+"""Reported vs measured accuracy: Figure 1 of George et al., 2020."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def plot_reliability(
     if np.isfinite(slope):
         line_x = np.array([0.0, 1.0])
         line_y = ys[0] + slope * (line_x - xs[0])
-        ax.plot(line_x, line_y, color="magenta", linewidth=1.3, label=f"decisiveness-robustness slope {slope:.3f}")
+        ax.plot(line_x, line_y, color="magenta", linewidth=1.3, label=f"calibration slope {slope:.3f}")
     ax.scatter(xs, ys, color="red", s=36, zorder=5, label="robustness, geometric, decisiveness")
     for x, y, tag in zip(xs, ys, ("r", "g", "d")):
         ax.annotate(tag, (x, y), textcoords="offset points", xytext=(5, -11), color="red", fontsize=9)

@@ -1,4 +1,4 @@
-"""Class-wise robustness figures of classwise-robustness-cfps.txt, across models and shifts.
+"""Class-wise robustness figures of Medi et al., 2024, across models and shifts.
 
 * :func:`plot_classwise_robustness` -- Figures 2-3: per-class accuracy (top row of each
   block) and CFPS (bottom row) for every model (bars) and every shift (one panel each; past

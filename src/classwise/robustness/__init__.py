@@ -3,10 +3,10 @@
 * :mod:`classwise.robustness.classwise` -- class-wise accuracy and CFPS per shift and model,
   the confusion matrix averaged over models and the models' error similarity (Figures 2-4, 7).
 * :mod:`classwise.robustness.targeted` -- success rate of targeted PGD per target class
-  (classwise-robustness-cfps.txt, Figure 5), from the logits of ``pgd_targeted_<t>`` shifts.
+  (Medi et al., 2024, Figure 5), from the logits of ``pgd_targeted_<t>`` shifts.
 * :mod:`classwise.robustness.transformation_tests` -- accuracy, macro F1 and prediction flip
   rate of every corruption against clean, marked pass / warn / fail
-  (image-classification-tests.txt, "Transformations").
+  (the model-testing catalogue, "Transformations").
 """
 
 from classwise.robustness.classwise import (

@@ -120,7 +120,7 @@ def shift_summary_display(summary: pd.DataFrame, *, reference: str = REFERENCE_S
 
 def class_shift_matrix(confusions: Confusions, class_names: Sequence[str], *, value: str = "accuracy") -> pd.DataFrame:
     """Class x shift matrix of ``value`` (``accuracy``: class-wise recall, NaN for a class
-    without samples; ``cfps``: Eq. 1 of classwise-robustness-cfps.txt), indexed
+    without samples; ``cfps``: Eq. 1 of Medi et al., 2024), indexed
     (model, class, class_name), one column per shift (NaN where a shift lacks the model)."""
     if value not in ("accuracy", "cfps"):
         raise InputError(f"expected 'accuracy' or 'cfps', got {value!r}", field="value")

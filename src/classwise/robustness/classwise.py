@@ -1,4 +1,4 @@
-"""The numbers behind the class-wise robustness figures (classwise-robustness-cfps.txt).
+"""The numbers behind the class-wise robustness figures (Medi et al., 2024).
 
 Everything starts from confusion matrices indexed ``[true, predicted]``, one per
 (shift, model), computed from cached logits with :func:`confusion_of`; the figures in

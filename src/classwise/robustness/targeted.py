@@ -1,4 +1,4 @@
-"""Success rate of targeted PGD per target class (classwise-robustness-cfps.txt, Figure 5).
+"""Success rate of targeted PGD per target class (Medi et al., 2024, Figure 5).
 
 One targeted run per target class ``t`` is the shift ``pgd_targeted_<t>``: every evaluation
 sample is attacked towards ``t``. Its success rate is the share of the samples *not* of class

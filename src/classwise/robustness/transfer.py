@@ -4,7 +4,7 @@ class of each (source, target) cell.
 
 Transfer attacks measure how far adversarial images carry from the model they were crafted on
 to another one (Papernot et al. 2016, "Transferability in machine learning"); the diagonal is the
-white-box case, the source's own attack. classwise-robustness-cfps.txt reads class-wise
+white-box case, the source's own attack. Medi et al., 2024 read class-wise
 accuracy under PGD on each model alone (Figures 2-3): the matrix adds which classes stay weak
 when the attacker does not know the model.
 """

@@ -1,4 +1,4 @@
-"""Transformation tests (image-classification-tests.txt, "Transformations").
+"""Transformation tests (the model-testing catalogue, "Transformations").
 
 For every transformed evaluation (a corruption at one severity) the model's predictions are
 compared with its clean predictions on the same samples (matched by ``sample_id``):

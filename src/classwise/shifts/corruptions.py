@@ -1,5 +1,10 @@
 """Common corruptions (ImageNet-C style, severities 1-5) built on albumentations.
 
+These are classwise's own definitions, not the published ImageNet-C or CIFAR-10-C images (those
+are shifts of kind ``dataset``, :mod:`classwise.data.shift_sets`): numbers under them are not
+comparable with published -C results, and every caption of their tables says so
+(:data:`OWN_DEFINITIONS_NOTE`).
+
 Every corruption is one entry of :data:`CORRUPTIONS`. To add one, write a builder that maps
 ``(severity, (height, width))`` to an albumentations transform and register it::
 
@@ -21,7 +26,7 @@ corruption, severity and seed always give the same pixels.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -30,7 +35,7 @@ import numpy as np
 
 from classwise._extras import import_module
 from classwise.errors import InputError
-from classwise.shifts.severity import check_severity
+from classwise.shifts.severity import SEVERITIES, check_severity
 
 if TYPE_CHECKING:
     import albumentations as A
@@ -75,6 +80,32 @@ def register_corruption(name: str, *, rgb_only: bool = False, description: str =
         return builder
 
     return decorate
+
+
+#: What every caption of a table or figure with corruptions made on the fly says: the transforms
+#: are albumentations' with classwise's own parameters per severity (a few taken from ImageNet-C),
+#: not the published corrupted images.
+OWN_DEFINITIONS_NOTE = (
+    "The corruptions made on the fly (shifts named after a corruption and its severity, such as gaussian_noise_s3) "
+    "are classwise's own albumentations definitions, not the published ImageNet-C or CIFAR-10-C images: their "
+    "numbers are not comparable with published -C results."
+)
+
+
+def made_on_the_fly(shift: str) -> bool:
+    """Whether ``shift`` names a corruption of this registry made on the fly
+    (``gaussian_noise_s3``, as :func:`classwise.shifts.spec.corruption_spec` names it). A
+    published corrupted copy is named ``<set>_<corruption>_s<severity>`` after its config entry
+    (``cifar10_c_gaussian_noise_s3``): no registry name is an entry key joined to a corruption of
+    CIFAR-10-C or ImageNet-C, so none matches. Only a published set whose own config key reads
+    like one (an ImageNet-R entry named ``snow_s3``) would be taken for one."""
+    corruption, separator, severity = shift.rpartition("_s")
+    return bool(separator) and corruption in CORRUPTIONS and severity.isdigit() and int(severity) in SEVERITIES
+
+
+def own_definitions_note(shifts: Iterable[str]) -> str:
+    """:data:`OWN_DEFINITIONS_NOTE` when one of ``shifts`` is :func:`made_on_the_fly`, else ``""``."""
+    return OWN_DEFINITIONS_NOTE if any(made_on_the_fly(shift) for shift in shifts) else ""
 
 
 def _pick(table: Sequence[Any], severity: int) -> Any:

@@ -111,7 +111,7 @@ class ShiftSpec:
         """Whether the images are adversarial examples of an untargeted attack: on the model
         itself (:attr:`adversarial`: PGD, AutoAttack) or crafted on another model (``transfer``).
         The shifts whose confusion matrix averaged over models is Figure 4 of
-        classwise-robustness-cfps.txt: which classes the attack pushes samples into."""
+        Medi et al., 2024: which classes the attack pushes samples into."""
         return self.adversarial or self.kind == "transfer"
 
     @property

@@ -1,4 +1,4 @@
-"""Workflow steps of accuracy-extrapolation-rroc.txt (workflow/rules/analyses.smk):
+"""Workflow steps of accuracy extrapolation (Slavutsky and Benjamini, 2021; workflow/rules/analyses.smk):
 
 * :func:`extrapolation_step` / :func:`extrapolation_summary_step` - honest evaluation of
   accuracy extrapolation on real logits (sample ``k1`` of the ``C`` classes, extrapolate to

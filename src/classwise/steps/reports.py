@@ -15,6 +15,8 @@ from classwise.atomic import write_text
 from classwise.errors import InputError
 from classwise.metrics.catalogue import paper_rows
 from classwise.metrics.suite import BootstrapSettings, skipped_worst_class_metrics
+from classwise.references import REFERENCES, cite
+from classwise.shifts.corruptions import own_definitions_note
 
 
 def _read_json(path: str | Path) -> dict[str, Any]:
@@ -27,7 +29,7 @@ def _read_json(path: str | Path) -> dict[str, Any]:
 def worst_class_rows(
     *, k: int, ns: Sequence[int], superclasses: bool, label_view: str, skipped: Mapping[str, Mapping[str, str]]
 ) -> tuple[list[str], str]:
-    """The rows of Table 1 of worst-class-metrics.txt (Table 2's shape, with
+    """The rows of Table 1 of Bitterwolf et al., 2022 (Table 2's shape, with
     ``W2CA_balanced``, on a label view other than the original) and the caption's sentences
     on what is missing ("" if nothing). ``skipped`` maps each model to the metrics it left out,
     with why (:func:`skipped_worst_class_metrics`, or scores that hard predictions lack): a
@@ -75,7 +77,7 @@ def worst_class_table_step(
     interval_paths: Mapping[str, str | Path] | None = None,
     interval_caption: str = "",
 ) -> None:
-    """Table 1 of worst-class-metrics.txt for one (dataset, label view, shift) and, with
+    """Table 1 of Bitterwolf et al., 2022 for one (dataset, label view, shift) and, with
     ``interval_paths`` (``markdown``, ``csv``, ``latex``), the same table with each number's
     interval (the metrics were computed with the bootstrap on)."""
     documents = {model: _read_json(path) for model, path in metrics_paths.items()}
@@ -140,25 +142,25 @@ def decisiveness_tables_step(
     *,
     metrics_paths: Mapping[str, str | Path],
     caption: str,
+    sweep_caption: str,
     table_paths: Mapping[str, str | Path],
     sweep_paths: Mapping[str, str | Path],
     interval_paths: Mapping[str, str | Path] | None = None,
     interval_caption: str = "",
 ) -> None:
-    """Tables 1 (reported / measured) and 2 (gamma sweep) of decisiveness-robustness.txt and,
-    with ``interval_paths``, Table 1 with each number's bootstrap interval.
+    """Tables 1 (reported / measured; ``caption``, to which the gamma the metrics were computed
+    with is added) and 2 (gamma sweep, ``sweep_caption``) of George et al., 2020 and, with
+    ``interval_paths``, Table 1 with each number's bootstrap interval.
 
     ``table_paths``, ``sweep_paths`` and ``interval_paths`` map ``markdown``, ``csv`` and
     ``latex`` to files.
     """
     documents = {model: _read_json(path) for model, path in metrics_paths.items()}
     gamma = next(iter(documents.values()))["parameters"]["gamma"]
-    tables.write_tables(
-        tables.decisiveness_table(documents), f"{caption} Reported / measured metrics (gamma = {gamma:g}).", table_paths
-    )
+    tables.write_tables(tables.decisiveness_table(documents), f"{caption} Computed at gamma = {gamma:g}.", table_paths)
     if interval_paths is not None:
         tables.write_tables(tables.decisiveness_table(documents, intervals=True), interval_caption, interval_paths)
-    tables.write_tables(tables.gamma_sweep_table(documents), f"{caption} Effect of gamma on the reported metrics.", sweep_paths)
+    tables.write_tables(tables.gamma_sweep_table(documents), sweep_caption, sweep_paths)
 
 
 def per_class_figures_step(
@@ -212,20 +214,27 @@ def per_class_figures_step(
     )
 
 
-#: Output file name -> the paper table or figure it mirrors (for the run's README).
-MIRRORS: dict[str, str] = {
-    "worst_class": "worst-class-metrics.txt, Table 1 (original labels) / Table 2 (cleaned labels)",
-    "worst_class_intervals": "the worst_class table with each number's interval (not in the paper)",
-    "model_comparison": "every pair of models on the worst_class metrics, paired bootstrap (not in the paper)",
-    "worst_probability": "how often each class is the worst across bootstrap replicates (not in the paper)",
-    "decisiveness": "decisiveness-robustness.txt, Table 1 (reported / measured)",
-    "decisiveness_intervals": "the decisiveness table with each number's interval (not in the paper)",
-    "gamma_sweep": "decisiveness-robustness.txt, Table 2 (effect of gamma)",
-    "reliability": "decisiveness-robustness.txt, Figure 1",
-    "per_class_recall": "classwise-robustness-cfps.txt, Figure 1 (class-wise accuracy)",
-    "per_class_cfps": "classwise-robustness-cfps.txt, Figure 2 (class false positive score)",
-    "confusion": "classwise-robustness-cfps.txt, Figure 4 (confusion matrix)",
+#: Output file name -> the source it mirrors (a key of :data:`classwise.references.REFERENCES`,
+#: or ``None`` for a result no paper has) and which of its tables or figures, for the run's README.
+MIRRORS: dict[str, tuple[str | None, str]] = {
+    "worst_class": ("bitterwolf2022", "Table 1 (original labels) / Table 2 (cleaned labels)"),
+    "worst_class_intervals": (None, "the worst_class table with each number's interval (not in the paper)"),
+    "model_comparison": (None, "every pair of models on the worst_class metrics, paired bootstrap (not in the paper)"),
+    "worst_probability": (None, "how often each class is the worst across bootstrap replicates (not in the paper)"),
+    "decisiveness": ("george2020", "Table 1 (reported / measured)"),
+    "decisiveness_intervals": (None, "the decisiveness table with each number's interval (not in the paper)"),
+    "gamma_sweep": ("george2020", "Table 2 (effect of gamma)"),
+    "reliability": ("george2020", "Figure 1"),
+    "per_class_recall": ("medi2024", "Figure 1 (class-wise accuracy; Figure 3 under a shift)"),
+    "per_class_cfps": ("medi2024", "Figure 2 (class false positive score; Figure 3 under a shift)"),
+    "confusion": ("medi2024", "Figure 4 (confusion matrix)"),
 }
+
+
+def _mirrored(stem: str) -> str:
+    """The README's "mirrors" cell of an output: a Markdown citation with its locator, a note, or ""."""
+    key, what = MIRRORS.get(stem, (None, ""))
+    return cite(key, what, style="markdown") if key else what
 
 
 def results_readme_step(
@@ -236,18 +245,34 @@ def results_readme_step(
     readme_path: str | Path,
     notes: Sequence[str] = (),
 ) -> None:
-    """``<output_dir>/README.md``: what the run reproduces, which file mirrors which paper table,
-    and one line per analysis the config's defaults could not apply (skipped or adapted)."""
+    """``<output_dir>/README.md``: what the run reproduces, which file mirrors which paper table
+    (a linked short citation), the note on corruptions made on the fly when an output is of one
+    (``tables/<dataset>/<labels>/<shift>/...``), one line per analysis the config's defaults could
+    not apply (skipped or adapted), and the full references of the sources cited (in the table or,
+    by their short citation, in ``description``)."""
     root = Path(output_dir)
     lines = ["# Results", ""]
     if description.strip():
         lines += [description.strip(), ""]
     lines += ["| file | mirrors |", "|:--|:--|"]
+    cited: set[str] = set()
+    folders: set[str] = set()
     for output in sorted(outputs):
         relative = Path(output).relative_to(root) if Path(output).is_relative_to(root) else Path(output)
         stem = relative.stem.split("_")[0] if relative.stem.startswith(("reliability_", "confusion_")) else relative.stem
-        lines.append(f"| `{relative}` | {MIRRORS.get(stem, '')} |")
+        key = MIRRORS.get(stem, (None, ""))[0]
+        if key:
+            cited.add(key)
+        folders.add(relative.parent.name)
+        lines.append(f"| `{relative}` | {_mirrored(stem)} |")
+    cited |= {key for key, reference in REFERENCES.items() if reference.authors and reference.short in description}
+    corruptions = own_definitions_note(folders)
+    if corruptions:
+        lines += ["", corruptions]
     if notes:
         lines += ["", "## Skipped or adapted", ""]
         lines += [f"- {note}" for note in notes]
+    if cited:
+        lines += ["", "## References", ""]
+        lines += [f"- {reference.full()}" for key, reference in REFERENCES.items() if key in cited]
     write_text(readme_path, "\n".join(lines) + "\n")

@@ -1,9 +1,9 @@
-"""Workflow steps of the class-wise robustness analyses (classwise-robustness-cfps.txt) and the
-transformation tests (image-classification-tests.txt), over cached logits and confusions."""
+"""Workflow steps of the class-wise robustness analyses (Medi et al., 2024) and the
+transformation tests (the model-testing catalogue), over cached logits and confusions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,11 +13,19 @@ import pandas as pd
 
 from classwise import tables
 from classwise.atomic import write_json, write_text
+from classwise.references import cite
+from classwise.shifts.corruptions import own_definitions_note
 
 
 def _write_tables(frame: pd.DataFrame, caption: str, paths: Mapping[str, str | Path]) -> None:
     """Markdown/LaTeX rounded to four decimals, the CSV at full precision."""
     tables.write_tables(tables.rounded_display(frame), caption, paths, data=frame)
+
+
+def _note(shifts: Iterable[str]) -> str:
+    """The on-the-fly corruption note as a sentence to append (" The corruptions ..."), or ""."""
+    note = own_definitions_note(shifts)
+    return f" {note}" if note else ""
 
 
 def _confusion(path: str | Path) -> tuple[np.ndarray, list[str]]:
@@ -79,7 +87,8 @@ def classwise_robustness_step(
         )
     _write_tables(
         classwise_table(confusions, class_names).set_index(["shift", "model", "class"]),
-        f"{title}: class-wise accuracy and class false positive score per shift and model.",
+        f"{title}: class-wise accuracy and class false positive score per shift and model. "
+        f"Source: {cite('medi2024', 'Figures 1-3')}.{_note(confusions)}",
         table_paths,
     )
     if across_shifts is not None:
@@ -129,7 +138,8 @@ def across_shifts_outputs(
     tables.write_tables(
         shift_summary_display(summary),
         f"{title}: accuracy A and worst-class accuracy WCA (its class in brackets) per shift and model, each "
-        f"followed by its change from {REFERENCE_SHIFT}.",
+        f"followed by its change from {REFERENCE_SHIFT}. Source: {cite('medi2024', 'Figures 1-3')}, in the terms of "
+        f"{cite('bitterwolf2022', 'Table 1')}.{_note(confusions)}",
         paths.shift_summary,
         data=summary,
     )
@@ -149,7 +159,8 @@ def across_shifts_outputs(
         display,
         f"{title}: class-wise error, clean and averaged over the {len(corrupted_shifts)} corrupted copies "
         f"(every corruption and severity); relative drop = (clean accuracy - mean corrupted accuracy) / clean "
-        f"accuracy. Each model's {listed} classes of highest mean corruption error; the CSV holds every class.",
+        f"accuracy. Each model's {listed} classes of highest mean corruption error; the CSV holds every class. "
+        f"Source: {cite('medi2024', 'Figure 3')}, one number per class.{_note(corrupted_shifts)}",
         paths.corruption_errors,
         data=errors,
     )
@@ -207,7 +218,8 @@ def targeted_success_step(
     plot_targeted_success(rates, class_names, path=figure_path, title=title)
     _write_tables(
         pd.concat(frames, names=["model"]),
-        f"{title}: success rate = share of samples not of the target class predicted as the target.",
+        f"{title}: success rate = share of samples not of the target class predicted as the target. "
+        f"Source: {cite('medi2024', 'Figure 5')}.",
         table_paths,
     )
 

@@ -1,4 +1,4 @@
-"""Workflow steps of the tests of image-classification-tests.txt over cached logits
+"""Workflow steps of the tests of the model-testing catalogue over cached logits
 (workflow/rules/analyses.smk):
 
 * :func:`image_features_step` - per-sample image statistics of a dataset's evaluation images

@@ -1,4 +1,4 @@
-"""Image-classification test suites (``image-classification-tests.txt``).
+"""Image-classification test suites (the model-testing catalogue).
 
 * :mod:`~classwise.testsuites.features` - per-sample image features and user metadata;
 * :mod:`~classwise.testsuites.classification` - the per-set metrics, following

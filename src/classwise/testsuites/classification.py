@@ -1,6 +1,6 @@
 """Per-set classification metrics of the subset and reference test suites.
 
-The document (``image-classification-tests.txt``) names the metrics but its worked examples
+The model-testing catalogue names the metrics but its worked examples
 are not mutually consistent: its "macro F1" example (0.78) is the support-weighted F1, its
 macro precision (0.67) is macro over all labels, its macro recall (0.67) is the weighted
 recall and its one-vs-one AUC (0.75) skips the pair with no positives.  We therefore follow

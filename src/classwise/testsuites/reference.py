@@ -1,4 +1,4 @@
-"""Reference-vs-evaluation tests (``image-classification-tests.txt``, "Model Performance").
+"""Reference-vs-evaluation tests (the model-testing catalogue, "Model Performance").
 
 For one (dataset, model), a *reference* set (default: the clean shift, labels required) is
 compared with each *evaluation* set (every other shift; labels optional).  Metrics, with

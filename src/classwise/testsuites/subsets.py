@@ -1,4 +1,4 @@
-"""Subset performance tests (``image-classification-tests.txt``, "Subset Performance").
+"""Subset performance tests (the model-testing catalogue, "Subset Performance").
 
 The samples are split by each feature (:func:`split_feature`); for every subset and metric
 (:mod:`classwise.testsuites.classification`, scikit-learn definitions) we test whether the

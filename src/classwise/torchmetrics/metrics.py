@@ -325,7 +325,7 @@ class WorstSuperclassRecall(_SuperclassMetric):
 
 
 class MaxClassFalsePositiveScore(_WorstClassMetric):
-    """The largest class false positive score, CFPS_max (classwise-robustness-cfps.txt, Eq. 1):
+    """The largest class false positive score, CFPS_max (Medi et al., 2024, Eq. 1):
     the share of all misclassifications that went to the class most often predicted wrongly;
     0 without errors. Lower is better. ``return_classes``: that class, ``tensor([c])``
     (``tensor([-1])`` without errors). Equals :func:`classwise.metrics.cfps.cfps_max`."""
