@@ -76,7 +76,7 @@ def test_exit_when_done_ends_the_process_after_a_complete_log(tmp_path: Path) ->
         raise SystemExit(3)
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "after the block" not in result.stdout
     assert output.read_text() == "complete"

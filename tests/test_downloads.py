@@ -164,7 +164,7 @@ def test_connection_refused_is_retried_then_reported(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(DownloadError, match="after 2 attempt"):
-        download(f"http://127.0.0.1:{port}/x", tmp_path / "x", sha256="a" * 64, retries=1, backoff=0, timeout=2)
+        download(f"http://127.0.0.1:{port}/x", tmp_path / "x", sha256="a" * 64, retries=1, backoff=0)
     assert _leftovers(tmp_path) == []
 
 
@@ -232,7 +232,7 @@ def test_prepare_and_load_cifar10c(server: LocalServer, tmp_path: Path) -> None:
         members[f"CIFAR-10-C/{corruption}.npy"] = _npy(arrays[corruption])
     body = _tar_bytes(members)
     url = server.add("/CIFAR-10-C.tar", body, fail_first=1)
-    target = torchvision_sets.prepare_cifar10c(tmp_path, url=url, sha256=_sha(body), retries=2, backoff=0, timeout=5)
+    target = torchvision_sets.prepare_cifar10c(tmp_path, url=url, sha256=_sha(body), retries=2, backoff=0)
     assert target == tmp_path / "CIFAR-10-C"
     assert _leftovers(tmp_path) == ["CIFAR-10-C"]  # archive removed, no staging folder
     assert torchvision_sets.prepare_cifar10c(tmp_path, url=url, sha256=_sha(body)) == target  # no new request
@@ -301,7 +301,6 @@ def test_prepare_then_load_cifar10_through_torchvision(
         tmp_path,
         overrides={"cifar-10-python.tar.gz": {"url": url, "sha256": _sha(body)}},
         backoff=0,
-        timeout=5,
     )
     assert manifest.is_file() and _sha(body) in manifest.read_text()
     test = torchvision_sets.load_cifar_split("cifar10", tmp_path, "test")

@@ -45,7 +45,7 @@ def snakemake_command(workdir: Path, configfile: Path, *args: str) -> list[str]:
 
 
 def snakemake(workdir: Path, configfile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(snakemake_command(workdir, configfile, *args), capture_output=True, text=True, timeout=600)
+    return subprocess.run(snakemake_command(workdir, configfile, *args), capture_output=True, text=True)
 
 
 def write_config(path: Path, config: dict) -> Path:
@@ -543,13 +543,13 @@ def uninterrupted_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return workdir
 
 
-def _process_writing(root_pid: int, log: Path, snakemake_process: subprocess.Popen, timeout: float = 300):
+def _process_writing(root_pid: int, log: Path, snakemake_process: subprocess.Popen):
     """The process below ``root_pid`` that holds the job log ``log`` open, once the job has
-    printed its progress bar (the model and data are loaded, inference is under way)."""
+    printed its progress bar (the model and data are loaded, inference is under way). Waits as
+    long as Snakemake runs: on a loaded machine loading takes what it takes."""
     import psutil
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         assert snakemake_process.poll() is None, "Snakemake ended before the inference job could be killed"
         if log.exists() and "0/899" in log.read_text(errors="replace"):
             try:
@@ -563,7 +563,6 @@ def _process_writing(root_pid: int, log: Path, snakemake_process: subprocess.Pop
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
         time.sleep(0.05)
-    raise AssertionError(f"no process wrote {log} within {timeout} s")
 
 
 def _job_stats(output: str) -> dict[str, int]:
@@ -588,7 +587,7 @@ def test_sigkill_of_an_inference_job_then_rerun_gives_the_uninterrupted_results(
             job = _process_writing(process.pid, log, process)
             assert not (logits / f"{PGD}.npz").exists(), "the PGD job finished before it could be killed"
             job.send_signal(signal.SIGKILL)
-            assert process.wait(timeout=600) != 0
+            assert process.wait() != 0
         finally:
             if process.poll() is None:
                 process.kill()

@@ -118,7 +118,7 @@ def workspace(tmp_path: Path, template_venv: Path) -> dict:
 
 def _install(ws: dict, *options: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, str(SCRIPT), "--venv", str(ws["venv"]), *options, "--", str(ws["wheel"])]
-    return subprocess.run(command, env=ws["env"], capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, env=ws["env"], capture_output=True, text=True)
 
 
 def _probe(venv: Path) -> subprocess.CompletedProcess[str]:

@@ -47,7 +47,7 @@ def test_paper_configs_build_their_dag_on_fixtures(tmp_path: Path, config: str, 
         if dataset["source"] == "imagenet_val":
             assert f"datasets.{name}.root" in fixtures
             assert sorted(p.name for p in (tmp_path / dataset["root"] / "val").iterdir()) == list(IMAGENET_WNIDS)
-    result = run_snakemake(tmp_path, REPO / "config" / f"{config}.yaml", "--dry-run", timeout=300)
+    result = run_snakemake(tmp_path, REPO / "config" / f"{config}.yaml", "--dry-run")
     assert result.returncode == 0, result.stderr[-3000:]
     for job in expected_jobs:
         assert job in result.stdout, job
@@ -67,7 +67,7 @@ def test_the_cifar100_extrapolation_config_schedules_prototypes_then_the_paper_s
     assert extrapolation["k1"] == [10, 20] and extrapolation["k2"] == 100 and extrapolation["repetitions"] == 50
     assert sorted(extrapolation["methods"]) == ["cleanex", "kde", "naive", "regression"]
     write_cifar100(tmp_path / shipped["datasets"]["cifar100"]["root"])
-    result = run_snakemake(tmp_path, REPO / "config" / "extrapolation_cifar100.yaml", "--dry-run", timeout=300)
+    result = run_snakemake(tmp_path, REPO / "config" / "extrapolation_cifar100.yaml", "--dry-run")
     assert result.returncode == 0, result.stderr[-3000:]
     counts = job_counts(result.stdout)
     for rule in (
@@ -115,7 +115,7 @@ def test_absolute_input_paths_get_fixtures_below_the_working_directory(tmp_path:
 
 
 def test_a_missing_dataset_directory_stops_before_any_job(tmp_path: Path) -> None:
-    result = run_snakemake(tmp_path, REPO / "config" / "worst_classes_imagenet.yaml", "--dry-run", timeout=300)
+    result = run_snakemake(tmp_path, REPO / "config" / "worst_classes_imagenet.yaml", "--dry-run")
     assert result.returncode != 0
     message = result.stdout + result.stderr
     assert "datasets.imagenet.root" in message and "data/imagenet" in message

@@ -212,7 +212,7 @@ def _headless(chromium: str, profile: Path, *args: str) -> subprocess.CompletedP
         "--virtual-time-budget=10000",
         *args,
     ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, f"chromium failed (exit {result.returncode}):\n{tail(result.stderr)}"
     return result
 

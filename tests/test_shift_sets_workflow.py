@@ -100,7 +100,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     path.write_text(yaml.safe_dump(config))
     metrics = [f"results/metrics/imagenet/original/net/{shift}/per_class.csv" for shift in SHIFTS]
     targets = [*metrics, "results/tables/imagenet/robustness/transformation_tests_net.csv"]
-    return work, config, run_snakemake(work, path, *targets, timeout=600)
+    return work, config, run_snakemake(work, path, *targets)
 
 
 def _logits(work: Path, shift: str) -> Any:

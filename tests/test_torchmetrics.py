@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -293,7 +294,8 @@ _RANK_CODE = textwrap.dedent(
     import numpy as np, torch, torch.distributed as dist
     from classwise.torchmetrics import WorstClassAccuracy, WorstTwoClassAccuracy, WorstSuperclassAccuracy
 
-    def run_rank(rank, folder):
+    def run_rank(rank, folder, ready=lambda: None):
+        ready()  # rank 0 waits here until rank 1 has imported torch: the rendezvous times only the sync
         dist.init_process_group(
             "gloo", init_method=f"file://{folder}/rendezvous", rank=rank, world_size=2,
             timeout=datetime.timedelta(seconds=120),
@@ -327,7 +329,14 @@ def test_two_gloo_processes_sum_their_counts(tmp_path):
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"), os.environ.get("PYTHONPATH", "")]),
     }
-    rank_one = _RANK_CODE + "\nimport json, sys\njson.dump(run_rank(1, sys.argv[1]), sys.stdout)\n"
+    # Rank 1 says it is ready (torch imported) before the rendezvous, so that gloo's timeout
+    # covers the sync of two running processes, not an interpreter start on a loaded machine.
+    rank_one = (
+        _RANK_CODE
+        + "\nimport json, pathlib, sys\n"
+        + "ready = lambda: pathlib.Path(sys.argv[1], 'ready').touch()\n"
+        + "json.dump(run_rank(1, sys.argv[1], ready), sys.stdout)\n"
+    )
     other = subprocess.Popen(
         [sys.executable, "-c", rank_one, str(tmp_path)],
         env=env | {"OMP_NUM_THREADS": "1"},
@@ -337,10 +346,16 @@ def test_two_gloo_processes_sum_their_counts(tmp_path):
     )
     namespace: dict = {}
     exec(_RANK_CODE, namespace)
+
+    def other_is_ready() -> None:
+        while not (tmp_path / "ready").exists():
+            assert other.poll() is None, f"rank 1 ended before the rendezvous: {other.communicate()[1]}"
+            time.sleep(0.05)
+
     try:
-        results = [namespace["run_rank"](0, str(tmp_path))]
+        results = [namespace["run_rank"](0, str(tmp_path), other_is_ready)]
     finally:
-        stdout, stderr = other.communicate(timeout=300)
+        stdout, stderr = other.communicate()
     assert other.returncode == 0, stderr
     results.append(json.loads(stdout))
 

@@ -46,7 +46,7 @@ from classwise.models.zoo import (
 
 TINY_TIMM = "test_resnet.r160_in1k"
 """timm's own test model (0.5 M parameters) with a registered pretrained_cfg on the Hub."""
-FAST = FetchOptions(retries=2, backoff=0.01, timeout=10.0)
+FAST = FetchOptions(retries=2, backoff=0.01)
 
 
 class LocalServer:
