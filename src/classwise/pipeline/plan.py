@@ -29,7 +29,7 @@ from classwise.data.sources import (
     dataset_image_shape,
     has_images,
 )
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.metrics.names import LABEL_SETS_METRICS
 from classwise.models.sources import model_source
 from classwise.shifts.spec import AUTOATTACK_MIN_CLASSES
@@ -298,14 +298,14 @@ def _check_transfer_sources(shifts: Mapping[str, Any], models: Mapping[str, Mapp
                 f"shift {name!r} transfers an attack from model {model!r}, which is not a model of the config; "
                 f"expected one of {sorted(models)}",
                 path=source,
-                field=f"shifts.transfer[{i}].source",
+                field=field_path("shifts.transfer", i, "source"),
             )
         if model_source(models[model]).cached_by != "infer":
             raise InputError(
                 f"shift {name!r} transfers an attack from model {model!r}, whose outputs come from files "
                 "(no gradients to attack); craft it on a model the pipeline runs",
                 path=source,
-                field=f"shifts.transfer[{i}].source",
+                field=field_path("shifts.transfer", i, "source"),
             )
 
 
