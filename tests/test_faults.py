@@ -109,7 +109,7 @@ def test_bad_config_stops_before_any_job(tmp_path: Path, mutate, expected: list[
         (lambda c: c["datasets"]["digits"].pop("source"), "datasets.digits.source", "required key is missing"),
         (
             lambda c: c["datasets"]["digits"]["superclasses"].update(round=[0, "6"]),
-            "datasets.digits.superclasses.round.1",
+            "datasets.digits.superclasses.round[1]",
             "integer",
         ),
         (

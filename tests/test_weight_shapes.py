@@ -14,6 +14,7 @@ from torch import nn
 
 from classwise.models.architectures import build_model
 from classwise.models.checkpoint import save_checkpoint
+from classwise.models.finetune import head_keys
 from classwise.models.state_dicts import read_state_dict
 from classwise.models.weight_shapes import ClassifierHead, classifier_head, tensor_shapes
 
@@ -108,6 +109,7 @@ def test_the_head_of_torchvision_models(name: str, head: str) -> None:
     for order in (shapes, dict(sorted(shapes.items()))):  # a safetensors header sorts its keys
         found = classifier_head(order)
         assert found is not None and (found.key, found.classes) == (head, 7)
+    assert head in head_keys(name)  # fine-tuning's head: the tensors whose shape follows num_classes
 
 
 @pytest.mark.parametrize(
