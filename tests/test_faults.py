@@ -109,7 +109,7 @@ def test_bad_config_stops_before_any_job(tmp_path: Path, mutate, expected: list[
         (lambda c: c["datasets"]["digits"].pop("source"), "datasets.digits.source", "required key is missing"),
         (
             lambda c: c["datasets"]["digits"]["superclasses"].update(round=[0, "6"]),
-            "datasets.digits.superclasses.round.1",
+            "datasets.digits.superclasses.round[1]",
             "integer",
         ),
         (
@@ -257,6 +257,28 @@ def test_a_class_without_samples_is_left_out_of_the_minima_and_counted(image_run
     per_class = pd.read_csv(metrics_dir / "per_class.csv")
     assert per_class["support"].tolist() == [3, 3, 0]
     assert np.isnan(per_class.loc[2, "recall"]) and not per_class.loc[:1, "recall"].isna().any()
+
+
+@pytest.mark.workflow
+def test_a_failed_import_leaves_neither_its_cache_nor_a_readme(tmp_path: Path) -> None:
+    """The digits' sample ids are known only once the set is loaded, so a predictions file that
+    names none of them passes the plan and stops its import job; results/README.md, which
+    describes a finished run, waits for every output and is not written either."""
+    rows = "\n".join(f"nope-{i}," + ",".join(["0.1"] * 10) for i in range(3))
+    (tmp_path / "net.csv").write_text("sample_id," + ",".join(f"score_{j}" for j in range(10)) + "\n" + rows + "\n")
+    config = {
+        "datasets": {"digits": {"source": "sklearn_digits"}},
+        "models": {"net": {"source": "predictions", "files": {"clean": "net.csv"}}},
+        "shifts": {"clean": True},
+        "analyses": {name: {"enabled": False} for name in ("subset_tests", "reference_tests", "extrapolation")},
+    }
+    result = snakemake(tmp_path, write_config(tmp_path / "net.yaml", config))
+    assert result.returncode != 0
+    terminal = result.stdout + result.stderr
+    assert "Error in rule import_predictions" in terminal
+    assert "net.csv: field 'sample_id': " in terminal and "row(s) of this file name no sample of dataset 'digits'" in terminal
+    assert leftovers(tmp_path / "results" / "logits") == []
+    assert not (tmp_path / "results" / "README.md").exists()
 
 
 def test_a_class_folder_without_images_names_itself(tmp_path: Path) -> None:

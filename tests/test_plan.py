@@ -244,10 +244,10 @@ def test_confident_learning_without_clean_images_is_an_error(tmp_path: Path) -> 
 
 def _predictions_config(tmp_path: Path) -> dict[str, Any]:
     """A labels-only dataset evaluated by two models given by files: one with scores, one with
-    hard predictions (the header is all the plan reads)."""
+    hard predictions (the plan reads their headers and ids, never their values)."""
     (tmp_path / "labels.csv").write_text("sample_id,label\na,0\nb,1\nc,2\n")
-    (tmp_path / "scores.csv").write_text("sample_id,score_0,score_1,score_2\n")
-    (tmp_path / "hard.csv").write_text("sample_id,prediction\n")
+    (tmp_path / "scores.csv").write_text("sample_id,score_0,score_1,score_2\nc,0,0,1\na,1,0,0\nb,0,1,0\n")
+    (tmp_path / "hard.csv").write_text("sample_id,prediction\nb,1\nc,2\na,0\n")
     return {
         "datasets": {"ids": {"source": "labels", "path": str(tmp_path / "labels.csv")}},
         "models": {
@@ -302,7 +302,11 @@ def test_an_analysis_with_only_hard_predictions_to_read_is_skipped_with_a_note(t
             "shift 'gaussian_noise_s3' (corruption) perturbs images, and dataset 'ids' (source labels) has labels",
         ),
         (
-            lambda c, t: c["models"]["soft"].update(files={"noise": str(t / "scores.csv")}),
+            lambda c, t: (  # a file for a shift of the config that is not evaluated on the dataset
+                c["shifts"].update(corruptions=["gaussian_noise"]),
+                c["datasets"]["ids"].update(shifts=["clean"]),
+                c["models"]["soft"].update(files={"gaussian_noise_s3": str(t / "scores.csv")}),
+            ),
             "models.soft.files.clean",
             "no file of model 'soft''s outputs on shift 'clean' of dataset 'ids'",
         ),

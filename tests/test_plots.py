@@ -198,7 +198,7 @@ def test_class_bars_draw_each_interval_as_an_error_bar():
         if np.isfinite(low)  # the class without samples has neither bar nor interval
     )
     assert drawn == [(round(low, 6), round(high, 6)) for low, high in expected]
-    with pytest.raises(InputError, match="intervals\\['m1'\\]"):
+    with pytest.raises(InputError, match="field 'intervals.m1'"):
         cw.class_bars_figure(values, ["a", "b", "c"], ylabel="y", title="t", intervals={"m1": (np.zeros(2), np.ones(2))})
 
 

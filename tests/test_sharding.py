@@ -211,7 +211,7 @@ def test_the_schema_rejects_a_bad_shards_value_naming_the_file_and_field() -> No
     config = {"datasets": {"d": {"source": "sklearn_digits"}}, "models": {"m": {"source": "train", "architecture": "linear"}}}
     with pytest.raises(InputError) as info:
         check_schema({**config, "shifts": {"pgd": [{"norm": "linf", "eps": 0.1, "shards": 0}]}}, schema, source="c.yaml")
-    assert (info.value.path, info.value.field) == ("c.yaml", "shifts.pgd.0.shards")
+    assert (info.value.path, info.value.field) == ("c.yaml", "shifts.pgd[0].shards")
     with pytest.raises(InputError) as info:
         check_schema({**config, "shifts": {}, "inference": {"shards": 0}}, schema, source="c.yaml")
     assert (info.value.path, info.value.field) == ("c.yaml", "inference.shards")

@@ -1,12 +1,30 @@
 """Errors raised for bad user input.
 
 Every message names the file (when there is one), the field and what was expected,
-so that a user can fix the input without reading a traceback.
+so that a user can fix the input without reading a traceback. A field is named by its path in
+one style, :func:`field_path`'s: keys joined by dots, list positions in brackets
+(``shifts.pgd[0].eps``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+__all__ = ["InputError", "field_path"]
+
+
+def field_path(*parts: str | int) -> str:
+    """The path of a field in a config or file, in the one style of every message: keys joined
+    by dots, list positions in brackets. ``field_path("shifts", "pgd", 0, "eps")`` is
+    ``shifts.pgd[0].eps``; a part may be a path already (``field_path("datasets.digits", "shifts")``),
+    and a path that starts with a position is ``[3]`` (the fourth entry of a file's top-level list)."""
+    path = ""
+    for part in parts:
+        if isinstance(part, int) and not isinstance(part, bool):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
 
 
 class InputError(ValueError):

@@ -63,6 +63,7 @@ __all__ = [
     "save_scores",
     "sidecar_path",
     "stored_kind",
+    "stored_shapes",
     "validate_scores",
     "write_npz_deterministic",
 ]
@@ -262,6 +263,29 @@ def stored_kind(path: str | Path) -> OutputKind:
     except (OSError, zipfile.BadZipFile) as exc:
         raise InputError(f"not a readable .npz archive ({exc})", path=p) from exc
     return _kind_of(names, p)
+
+
+def stored_shapes(path: str | Path) -> dict[str, tuple[int, ...] | None]:
+    """Array name -> shape of an ``.npz``, from each array's ``.npy`` format header alone (no
+    array is read: cheap enough for the workflow's plan); None for an array whose header numpy's
+    public readers do not read (format 3.0)."""
+    p = Path(path)
+    shapes: dict[str, tuple[int, ...] | None] = {}
+    try:
+        with zipfile.ZipFile(p) as archive:
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                    reader = readers.get(version)
+                    shapes[info.filename.removesuffix(".npy")] = None if reader is None else tuple(reader(member)[0])
+    except FileNotFoundError:
+        raise InputError("file does not exist", path=p) from None
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise InputError(f"not a readable .npz archive ({exc})", path=p) from exc
+    return shapes
 
 
 def _kind_of(names: set[str], path: Path) -> OutputKind:

@@ -17,6 +17,10 @@ dataset without a row, a row of no sample, or a repeated id is an :class:`InputE
 file and the first ids (:func:`classwise.sample_ids.sample_id_positions`). So is a label that
 differs from the dataset's (a file of another split), a score matrix with another number of
 columns than the dataset has classes, or a predicted class out of range.
+
+The workflow's plan checks what it can before any job, without reading a file's values
+(:func:`check_outputs_file`): the score columns against the dataset's class count, and the ids
+against the dataset's where those are known before any job (:func:`align` uses the same checks).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError
-from classwise.logits_io import PREDICTIONS, OutputKind, save_predictions, save_scores, stored_kind
+from classwise.logits_io import PREDICTIONS, OutputKind, save_predictions, save_scores, stored_kind, stored_shapes
 from classwise.sample_ids import sample_id_positions
 from classwise.validation import (
     PROB_ROW_TOLERANCE,
@@ -41,7 +45,16 @@ from classwise.validation import (
     rows_message,
 )
 
-__all__ = ["FORMATS", "UserOutputs", "align", "file_has_scores", "import_outputs", "read_outputs", "sha256_of"]
+__all__ = [
+    "FORMATS",
+    "UserOutputs",
+    "align",
+    "check_outputs_file",
+    "file_has_scores",
+    "import_outputs",
+    "read_outputs",
+    "sha256_of",
+]
 
 #: The formats a file may have (recorded in the cache's sidecar).
 FORMATS = ("npz", "csv-scores", "csv-predictions")
@@ -101,6 +114,27 @@ def _csv_columns(frame: pd.DataFrame, path: Path) -> list[str]:
     return columns
 
 
+def _score_columns(columns: list[str], path: Path) -> list[str]:
+    """The score columns of a CSV of scores (``score_0`` ... ``score_{C-1}``, in class order)."""
+    score_columns = [c for c in columns if c not in ("sample_id", "label")]
+    expected = [f"{_SCORE_PREFIX}{j}" for j in range(len(score_columns))]
+    if not score_columns or score_columns != expected:
+        raise InputError(
+            f"expected the columns sample_id, label, {_SCORE_PREFIX}0 ... {_SCORE_PREFIX}{{C-1}} (scores, in class order) "
+            f"or sample_id, prediction; found {columns}",
+            path=path,
+            field=next((c for c, e in zip(score_columns, expected) if c != e), f"{_SCORE_PREFIX}0"),
+        )
+    return score_columns
+
+
+def _csv_sample_ids(column: pd.Series, path: Path) -> np.ndarray:
+    if column.isna().any():
+        rows = np.flatnonzero(column.isna().to_numpy())
+        raise InputError(f"empty sample ids in rows {rows_message(rows)}", path=path, field="sample_id")
+    return column.to_numpy().astype(str)
+
+
 def read_outputs(path: str | Path) -> UserOutputs:
     """The outputs in a user's file (any of :data:`FORMATS`), validated on their own (finite
     scores, probability rows, integer predictions, unique ids); not yet matched to a dataset."""
@@ -140,10 +174,7 @@ def _read_csv(path: Path) -> UserOutputs:
     columns = _csv_columns(frame, path)
     if frame.empty:
         raise InputError("has no rows", path=path)
-    if frame["sample_id"].isna().any():
-        rows = np.flatnonzero(frame["sample_id"].isna().to_numpy())
-        raise InputError(f"empty sample ids in rows {rows_message(rows)}", path=path, field="sample_id")
-    sample_ids = frame["sample_id"].to_numpy().astype(str)
+    sample_ids = _csv_sample_ids(frame["sample_id"], path)
     labels = _optional_labels(frame["label"].to_numpy() if "label" in columns else None, len(frame), path)
     if _PREDICTION in columns:
         unknown = [c for c in columns if c not in ("sample_id", "label", _PREDICTION)]
@@ -155,15 +186,7 @@ def _read_csv(path: Path) -> UserOutputs:
             )
         values = _integer_column(frame[_PREDICTION].to_numpy(), path, _PREDICTION)
         return UserOutputs("predictions", values, sample_ids, labels, "csv-predictions", str(path))
-    score_columns = [c for c in columns if c not in ("sample_id", "label")]
-    expected = [f"{_SCORE_PREFIX}{j}" for j in range(len(score_columns))]
-    if not score_columns or score_columns != expected:
-        raise InputError(
-            f"expected the columns sample_id, label, {_SCORE_PREFIX}0 ... {_SCORE_PREFIX}{{C-1}} (scores, in class order) "
-            f"or sample_id, prediction; found {columns}",
-            path=path,
-            field=next((c for c, e in zip(score_columns, expected) if c != e), f"{_SCORE_PREFIX}0"),
-        )
+    score_columns = _score_columns(columns, path)
     try:
         scores = frame[score_columns].to_numpy(dtype=np.float64)
     except ValueError:
@@ -220,17 +243,7 @@ def align(outputs: UserOutputs, *, sample_ids: np.ndarray, labels: np.ndarray, n
     the extra ids), the same labels where the file gives them, one score column per class or
     predictions in ``[0, n_classes)``."""
     path = outputs.path
-    positions = sample_id_positions(
-        sample_ids,
-        outputs.sample_ids,
-        path=path,
-        field="sample_id",
-        available_name="this file",
-        exact=True,
-        wanted_name=f"dataset {dataset!r}",
-        missing=f"{{count}} of the {{total}} samples of dataset {dataset!r} have no row in this file",
-        extra=f"{{count}} row(s) of this file name no sample of dataset {dataset!r}",
-    )
+    positions = _match_ids(outputs.sample_ids, sample_ids, path, dataset)
     values = outputs.values[positions]
     if outputs.kind == PREDICTIONS:
         bad = np.flatnonzero((values < 0) | (values >= n_classes))
@@ -241,13 +254,8 @@ def align(outputs: UserOutputs, *, sample_ids: np.ndarray, labels: np.ndarray, n
                 path=path,
                 field=_PREDICTION if outputs.format != "npz" else PREDICTIONS,
             )
-    elif values.shape[1] != n_classes:
-        raise InputError(
-            f"has {values.shape[1]} score columns, dataset {dataset!r} has {n_classes} classes (one score per class, in "
-            "class-index order)",
-            path=path,
-            field=outputs.kind if outputs.format == "npz" else _SCORE_PREFIX + "*",
-        )
+    else:
+        _check_columns(values.shape[1], n_classes, path, dataset, outputs.kind if outputs.format == "npz" else None)
     given = None if outputs.labels is None else outputs.labels[positions]
     if given is not None:
         differ = np.flatnonzero(given != np.asarray(labels))
@@ -259,6 +267,71 @@ def align(outputs: UserOutputs, *, sample_ids: np.ndarray, labels: np.ndarray, n
                 field="label" if outputs.format != "npz" else "labels",
             )
     return UserOutputs(outputs.kind, values, np.asarray(sample_ids).astype(str), given, outputs.format, path)
+
+
+def _match_ids(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, dataset: str) -> np.ndarray:
+    """Where each of the dataset's ``sample_ids`` sits among the file's rows: exactly the
+    dataset's samples, no id twice (:class:`InputError` naming the first missing, extra or
+    repeated ids)."""
+    return sample_id_positions(
+        sample_ids,
+        file_ids,
+        path=path,
+        field="sample_id",
+        available_name="this file",
+        exact=True,
+        wanted_name=f"dataset {dataset!r}",
+        missing=f"{{count}} of the {{total}} samples of dataset {dataset!r} have no row in this file",
+        extra=f"{{count}} row(s) of this file name no sample of dataset {dataset!r}",
+    )
+
+
+def _check_columns(columns: int, n_classes: int, path: str | Path, dataset: str, npz_kind: str | None) -> None:
+    """One score column per class of the dataset (``npz_kind``: the array of an npz, None: a CSV)."""
+    if columns != n_classes:
+        raise InputError(
+            f"has {columns} score columns, dataset {dataset!r} has {n_classes} classes (one score per class, in "
+            "class-index order)",
+            path=path,
+            field=npz_kind or _SCORE_PREFIX + "*",
+        )
+
+
+def check_outputs_file(path: str | Path, *, dataset: str, n_classes: int | None, sample_ids: np.ndarray | None) -> None:
+    """Check a user's outputs file against dataset ``dataset`` before any job, reading its header
+    and its ids but never its values: one score column per class (``n_classes``; an ``.npz``'s
+    array header, a CSV's header line), and, where the dataset's ``sample_ids`` are known, a row
+    for each sample and for nothing else, no id twice (:class:`InputError` naming the file, the
+    field and the first ids). None skips that check. The import job checks all of it again, and
+    the rest: labels, values, predicted classes."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("file does not exist (relative paths are relative to the working directory)", path=p)
+    file_ids: np.ndarray | None = None
+    if _format_of(p) == "npz":
+        kind = stored_kind(p)
+        shapes = stored_shapes(p)
+        shape = shapes.get(kind)
+        if kind != PREDICTIONS and n_classes is not None and shape is not None and len(shape) == 2:
+            _check_columns(shape[1], n_classes, p, dataset, kind)
+        if sample_ids is not None:
+            if "sample_ids" not in shapes:
+                raise InputError(
+                    f"missing array 'sample_ids', needed to match the rows to the dataset's samples; found {sorted(shapes)}",
+                    path=p,
+                    field="sample_ids",
+                )
+            with np.load(p, allow_pickle=False) as archive:  # that array alone is read
+                file_ids = archive["sample_ids"].astype(str)
+    else:
+        columns = _csv_columns(pd.read_csv(p, nrows=0), p)
+        if _PREDICTION not in columns and n_classes is not None:
+            _check_columns(len(_score_columns(columns, p)), n_classes, p, dataset, None)
+        if sample_ids is not None:
+            ids = pd.read_csv(p, usecols=["sample_id"], dtype={"sample_id": str}, keep_default_na=False, na_values=[""])
+            file_ids = _csv_sample_ids(ids["sample_id"], p)
+    if file_ids is not None and sample_ids is not None:
+        _match_ids(file_ids, sample_ids, p, dataset)
 
 
 def sha256_of(path: str | Path) -> str:

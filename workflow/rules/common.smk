@@ -463,3 +463,10 @@ def final_outputs():
                     if model in scored:
                         outputs.append(f"{figures}/reliability_{model}.png")
     return outputs
+
+
+def described_outputs():
+    """Every output of the default target that results/README.md describes or sits beside: the
+    tables and figures, the analyses' and the robustness outputs (describe_results waits for
+    them)."""
+    return [*final_outputs(), *analysis_outputs(), *robustness_outputs()]

@@ -230,6 +230,11 @@ rule plot_class_wise_figures:
 
 
 rule describe_results:
+    input:
+        # Written once every output it describes is, so that a run whose job failed leaves no
+        # README describing it; ancient, since its text is the plan's (its params): a rerun of
+        # those outputs does not rewrite it.
+        ancient(described_outputs()),
     output:
         readme=f"{OUT}/README.md",
     log:

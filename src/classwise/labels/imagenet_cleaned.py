@@ -34,7 +34,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from classwise.atomic import atomic_open
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.labels.labelled_scores import REMOVED
 from classwise.sample_ids import sample_id_positions
 
@@ -126,7 +126,7 @@ def read_mturk(path: str | Path) -> MturkVotes:
                 "expected id, url, given_original_label, our_guessed_label and mturk "
                 f"{{{', '.join(VOTE_FIELDS)}}} as integers/strings ({type(error).__name__}: {error})",
                 path=path,
-                field=f"[{i}]",
+                field=field_path(i),
             ) from None
     votes_arr = np.array(votes, dtype=np.int64)
     if (votes_arr < 0).any() or (votes_arr.sum(axis=1) == 0).any():

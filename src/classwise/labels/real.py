@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from classwise.atomic import atomic_open
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.sample_ids import sample_id_positions
 
 __all__ = [
@@ -120,7 +120,7 @@ def read_real_json(path: str | Path, *, n_images: int = REAL_IMAGES, n_classes: 
     for i, entry in enumerate(entries):
         # bool is an int subclass; a set is a list of plain integers
         if not isinstance(entry, list) or not all(type(c) is int for c in entry):
-            raise InputError(f"expected a list of integer class indices, got {entry!r:.80}", path=path, field=f"[{i}]")
+            raise InputError(f"expected a list of integer class indices, got {entry!r:.80}", path=path, field=field_path(i))
     sets = LabelSets.from_lists(entries)
     bad = (sets.classes < 0) | (sets.classes >= n_classes)
     if bad.any():
@@ -129,7 +129,7 @@ def read_real_json(path: str | Path, *, n_images: int = REAL_IMAGES, n_classes: 
             f"class indices must lie in [0, {n_classes}), got {entries[row]} (entry {row}, image "
             f"ILSVRC2012_val_{row + 1:08d}.JPEG)",
             path=path,
-            field=f"[{row}]",
+            field=field_path(row),
         )
     return _normalised(sets)
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.metrics.result import MetricResult
 
 
@@ -136,11 +136,11 @@ def prediction_cosine_similarity(confusions: Mapping[str, np.ndarray]) -> tuple[
     profiles = []
     shape = None
     for name in names:
-        m = _check_confusion(confusions[name], field=f"confusions[{name!r}]")
+        m = _check_confusion(confusions[name], field=field_path("confusions", name))
         if shape is None:
             shape = m.shape
         elif m.shape != shape:
-            raise InputError(f"expected shape {shape} like the first model, got {m.shape}", field=f"confusions[{name!r}]")
+            raise InputError(f"expected shape {shape} like the first model, got {m.shape}", field=field_path("confusions", name))
         profiles.append(off_diagonal_error_profile(m))
     x = np.stack(profiles)
     norms = np.linalg.norm(x, axis=1)

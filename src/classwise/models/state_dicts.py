@@ -13,14 +13,9 @@ from torch import nn
 
 from classwise.errors import InputError
 from classwise.models.pickled import pickled_model_class
+from classwise.models.weight_shapes import WRAPPER_KEYS, strip_prefixes, unwrap_state_dict
 
 __all__ = ["check_fits", "load_into", "read_marked_payload", "read_state_dict", "runtime_load_error", "unreadable_torch_file"]
-
-_WRAPPER_KEYS = ("state_dict_ema", "model_ema", "state_dict", "model", "net")
-"""Common keys under which training scripts nest the weights (tried in this order)."""
-_PREFIXES = ("module.", "_orig_mod.")
-"""Prefixes added by DataParallel/DistributedDataParallel and torch.compile."""
-
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -101,22 +96,13 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
             expected="a state dict",
             instead="save the weights with torch.save(model.state_dict(), PATH) and point path at that file",
         ) from None
-    if isinstance(payload, Mapping):
-        for key in _WRAPPER_KEYS:
-            inner = payload.get(key)
-            if isinstance(inner, Mapping) and inner and all(isinstance(v, torch.Tensor) for v in inner.values()):
-                payload = inner
-                break
+    payload = unwrap_state_dict(payload, lambda value: isinstance(value, torch.Tensor))
     if not isinstance(payload, Mapping) or not all(isinstance(v, torch.Tensor) for v in payload.values()):
         raise InputError(
-            f"expected a state dict (parameter name -> tensor), possibly under one of {list(_WRAPPER_KEYS)}",
+            f"expected a state dict (parameter name -> tensor), possibly under one of {list(WRAPPER_KEYS)}",
             path=source,
         )
-    state = dict(payload)
-    for prefix in _PREFIXES:
-        if state and all(key.startswith(prefix) for key in state):
-            state = {key[len(prefix) :]: value for key, value in state.items()}
-    return state
+    return strip_prefixes(payload)
 
 
 def check_fits(model: nn.Module, state: object, source: str | Path, *, what: str) -> None:

@@ -1,8 +1,9 @@
 """Checks of the workflow config: a concise schema check, and what a JSON schema cannot express
 (cross references, paths, model names).
 
-Every check raises :class:`InputError` naming the config file (``source``), the field as a dotted
-path (``datasets.digits.on_bad_image``) and what was expected, before any job runs.
+Every check raises :class:`InputError` naming the config file (``source``), the field as a path
+(:func:`~classwise.errors.field_path`: ``datasets.digits.on_bad_image``, ``shifts.pgd[0].eps``)
+and what was expected, before any job runs.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 
 #: A JSON-schema bound -> how the message states it ("expected a value > 0, got 0").
 _BOUNDS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
@@ -30,16 +31,16 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
     error = jsonschema.exceptions.best_match(validator_class(schema_map).iter_errors(config))
     if error is None:
         return
-    where = [str(part) for part in error.absolute_path]
+    where = list(error.absolute_path)  # keys (str) and list positions (int)
     if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
         allowed = sorted(error.schema.get("properties", {}))
         unknown = sorted(set(error.instance) - set(allowed)) if allowed else sorted(error.instance)
         key = unknown[0] if unknown else "?"
         expected = f"one of {allowed}" if allowed else "no other key here"
-        raise InputError(f"unknown key {key!r}; expected {expected}", path=source, field=".".join([*where, key]))
+        raise InputError(f"unknown key {key!r}; expected {expected}", path=source, field=field_path(*where, key))
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else "?"
-        raise InputError("required key is missing", path=source, field=".".join([*where, missing]))
+        raise InputError("required key is missing", path=source, field=field_path(*where, missing))
     if error.validator == "type":
         message = f"expected {error.validator_value}, got {error.instance!r}"
     elif error.validator == "enum":
@@ -48,7 +49,7 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
         message = f"expected a value {_BOUNDS[error.validator]} {error.validator_value}, got {error.instance!r}"
     else:
         message = error.message
-    raise InputError(message, path=source, field=".".join(where) or "(top level)")
+    raise InputError(message, path=source, field=field_path(*where) or "(top level)")
 
 
 def check_models(config: Mapping[str, Any], *, source: str = "config") -> None:

@@ -14,6 +14,10 @@ Class counts come from the config and one directory listing (never from decoding
 this runs at DAG-build time in milliseconds. Whether a model given by files of its outputs
 (``source: predictions``) has scores on a shift is read from each file's header: with hard
 predictions only, the metrics and analyses that need scores are skipped for it, with a note.
+Each such file is also checked against its dataset as far as its header and its sample ids tell
+(score columns, and ids where the dataset's are known before any job: a label file's, an image
+directory's listing), and a checkpoint's classifier head against its ``num_classes`` (its
+tensor shapes read without torch).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from classwise.data.sources import (
     dataset_image_shape,
     has_images,
 )
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.metrics.catalogue import label_sets_metric_names
 from classwise.models.sources import model_source
 from classwise.shifts.spec import AUTOATTACK_MIN_CLASSES
@@ -150,7 +154,7 @@ def check_runs(
         with_images={name: has_images(dataset) for name, dataset in datasets.items()},
     )
     for name, model in models.items():
-        model_source(model).check_run(name, model, datasets, source)
+        model_source(model).check_run(name, model, datasets, source, shifts=list(shifts))
     _check_transfer_sources(shifts, models, source)
     for dataset, names in plan.models.items():
         unknown = [model for model in names if model not in models]
@@ -167,6 +171,11 @@ def check_runs(
         _check_transfers(dataset, plan.shifts[dataset], shifts, names, source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
         _find_hard_predictions(plan, config, dataset, shifts, source)
+        for model in names:
+            evaluated = _evaluated_shifts(plan, config, dataset, model, shifts)
+            model_source(models[model]).check_outputs(
+                model, models[model], dataset, datasets, evaluated, plan.classes[dataset], source
+            )
     return plan
 
 
@@ -298,14 +307,14 @@ def _check_transfer_sources(shifts: Mapping[str, Any], models: Mapping[str, Mapp
                 f"shift {name!r} transfers an attack from model {model!r}, which is not a model of the config; "
                 f"expected one of {sorted(models)}",
                 path=source,
-                field=f"shifts.transfer[{i}].source",
+                field=field_path("shifts.transfer", i, "source"),
             )
         if model_source(models[model]).cached_by != "infer":
             raise InputError(
                 f"shift {name!r} transfers an attack from model {model!r}, whose outputs come from files "
                 "(no gradients to attack); craft it on a model the pipeline runs",
                 path=source,
-                field=f"shifts.transfer[{i}].source",
+                field=field_path("shifts.transfer", i, "source"),
             )
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.plots import MAX_LABELLED_CLASSES, model_colors, save_png
 from classwise.plots.many_classes import confusion_overview_figure, sorted_values_figure
 
@@ -85,7 +85,7 @@ def class_bars_figure(
     for model in models:
         v = np.asarray(values[model], dtype=np.float64)
         if v.shape != (c,):
-            raise InputError(f"expected shape ({c},) to match class_names, got {v.shape}", field=f"values[{model!r}]")
+            raise InputError(f"expected shape ({c},) to match class_names, got {v.shape}", field=field_path("values", model))
         series.append(v)
     bands: list[tuple[np.ndarray, np.ndarray] | None] = []
     for model in models:
@@ -95,7 +95,7 @@ def class_bars_figure(
         low, high = (np.asarray(bound, dtype=np.float64) for bound in intervals[model])
         if low.shape != (c,) or high.shape != (c,):
             raise InputError(
-                f"expected two arrays of shape ({c},), got {low.shape} and {high.shape}", field=f"intervals[{model!r}]"
+                f"expected two arrays of shape ({c},), got {low.shape} and {high.shape}", field=field_path("intervals", model)
             )
         bands.append((low, high))
     colors = model_colors(len(models))

@@ -30,7 +30,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.metrics.cfps import prediction_cosine_similarity
 from classwise.metrics.robust_fairness import RobustFairness
 from classwise.plots import MAX_LABELLED_CLASSES, model_colors, save_png
@@ -221,7 +221,7 @@ def plot_targeted_success(
         if v.shape != (len(names),):
             raise InputError(
                 f"expected shape ({len(names)},) to match class_names, got {v.shape}",
-                field=f"rates[{model!r}]",
+                field=field_path("rates", model),
             )
         values[model] = v
     c = len(names)
@@ -280,7 +280,8 @@ def plot_clean_vs_robust(
     for model in models:
         if results[model].n_classes != len(names):
             raise InputError(
-                f"has {results[model].n_classes} classes, expected {len(names)} to match class_names", field=f"results[{model!r}]"
+                f"has {results[model].n_classes} classes, expected {len(names)} to match class_names",
+                field=field_path("results", model),
             )
     many = len(names) > MAX_LABELLED_CLASSES
     n_cols = min(len(models), _MAX_COLUMNS)

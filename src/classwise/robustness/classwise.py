@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.logits_io import ScoresFile
 from classwise.metrics.cfps import (
     class_false_positive_score,
@@ -44,12 +44,12 @@ def _check_nested(confusions: Confusions, n_classes: int) -> None:
         raise InputError("no shifts given", field="confusions")
     for shift, by_model in confusions.items():
         if not by_model:
-            raise InputError("no models given", field=f"confusions[{shift!r}]")
+            raise InputError("no models given", field=field_path("confusions", shift))
         for model, m in by_model.items():
             if np.shape(m) != (n_classes, n_classes):
                 raise InputError(
                     f"expected a ({n_classes}, {n_classes}) confusion matrix to match class_names, got {np.shape(m)}",
-                    field=f"confusions[{shift!r}][{model!r}]",
+                    field=field_path("confusions", shift, model),
                 )
 
 
@@ -103,7 +103,9 @@ def mean_confusion(confusions: Mapping[str, np.ndarray]) -> np.ndarray:
     shape = matrices[0].shape
     for name, m in zip(confusions, matrices):
         if m.ndim != 2 or m.shape != shape or shape[0] != shape[1]:
-            raise InputError(f"expected square matrices of one shape {shape}, got {m.shape}", field=f"confusions[{name!r}]")
+            raise InputError(
+                f"expected square matrices of one shape {shape}, got {m.shape}", field=field_path("confusions", name)
+            )
     return np.mean(matrices, axis=0)
 
 

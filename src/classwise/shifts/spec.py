@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.shifts.severity import DEFAULT_SEVERITIES, check_severity
 
 ShiftKind = Literal["clean", "corruption", "pgd", "autoattack", "dataset", "transfer"]
@@ -286,14 +286,14 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     corruptions = _list(section.get("corruptions", []) or [], "shifts.corruptions")
     severities = _list(section.get("severities", list(DEFAULT_SEVERITIES)), "shifts.severities")
     for i, severity in enumerate(severities):
-        check_severity(severity, f"shifts.severities[{i}]")
+        check_severity(severity, field_path("shifts.severities", i))
     from classwise.shifts.corruptions import CORRUPTIONS
 
     for i, corruption in enumerate(corruptions):
         if not isinstance(corruption, str) or corruption not in CORRUPTIONS:
             raise InputError(
                 f"unknown corruption {corruption!r}; known: {sorted(CORRUPTIONS)}",
-                field=f"shifts.corruptions[{i}]",
+                field=field_path("shifts.corruptions", i),
             )
         for severity in severities:
             specs.append(corruption_spec(corruption, severity))
@@ -345,7 +345,7 @@ def _attack_entries(section: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[s
         return prefix, entry, specs
 
     for i, entry in enumerate(_list(section.get("pgd", []) or [], "shifts.pgd")):
-        prefix = f"shifts.pgd[{i}]"
+        prefix = field_path("shifts.pgd", i)
         yield found(prefix, entry, [_pgd_entry(entry, prefix)])
 
     targeted = section.get("pgd_targeted")
@@ -356,7 +356,7 @@ def _attack_entries(section: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[s
         yield found(prefix, targeted, [_pgd_entry(targeted, prefix, target=target) for target in targets])
 
     for i, entry in enumerate(_list(section.get("autoattack", []) or [], "shifts.autoattack")):
-        prefix = f"shifts.autoattack[{i}]"
+        prefix = field_path("shifts.autoattack", i)
         if not isinstance(entry, Mapping):
             raise InputError(f"expected a mapping, got {entry!r}", field=prefix)
         _check_keys(entry, prefix, allowed={"norm", "eps", "version", "per_class", "shards"}, required=("norm", "eps"))
@@ -370,7 +370,7 @@ def _attack_entries(section: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[s
         yield found(prefix, entry, [spec])
 
     for i, entry in enumerate(_list(section.get("transfer", []) or [], "shifts.transfer")):
-        prefix = f"shifts.transfer[{i}]"
+        prefix = field_path("shifts.transfer", i)
         yield found(prefix, entry, [_transfer_entry(entry, prefix, attacks)])
 
 

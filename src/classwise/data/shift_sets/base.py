@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.shifts.spec import ShiftSpec
 
 #: The keys every entry takes besides its family's own options.
@@ -150,7 +150,7 @@ def choices(entry: Mapping[str, Any], key: str, allowed: Sequence[Any], default:
         raise InputError(f"expected 'all' or a non-empty list, got {value!r}", field=f"{where}.{key}")
     for i, item in enumerate(value):
         if isinstance(item, bool) or item not in allowed:
-            raise InputError(f"expected one of {list(allowed)}, got {item!r}", field=f"{where}.{key}[{i}]")
+            raise InputError(f"expected one of {list(allowed)}, got {item!r}", field=field_path(where, key, i))
     if len(set(value)) != len(value):
         raise InputError(f"lists a value twice: {list(value)}", field=f"{where}.{key}")
     return list(value)
@@ -165,7 +165,7 @@ def severities(entry: Mapping[str, Any], where: str) -> list[int]:
         raise InputError(f"expected 'all' or a non-empty list of severities 1-5, got {value!r}", field=f"{where}.severities")
     for i, item in enumerate(value):
         if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= 5:
-            raise InputError(f"expected a severity 1-5, got {item!r}", field=f"{where}.severities[{i}]")
+            raise InputError(f"expected a severity 1-5, got {item!r}", field=field_path(where, "severities", i))
     if len(set(value)) != len(value):
         raise InputError(f"lists a severity twice: {list(value)}", field=f"{where}.severities")
     return list(value)

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from classwise.data.imageset import ImageSet
 from classwise.data.sources import cifar10c, image_folder, imagenet_val, labels, sklearn_digits, torchvision
 from classwise.data.sources.base import BaseDatasetSource, DatasetSource, Split
@@ -36,6 +38,7 @@ __all__ = [
     "dataset_classes",
     "dataset_classes_with_images",
     "dataset_image_shape",
+    "dataset_sample_ids",
     "dataset_source",
     "has_images",
     "input_files",
@@ -91,6 +94,12 @@ def dataset_image_shape(dataset: Mapping[str, Any]) -> tuple[int, ...] | None:
     """The (channels, height, width) of a dataset held in memory at its own size, else None."""
     source = DATASET_SOURCES.get(str(dataset.get("source")))
     return None if source is None else source.image_shape(dataset)
+
+
+def dataset_sample_ids(name: str, dataset: Mapping[str, Any]) -> np.ndarray | None:
+    """The test split's sample ids of a configured dataset (named ``name``), from its label file
+    or one listing of its directory; None where only loading the data would tell."""
+    return DATASET_SOURCES.get(str(dataset.get("source")), _UNKNOWN).sample_ids(dataset, name)
 
 
 def job_parameters(dataset: Mapping[str, Any]) -> dict[str, Any]:

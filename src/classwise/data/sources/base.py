@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import numpy as np
+
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
 
@@ -51,6 +53,11 @@ class DatasetSource(Protocol):
     def class_ids(self, dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
         """The identifiers of the classes in label order that shift sets name their class
         folders after (ImageNet wnids), from at most a directory listing; None where unknown."""
+        ...
+
+    def sample_ids(self, dataset: Mapping[str, Any], name: str) -> np.ndarray | None:
+        """The sample ids of the test split, from a file or one directory listing (no image
+        decoded, nothing downloaded); None where only loading the data would tell."""
         ...
 
     def job_parameters(self, dataset: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,6 +107,9 @@ class BaseDatasetSource:
     def class_ids(self, dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
         return None
 
+    def sample_ids(self, dataset: Mapping[str, Any], name: str) -> np.ndarray | None:
+        return None
+
     def job_parameters(self, dataset: Mapping[str, Any]) -> dict[str, Any]:
         # keys sorted: reordering a config is no change that reruns jobs
         return json.loads(json.dumps(dict(dataset), sort_keys=True))
@@ -123,6 +133,11 @@ class UserDirectorySource(BaseDatasetSource):
     """An image directory the user provides (``root``)."""
 
     required: tuple[str, ...] = ("root",)
+
+    # a mixin: the concrete source that inherits this is the DatasetSource (with open_split)
+    def sample_ids(self: DatasetSource, dataset: Mapping[str, Any], name: str) -> np.ndarray | None:
+        """One listing: opening the split lists the directory and decodes no image."""
+        return np.asarray(self.open_split(dataset, "test", name).sample_ids).astype(str)
 
     def check_paths(self, dataset: Mapping[str, Any], name: str) -> None:
         if not Path(dataset["root"]).is_dir():

@@ -160,6 +160,10 @@ class LabelsSource(BaseDatasetSource):
     def input_files(self, dataset: Mapping[str, Any]) -> list[str]:
         return [str(dataset["path"])]
 
+    def sample_ids(self, dataset: Mapping[str, Any], name: str) -> np.ndarray | None:
+        """The ids of the label file (read once per version of the file)."""
+        return read_label_file(dataset["path"], dataset.get("class_names"), field=f"datasets.{name}.path").sample_ids
+
     def open_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> Any:
         return read_label_file(dataset["path"], dataset.get("class_names"), field=f"datasets.{name}.path")
 

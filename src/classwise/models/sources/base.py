@@ -13,7 +13,7 @@ build from weight files, load for inference.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -69,9 +69,18 @@ class ModelSource(Protocol):
         each dataset's class count."""
         ...
 
-    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
+    def check_run(
+        self,
+        model: str,
+        entry: Mapping[str, Any],
+        datasets: Datasets,
+        config_path: str,
+        *,
+        shifts: Collection[str] | None = None,
+    ) -> None:
         """:class:`InputError` when the entry cannot run at all (a missing checkpoint, a training
-        set without a train split)."""
+        set without a train split, a file for a shift the config does not have); ``shifts``: the
+        name of every shift of the config (None: not checked)."""
         ...
 
     def check_fit(
@@ -85,6 +94,22 @@ class ModelSource(Protocol):
         """Whether the model's cached outputs on ``(dataset, shift)`` hold scores (False: hard
         predictions only, so the metrics that need scores are skipped); :class:`InputError`
         when the entry gives nothing for that pair."""
+        ...
+
+    def check_outputs(
+        self,
+        model: str,
+        entry: Mapping[str, Any],
+        dataset: str,
+        datasets: Datasets,
+        shifts: Sequence[str],
+        classes: int | None,
+        config_path: str,
+    ) -> None:
+        """:class:`InputError` when the model's outputs on ``dataset`` under ``shifts`` cannot
+        match the dataset (``classes``: its class count, None where unknown), as far as can be
+        told before any job: the files of a model given by its outputs. Nothing for a model the
+        pipeline runs (its job checks its outputs)."""
         ...
 
     def needs_download(self, spec: ModelSpec) -> bool:
@@ -138,7 +163,15 @@ class ZooSource:
     def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
         return None
 
-    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
+    def check_run(
+        self,
+        model: str,
+        entry: Mapping[str, Any],
+        datasets: Datasets,
+        config_path: str,
+        *,
+        shifts: Collection[str] | None = None,
+    ) -> None:
         return None
 
     def check_fit(
@@ -148,6 +181,18 @@ class ZooSource:
 
     def has_scores(self, model: str, entry: Mapping[str, Any], dataset: str, shift: str, config_path: str) -> bool:
         return True
+
+    def check_outputs(
+        self,
+        model: str,
+        entry: Mapping[str, Any],
+        dataset: str,
+        datasets: Datasets,
+        shifts: Sequence[str],
+        classes: int | None,
+        config_path: str,
+    ) -> None:
+        return None
 
     def needs_download(self, spec: ModelSpec) -> bool:
         return True
@@ -202,7 +247,15 @@ class PipelineSource(ZooSource):
         train_on = entry.get("train_on", next(iter(datasets)))
         return classes.get(train_on)
 
-    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
+    def check_run(
+        self,
+        model: str,
+        entry: Mapping[str, Any],
+        datasets: Datasets,
+        config_path: str,
+        *,
+        shifts: Collection[str] | None = None,
+    ) -> None:
         from classwise.data.sources import TRAIN_SPLIT_SOURCES
 
         train_on = entry.get("train_on", next(iter(datasets)))

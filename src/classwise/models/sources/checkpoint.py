@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from classwise.models.data_config import DataConfig
     from classwise.models.fetch import FetchedFile, FetchOptions
+    from classwise.models.weight_shapes import ClassifierHead
 
 
 class CheckpointSource(ZooSource):
@@ -83,7 +84,17 @@ class CheckpointSource(ZooSource):
     def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
         return None if entry.get("num_classes") is None else int(entry["num_classes"])
 
-    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
+    def check_run(
+        self,
+        model: str,
+        entry: Mapping[str, Any],
+        datasets: Datasets,
+        config_path: str,
+        *,
+        shifts: Collection[str] | None = None,
+    ) -> None:
+        """The file exists, holds weights rather than a pickled model, and its classifier head
+        scores ``num_classes`` classes when the entry sets it (read without torch)."""
         from classwise.models.pickled import pickled_model_class
 
         path = Path(str(entry["path"]))
@@ -96,6 +107,35 @@ class CheckpointSource(ZooSource):
                 "save it with torch.save(model.state_dict(), path) and set architecture (and library)",
                 path=config_path,
                 field=f"models.{model}.path",
+            )
+        num_classes = entry.get("num_classes")
+        head = _head(path)
+        if head is not None and num_classes is not None and head.classes != int(num_classes):
+            raise InputError(
+                f"checkpoint {path}: tensor {head.key!r} has shape {head.shape}, but num_classes {num_classes} "
+                f"expects {head.shape_for(num_classes)}; set num_classes to {head.classes} (the classes the "
+                f"checkpoint's head scores), or point path at a checkpoint of {num_classes} classes",
+                path=config_path,
+                field=f"models.{model}.num_classes",
+            )
+
+    def check_fit(
+        self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
+    ) -> None:
+        """Without ``num_classes`` (then :meth:`classes_scored` cannot tell), the checkpoint's
+        classifier head scores as many classes as ``dataset`` has."""
+        from classwise.data.sources import dataset_classes
+
+        if entry.get("num_classes") is not None:
+            return  # the plan compares num_classes with the dataset, check_run the head with num_classes
+        path = Path(str(entry["path"]))
+        head, classes = _head(path), dataset_classes(dataset, datasets[dataset])
+        if head is not None and classes is not None and head.classes != classes:
+            raise InputError(
+                f"model {model!r}: checkpoint {path}: tensor {head.key!r} has shape {head.shape}, so the model scores "
+                f"{head.classes} classes; dataset {dataset!r} has {classes}, which expects {head.shape_for(classes)}; {hint}",
+                path=config_path,
+                field=f"datasets.{dataset}.models",
             )
 
     def needs_download(self, spec: ModelSpec) -> bool:
@@ -140,6 +180,13 @@ class CheckpointSource(ZooSource):
         )
         model.eval()
         return model, config
+
+
+def _head(path: Path) -> ClassifierHead | None:
+    """The classifier head's weight in the checkpoint (None: not told apart without torch)."""
+    from classwise.models.weight_shapes import classifier_head, tensor_shapes
+
+    return classifier_head(tensor_shapes(path))
 
 
 def architecture(spec: ModelSpec) -> tuple[nn.Module, DataConfig]:

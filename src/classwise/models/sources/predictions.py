@@ -13,18 +13,21 @@ each), the second one set per dataset. Each file is an ``.npz`` in the logits-fi
 relative to the working directory. The rule ``import_predictions`` (not ``infer``) matches a file
 to the dataset's samples by id and writes it as the model's cached outputs, so every table,
 figure, label view and analysis downstream reads it as it reads a model the pipeline ran, and a
-changed file reruns them. A dataset and shift the model is evaluated on without a file is an
-error before any job; a file of hard predictions is read for its header before any job, so the
-metrics and analyses that need scores are skipped (and said so) rather than failing.
+changed file reruns them. Before any job: a key of ``files`` that names no shift of the config
+is an error, and so is a dataset and shift the model is evaluated on without a file; each file
+is read for its header, so that hard predictions skip the metrics and analyses that need scores
+(and say so) rather than fail, and is checked against the dataset as far as its header and ids
+tell (:func:`classwise.predictions_io.check_outputs_file`: its score columns against the class
+count, and its ids against the dataset's where those are known before any job).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.models.sources.base import Datasets
 from classwise.models.spec import ModelSpec, check_keys
 
@@ -48,6 +51,11 @@ def outputs_file(entry: Mapping[str, Any], dataset: str, shift: str) -> str | No
         files = files.get(dataset) or {}
     value = files.get(shift)
     return None if value is None else str(value)
+
+
+def _files_field(model: str, entry: Mapping[str, Any], dataset: str, shift: str) -> str:
+    """The config field of the model's file on ``(dataset, shift)``."""
+    return field_path("models", model, "files", *([dataset] if _nested(entry["files"]) else []), shift)
 
 
 def _check_file(value: Any, field: str, config_path: str | Path | None) -> None:
@@ -104,16 +112,34 @@ class PredictionsSource:
     def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
         return None  # the import job checks the file's columns against the dataset's classes
 
-    def check_run(self, model: str, entry: Mapping[str, Any], datasets: Datasets, config_path: str) -> None:
-        """Files given per dataset name datasets of the config."""
+    def check_run(
+        self,
+        model: str,
+        entry: Mapping[str, Any],
+        datasets: Datasets,
+        config_path: str,
+        *,
+        shifts: Collection[str] | None = None,
+    ) -> None:
+        """Files given per dataset name datasets of the config, and every file is for one of
+        ``shifts`` (the config's shifts, as the plan expands them), when given."""
         files = entry.get("files") or {}
-        if _nested(files):
-            unknown = [name for name in files if name not in datasets]
-            if unknown:
+        per_dataset = files if _nested(files) else {None: files}
+        unknown = [name for name in per_dataset if name is not None and name not in datasets]
+        if unknown:
+            raise InputError(
+                f"names dataset {unknown[0]!r}, expected one of {sorted(datasets)}",
+                path=config_path,
+                field=field_path("models", model, "files", unknown[0]),
+            )
+        for dataset, by_shift in per_dataset.items():
+            stray = [key for key in by_shift if shifts is not None and key not in shifts]
+            if stray:
+                where = ["models", model, "files", *([] if dataset is None else [dataset]), stray[0]]
                 raise InputError(
-                    f"names dataset {unknown[0]!r}, expected one of {sorted(datasets)}",
+                    f"names shift {stray[0]!r}, which is no shift of the config; expected one of {list(shifts or [])}",
                     path=config_path,
-                    field=f"models.{model}.files.{unknown[0]}",
+                    field=field_path(*where),
                 )
 
     def check_fit(
@@ -126,8 +152,7 @@ class PredictionsSource:
         from classwise.predictions_io import file_has_scores
 
         path = outputs_file(entry, dataset, shift)
-        nested = _nested(entry["files"])
-        field = f"models.{model}.files.{dataset + '.' if nested else ''}{shift}"
+        field = _files_field(model, entry, dataset, shift)
         if path is None:
             raise InputError(
                 f"no file of model {model!r}'s outputs on shift {shift!r} of dataset {dataset!r}; add one, or leave the "
@@ -139,6 +164,32 @@ class PredictionsSource:
             return file_has_scores(path)
         except InputError as exc:
             raise InputError(str(exc), path=config_path, field=field) from None
+
+    def check_outputs(
+        self,
+        model: str,
+        entry: Mapping[str, Any],
+        dataset: str,
+        datasets: Datasets,
+        shifts: Sequence[str],
+        classes: int | None,
+        config_path: str,
+    ) -> None:
+        """Each file of ``shifts`` on ``dataset`` against the dataset, from its header and ids
+        (:func:`~classwise.predictions_io.check_outputs_file`); errors name the config's field,
+        the file and what in it does not match."""
+        from classwise.data.sources import dataset_sample_ids
+        from classwise.predictions_io import check_outputs_file
+
+        sample_ids = dataset_sample_ids(dataset, datasets[dataset])  # its own errors name the dataset's field
+        for shift in shifts:
+            path = outputs_file(entry, dataset, shift)
+            if path is None:
+                continue  # has_scores says so
+            try:
+                check_outputs_file(path, dataset=dataset, n_classes=classes, sample_ids=sample_ids)
+            except InputError as exc:
+                raise InputError(str(exc), path=config_path, field=_files_field(model, entry, dataset, shift)) from None
 
     def needs_download(self, spec: ModelSpec) -> bool:
         return False

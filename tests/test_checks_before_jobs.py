@@ -1,0 +1,198 @@
+"""What the plan refuses before any job (classwise.pipeline.plan.check_runs, as the Snakefile calls
+it at DAG-build time), which used to pass a dry run and stop inside a job or never: a
+checkpoint's classifier head that does not fit num_classes, a predictions file whose ids or score
+columns do not match its dataset, and a predictions file for a shift the config does not have.
+Each message names the config, the field, the file and the offending values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from snakemake_runner import run_snakemake
+
+from classwise.data.stand_ins import image_folder_fixture
+from classwise.errors import InputError
+from classwise.models.sources import model_source
+from classwise.models.state_dicts import check_fits
+from classwise.pipeline.plan import check_runs
+from classwise.shifts.spec import expand_shifts
+
+# --------------------------------------------------------------------------- checkpoint heads
+
+
+def _resnet18_weights(path: Path, classes: int) -> Path:
+    import torchvision
+
+    torch.save(torchvision.models.resnet18(num_classes=classes).state_dict(), path)
+    return path
+
+
+def _checkpoint_config(tmp_path: Path, weights: Path, **entry: Any) -> dict[str, Any]:
+    pets = image_folder_fixture(tmp_path / "pets", ["cat", "dog", "eel", "owl"], per_class=1, size=(8, 8))
+    model = {"source": "checkpoint", "path": str(weights), "architecture": "resnet18", "library": "torchvision", **entry}
+    return {
+        "datasets": {"pets": {"source": "image_folder", "root": str(pets)}},
+        "models": {"net": model},
+        "shifts": {"clean": True},
+    }
+
+
+def _refusal(config: dict[str, Any]) -> InputError:
+    with pytest.raises(InputError) as error:
+        check_runs(config, shifts=expand_shifts(config["shifts"]), source="my.yaml")
+    assert error.value.path == "my.yaml"
+    return error.value
+
+
+def test_a_head_of_other_classes_than_num_classes_is_refused_as_the_job_would_refuse_it(tmp_path: Path) -> None:
+    import torchvision
+
+    weights = _resnet18_weights(tmp_path / "pets.pt", classes=5)
+    error = _refusal(_checkpoint_config(tmp_path, weights, num_classes=4))
+    assert error.field == "models.net.num_classes"
+    assert f"checkpoint {weights}: tensor 'fc.weight' has shape (5, 512), but num_classes 4 expects (4, 512)" in str(error)
+    assert "set num_classes to 5" in str(error)
+    # the infer job's own check, on the model it builds, names the same tensor and shapes
+    with pytest.raises(InputError, match=r"parameter 'fc.weight' has shape \(5, 512\) but .* expects \(4, 512\)"):
+        check_fits(torchvision.models.resnet18(num_classes=4), torch.load(weights), weights, what="resnet18")
+
+
+def test_without_num_classes_the_head_is_compared_with_the_dataset(tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    weights = tmp_path / "pets.safetensors"
+    save_file({"conv1.weight": torch.zeros(8, 3, 3, 3), "fc.weight": torch.zeros(5, 8), "fc.bias": torch.zeros(5)}, str(weights))
+    error = _refusal(_checkpoint_config(tmp_path, weights))
+    assert error.field == "datasets.pets.models"
+    assert f"model 'net': checkpoint {weights}: tensor 'fc.weight' has shape (5, 8), so the model scores 5 classes" in str(error)
+    assert "dataset 'pets' has 4, which expects (4, 8)" in str(error)
+
+
+def test_a_head_that_fits_or_cannot_be_told_apart_passes(tmp_path: Path) -> None:
+    fits = tmp_path / "fits.pt"
+    torch.save({"state_dict": {"module.fc.weight": torch.zeros(4, 8), "module.fc.bias": torch.zeros(4)}}, fits)
+    config = _checkpoint_config(tmp_path, fits, num_classes=4)
+    assert check_runs(config, shifts=expand_shifts(config["shifts"]), source="my.yaml").models == {"pets": ["net"]}
+    unclear = tmp_path / "unclear.pt"  # two heads that disagree: the job decides
+    torch.save({"fc.weight": torch.zeros(5, 8), "head.weight": torch.zeros(3, 8)}, unclear)
+    config = _checkpoint_config(tmp_path / "again", unclear, num_classes=4)
+    assert check_runs(config, shifts=expand_shifts(config["shifts"]), source="my.yaml").classes == {"pets": 4}
+
+
+# --------------------------------------------------------------------------- predictions files
+
+LABELS = "sample_id,label\na,0\nb,1\nc,2\nd,3\ne,4\n"
+IDS = ["a", "b", "c", "d", "e"]
+
+
+def _predictions_config(tmp_path: Path, files: dict[str, Any], **dataset: Any) -> dict[str, Any]:
+    (tmp_path / "labels.csv").write_text(LABELS)
+    return {
+        "datasets": {"ids": {"source": "labels", "path": str(tmp_path / "labels.csv"), **dataset}},
+        "models": {"net": {"source": "predictions", "files": files}},
+        "shifts": {"clean": True},
+    }
+
+
+def _csv(path: Path, ids: list[str], classes: int = 5) -> str:
+    rows = [",".join([i, *("1" if j == k % classes else "0" for j in range(classes))]) for k, i in enumerate(ids)]
+    path.write_text("\n".join([",".join(["sample_id", *(f"score_{j}" for j in range(classes))]), *rows]) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("ids", "expected"),
+    [
+        (["e", "a", "b", "c"], "1 of the 5 samples of dataset 'ids' have no row in this file, e.g. ['d']"),
+        ([*IDS, "x", "y"], "2 row(s) of this file name no sample of dataset 'ids', e.g. ['x', 'y']"),
+        (["a", "b", "b", "c", "d", "e", "e"], "duplicate sample ids in this file: ['b', 'e'] (2 in all)"),
+    ],
+    ids=["missing", "extra", "repeated"],
+)
+def test_ids_that_do_not_match_a_labels_only_dataset_are_refused(tmp_path: Path, ids: list[str], expected: str) -> None:
+    path = _csv(tmp_path / "net.csv", ids)
+    error = _refusal(_predictions_config(tmp_path, {"clean": path}))
+    assert error.field == "models.net.files.clean"
+    assert f"my.yaml: field 'models.net.files.clean': {path}: field 'sample_id': {expected}" in str(error)
+
+
+def test_the_ids_of_an_npz_and_of_an_image_folder(tmp_path: Path) -> None:
+    np.savez(tmp_path / "net.npz", probs=np.full((4, 5), 0.2), sample_ids=np.array(["a", "b", "c", "z"]))
+    error = _refusal(_predictions_config(tmp_path, {"ids": {"clean": str(tmp_path / "net.npz")}}))
+    assert error.field == "models.net.files.ids.clean"
+    assert "net.npz: field 'sample_id': 2 of the 5 samples of dataset 'ids' have no row in this file, e.g. ['d', 'e']" in str(
+        error
+    )
+    # an image folder's ids (its files' relative paths) come from one listing, no image decoded
+    pets = image_folder_fixture(tmp_path / "pets", ["cat", "dog"], per_class=2, size=(8, 8))
+    listed = ["cat/00000.png", "cat/00001.png", "dog/00000.png"]  # dog/00001.png has no row
+    config = {
+        "datasets": {"pets": {"source": "image_folder", "root": str(pets)}},
+        "models": {"net": {"source": "predictions", "files": {"clean": _csv(tmp_path / "pets.csv", listed, classes=2)}}},
+        "shifts": {"clean": True},
+    }
+    assert "1 of the 4 samples of dataset 'pets' have no row in this file, e.g. ['dog/00001.png']" in str(_refusal(config))
+
+
+def test_an_npz_of_four_score_columns_for_five_classes_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "net.npz"
+    np.savez(path, logits=np.zeros((5, 4), dtype=np.float32), sample_ids=np.array(IDS))
+    error = _refusal(_predictions_config(tmp_path, {"clean": str(path)}, class_names=["v", "w", "x", "y", "z"]))
+    assert error.field == "models.net.files.clean"
+    assert f"{path}: field 'logits': has 4 score columns, dataset 'ids' has 5 classes" in str(error)
+
+
+def test_score_columns_are_checked_where_the_ids_are_known_only_to_the_job(tmp_path: Path) -> None:
+    """The digits' ids come from loading the set (the import job checks them); its 10 classes
+    are known, so a CSV of 3 score columns stops the plan."""
+    path = _csv(tmp_path / "digits.csv", ["digits-0001", "digits-0001"], classes=3)  # a repeated id: the job's to find
+    config = {
+        "datasets": {"digits": {"source": "sklearn_digits"}},
+        "models": {"net": {"source": "predictions", "files": {"clean": path}}},
+        "shifts": {"clean": True},
+    }
+    error = _refusal(config)
+    assert f"{path}: field 'score_*': has 3 score columns, dataset 'digits' has 10 classes" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("files", "field"),
+    [
+        ({"clean": "c100.csv", "c50": "c50.csv"}, "models.net.files.c50"),
+        ({"ids": {"clean": "c100.csv", "c50": "c50.csv"}}, "models.net.files.ids.c50"),
+    ],
+)
+def test_a_file_for_no_shift_of_the_config_is_refused(tmp_path: Path, files: dict[str, Any], field: str) -> None:
+    config = _predictions_config(tmp_path, files)
+    config["shifts"]["corruptions"] = ["gaussian_noise"]
+    config["datasets"]["ids"]["shifts"] = ["clean"]
+    error = _refusal(config)
+    assert error.field == field
+    assert "names shift 'c50', which is no shift of the config; expected one of ['clean', 'gaussian_noise_s3']" in str(error)
+
+
+def test_shifts_are_those_the_plan_expands_so_a_dataset_s_shift_sets_count() -> None:
+    entry = {"source": "predictions", "files": {"clean": "a.csv", "imagenet_r": "r.csv"}}
+    datasets = {"ids": {"source": "labels", "path": "labels.csv"}}
+    model_source(entry).check_run("net", entry, datasets, "my.yaml", shifts=["clean", "imagenet_r"])
+    with pytest.raises(InputError, match=r"field 'models.net.files.imagenet_r': names shift 'imagenet_r'"):
+        model_source(entry).check_run("net", entry, datasets, "my.yaml", shifts=["clean"])
+
+
+@pytest.mark.workflow
+def test_a_dry_run_stops_at_a_predictions_file_s_missing_id_and_writes_nothing(tmp_path: Path) -> None:
+    config = _predictions_config(tmp_path, {"clean": _csv(tmp_path / "net.csv", ["a", "b", "c", "d"])})
+    configfile = tmp_path / "my.yaml"
+    configfile.write_text(yaml.safe_dump(config))
+    result = run_snakemake(tmp_path, configfile, "--dry-run", timeout=300)
+    assert result.returncode != 0
+    assert (
+        f"{configfile}: field 'models.net.files.clean': {tmp_path / 'net.csv'}: field 'sample_id': 1 of the 5 samples "
+        "of dataset 'ids' have no row in this file, e.g. ['e']"
+    ) in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()
