@@ -213,3 +213,16 @@ def test_version_without_installed_metadata(monkeypatch):
 
     monkeypatch.setattr(importlib.metadata, "version", missing)
     assert cli.installed_version().startswith("unknown")
+
+
+def test_per_class_csv_is_at_the_full_precision_of_the_json(tmp_path):
+    logits, labels = _random_logits(301, 7, seed=8)  # 301 samples: recalls such as 15/43, not 6-decimal numbers
+    npz = _write(tmp_path / "s.npz", logits=logits, labels=labels)
+    csv = tmp_path / "per_class.csv"
+    metrics = _run(tmp_path, npz, "--per-class", str(csv), "--k", "2", "--n", "2")["metrics"]
+    table = pd.read_csv(csv)
+    # read back, the CSV's numbers are the JSON's bit for bit (no rounding to 6 decimals)
+    assert table["recall"].min() == metrics["WCA"]["value"]
+    assert table["precision"].min() == metrics["WCP"]["value"]
+    assert table.loc[metrics["WCA"]["classes"][0], "recall"] == metrics["WCA"]["value"]
+    assert any(len(repr(value).split(".")[1]) > 6 for value in table["recall"])  # the case the old CSV rounded
