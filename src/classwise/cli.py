@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from classwise._extras import MissingExtraError
 from classwise.errors import InputError
-from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, emit_json, gamma, positive_int
+from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, emit_json, gamma, help_text, positive_int
 
 
 def _metrics_command(args: argparse.Namespace) -> int:
@@ -72,7 +72,7 @@ def installed_version() -> str:
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command`` given, only the modules of that subcommand are imported
     (``classwise metrics`` stays fast), otherwise every subcommand is listed."""
-    parser = argparse.ArgumentParser(prog="classwise", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="classwise", description=help_text(__doc__))
     parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
