@@ -71,7 +71,7 @@ SUBSET_OPTIONS = {
     "features": None,
     "auc_ovo_max_classes": 100,
     "categorical": [],
-    "metrics": ["accuracy", "macro_f1", "average_confidence"],
+    "metrics": ["accuracy", "macro_f1", "average_uncertainty"],
     "n_quantiles": 3,
     "n_resamples": 49,
     "alpha": 0.05,
@@ -120,6 +120,9 @@ def test_schema_defaults_follow_the_libraries() -> None:
         ({"subset_tests": {"correction": "bonferroni"}}, "bonferroni"),
         ({"reference_tests": {"thresholds": {"acuracy": {"absolute": 0.9}}}}, "acuracy"),
         ({"simulation": {"k2": "2000"}}, "2000"),
+        # renamed average_uncertainty: the old name read as the opposite of mean(1 - max p)
+        ({"subset_tests": {"metrics": ["accuracy", "average_confidence"]}}, "average_confidence"),
+        ({"reference_tests": {"thresholds": {"average_confidence": {"absolute": 0.5}}}}, "average_confidence"),
     ],
 )
 def test_schema_rejects_unknown_keys_and_wrong_values(section: dict, expected: str) -> None:
