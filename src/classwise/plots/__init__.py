@@ -9,6 +9,10 @@ through :func:`classwise.atomic.atomic_path`, so a failed save leaves no file be
   paper, Figure 1).
 * :mod:`classwise.plots.classwise` -- per-class bars, confusion heatmaps and model
   similarity matrices (CFPS paper, Figures 1-4 and 7).
+
+Class names in any script: :func:`save_png` gives text the default font cannot draw (``日本``)
+an installed font that can, or warns once which font to install
+(:mod:`classwise.plots.fonts`).
 """
 
 from __future__ import annotations
@@ -36,8 +40,11 @@ def model_colors(n: int) -> list[str]:
 
 
 def save_png(fig: Figure, path: str | Path, *, dpi: int = DPI) -> Path:
-    """Render ``fig`` to ``path`` as PNG, atomically (nothing is left if rendering fails)."""
+    """Render ``fig`` to ``path`` as PNG, atomically (nothing is left if rendering fails), text
+    in any script through :func:`classwise.plots.fonts.readable_text`."""
+    from classwise.plots.fonts import readable_text
+
     target = Path(path)
-    with atomic_path(target) as tmp:
+    with atomic_path(target) as tmp, readable_text(fig):
         fig.savefig(tmp, format="png", dpi=dpi)
     return target
