@@ -478,6 +478,32 @@ def test_panel_e_draws_the_capped_rmse_ratios_to_cleanex_and_only_with_cleanex()
     assert not any("ratio" in ax.get_title() for ax in without.axes)
 
 
+def test_the_simulation_figure_draws_each_median_in_a_colour_unlike_its_box() -> None:
+    from matplotlib.colors import to_rgb
+    from matplotlib.patches import PathPatch
+
+    from classwise.extrapolation.simulation import Evaluation, SimulationBenchmark
+    from classwise.plots.extrapolation import simulation_figure
+
+    rng = np.random.default_rng(1)
+    methods = ["cleanex", "regression", "kde", "naive"]
+    rmse = pd.DataFrame([{"repetition": r, "method": m, "rmse": rng.uniform(0.01, 0.1)} for r in range(7) for m in methods])
+    ks = np.arange(2, 7)
+    evaluation = Evaluation(
+        k1=3, ks=ks, true_curve=1.0 / ks, observed=np.ones((7, 2)), predicted={m: np.ones((7, ks.size)) for m in methods},
+        rmse=rmse,
+    )  # fmt: skip
+    benchmark = SimulationBenchmark(evaluations={3: evaluation}, settings={}, seconds=0.0)
+    ax = simulation_figure(benchmark, title="t").axes[0]
+    medians = [line for line in ax.lines if line.get_gid() == "median"]
+    boxes = [patch for patch in ax.patches if isinstance(patch, PathPatch)]
+    assert len(medians) == len(boxes) == len(methods)
+    for method, median, box in zip(methods, medians, boxes):
+        assert median.get_ydata()[0] == pytest.approx(rmse.loc[rmse["method"] == method, "rmse"].median())
+        # CleaneX's orange box had matplotlib's orange median: invisible
+        assert np.abs(np.subtract(to_rgb(median.get_color()), to_rgb(box.get_facecolor()))).sum() > 0.5, method
+
+
 def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: Path) -> None:
     logits = _save(tmp_path / "clean.npz", 0, 1.5)
     with pytest.raises(InputError, match="analyses.extrapolation.k1"):
