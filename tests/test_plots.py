@@ -286,3 +286,24 @@ def test_characters_no_font_has_give_one_warning_naming_the_font_to_install(tmp_
         warnings.simplefilter("always")
         fig.savefig(tmp_path / "raw.png")
     assert any("Glyph 26085" in str(w.message) for w in raw)
+
+
+def test_class_bars_legend_sits_outside_the_axes_and_explains_the_lines_and_error_bars():
+    values = {"m1": np.array([0.95, 0.9, 0.97]), "m2": np.array([0.92, 0.99, 0.96])}  # bars up to the top
+    intervals = {model: (v - 0.05, np.minimum(v + 0.02, 1.0)) for model, v in values.items()}
+    fig = cw.class_bars_figure(
+        values, ["a", "b", "c"], ylabel="recall", title="t", reference_lines={"m1": 0.94, "m2": 0.96},
+        intervals=intervals, reference_label="dashed: accuracy A", interval_label="error bars: 95 % interval",
+    )  # fmt: skip
+    ax = fig.axes[0]
+    assert ax.get_legend() is None and len(fig.legends) == 1
+    legend = fig.legends[0]
+    assert [text.get_text() for text in legend.get_texts()] == ["m1", "m2", "error bars: 95 % interval", "dashed: accuracy A"]
+    dashed = legend.legend_handles[-1]
+    assert dashed.get_linestyle() == "--"
+    fig.draw_without_rendering()
+    box, axes = legend.get_window_extent(), ax.get_window_extent()
+    assert not box.overlaps(axes), (box, axes)  # the legend covers no bar
+    # without lines or intervals (the CFPS figure), the models alone
+    plain = cw.class_bars_figure(values, ["a", "b", "c"], ylabel="CFPS", title="t")
+    assert [text.get_text() for text in plain.legends[0].get_texts()] == ["m1", "m2"]
