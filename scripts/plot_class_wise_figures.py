@@ -13,4 +13,5 @@ with job_log(snakemake, exit_when_done=True):
         recall_path=snakemake.output.recall,
         cfps_path=snakemake.output.cfps,
         worst_probability_path=snakemake.output.get("worst_probability"),
+        confidence=snakemake.params.confidence,
     )

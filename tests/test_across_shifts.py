@@ -13,6 +13,7 @@ from classwise.robustness.across_shifts import (
     accuracy_quantiles,
     class_shift_matrix,
     corruption_summary,
+    models_of,
     ranked_confusions,
     shift_summary,
     shift_summary_display,
@@ -306,3 +307,28 @@ def test_the_step_writes_every_output(tmp_path: Path, confusions) -> None:  # ty
     assert "| model | class | class_name |" in (tmp_path / "errors.md").read_text()  # no tuple index
     for name in ("worst.png", "spread.png", "accuracy.csv", "cfps.csv", "errors.md", "summary.tex"):
         assert (tmp_path / name).stat().st_size > 0, name
+
+
+def _medians_and_faces(ax) -> list[tuple[float, tuple, tuple]]:  # type: ignore[no-untyped-def]
+    """(median value, median colour, box face colour) of every box, in drawing order."""
+    from matplotlib.colors import to_rgb
+    from matplotlib.patches import PathPatch
+
+    medians = [line for line in ax.lines if line.get_gid() == "median"]
+    boxes = [patch for patch in ax.patches if isinstance(patch, PathPatch)]
+    assert len(medians) == len(boxes) > 0
+    return [(float(m.get_ydata()[0]), to_rgb(m.get_color()), to_rgb(b.get_facecolor())) for m, b in zip(medians, boxes)]
+
+
+def test_accuracy_spread_draws_each_median_in_a_colour_unlike_its_box() -> None:
+    from classwise.plots.many_classes import accuracy_spread_figure
+
+    accuracy = _class_accuracy(shifts=3, models=3, c=12, seed=4)
+    fig = accuracy_spread_figure(accuracy, title="t")
+    drawn = _medians_and_faces(fig.axes[0])
+    expected = [
+        np.nanmedian(accuracy[shift][model]) for model in models_of(accuracy) for shift in accuracy if model in accuracy[shift]
+    ]
+    assert [value for value, _, _ in drawn] == pytest.approx(expected)
+    for _, median, face in drawn:
+        assert np.abs(np.subtract(median, face)).sum() > 0.5, (median, face)  # C1's orange median vanished in C1 boxes

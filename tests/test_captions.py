@@ -84,3 +84,14 @@ def test_report_captions_of_the_many_shift_figures_state_the_library_s_threshold
     panels = (report / "classwise_robustness_figure.rst").read_text()
     assert f"length > {MAX_SHIFT_PANELS} %" in panels and f"Past {MAX_SHIFT_PANELS} shifts" in panels
     assert f"the {MAX_SHIFT_PANELS - 1} shifts of lowest" in panels
+
+
+def test_the_analyses_captions_say_which_metrics_are_better_lower() -> None:
+    wildcards = {"dataset": "pets", "labels": "original", "model": "net", "shift": "clean"}
+    options = {"shift": "clean", "n_resamples": 99, "correction": "holm", "alpha": 0.05, "min_effect": 0.02}
+    subsets = caption_of(_job("run_subset_tests", wildcards, {"options": options}))
+    reference = caption_of(_job("run_reference_tests", wildcards, {"reference": "clean"}))
+    for text in (subsets, reference):
+        assert "Lower is better for average_uncertainty (the mean of 1 - max p" in text
+        assert "positive_prediction_rate (the share of the most-predicted class)" in text
+    assert "and calibration_mse. Source: " in reference and "calibration_mse" not in subsets

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,8 @@ import pytest
 from scipy.special import log_softmax, softmax
 from sklearn.metrics import accuracy_score, precision_score, recall_score, top_k_accuracy_score
 
-from classwise.cli import main
+from classwise.cli import _SUBCOMMAND_MODULES, main
+from classwise.metrics.arguments import help_text
 
 REPORTED = ["decisiveness", "geometric_accuracy", "robustness"]
 MEASURED = [f"{name}_measured" for name in REPORTED] + ["calibration_slope"]
@@ -213,3 +215,33 @@ def test_version_without_installed_metadata(monkeypatch):
 
     monkeypatch.setattr(importlib.metadata, "version", missing)
     assert cli.installed_version().startswith("unknown")
+
+
+def test_per_class_csv_is_at_the_full_precision_of_the_json(tmp_path):
+    logits, labels = _random_logits(301, 7, seed=8)  # 301 samples: recalls such as 15/43, not 6-decimal numbers
+    npz = _write(tmp_path / "s.npz", logits=logits, labels=labels)
+    csv = tmp_path / "per_class.csv"
+    metrics = _run(tmp_path, npz, "--per-class", str(csv), "--k", "2", "--n", "2")["metrics"]
+    table = pd.read_csv(csv)
+    # read back, the CSV's numbers are the JSON's bit for bit (no rounding to 6 decimals)
+    assert table["recall"].min() == metrics["WCA"]["value"]
+    assert table["precision"].min() == metrics["WCP"]["value"]
+    assert table.loc[metrics["WCA"]["classes"][0], "recall"] == metrics["WCA"]["value"]
+    assert any(len(repr(value).split(".")[1]) > 6 for value in table["recall"])  # the case the old CSV rounded
+
+
+@pytest.mark.parametrize("command", [None, "metrics", *_SUBCOMMAND_MODULES])
+def test_help_is_plain_text_without_docstring_markup(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"] if command else ["--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"usage: classwise{' ' + command if command else ''}")
+    assert "``" not in text and not re.search(r":[a-z]+:`", text), text
+    assert "`" not in text.split("\n\n", 2)[1]  # the description, from a docstring for most commands
+
+
+def test_help_text_drops_roles_and_literals():
+    doc = "The ``classwise`` command: :func:`~classwise.tables.to_csv` beside :class:`classwise.errors.InputError`, `x`.\n\nMore."
+    assert help_text(doc) == "The classwise command: to_csv beside classwise.errors.InputError, x."
+    assert help_text(None) == "" and help_text("  \n") == ""

@@ -218,3 +218,92 @@ def test_worst_probability_figure_shows_only_the_listed_classes_even_for_a_thous
     _assert_png(cw.plot_worst_probabilities(shares, title="t", path=tmp_path / "w.png"))
     with pytest.raises(InputError, match="no metric"):
         cw.worst_probability_figure({"WCP": {"a": []}}, title="t")
+
+
+# ---------------------------------------------------------------------------------------- class names in any script
+
+#: In STIXGeneral (shipped with matplotlib), not in the default DejaVu Sans.
+STIX_ONLY = "\u1d81"  # LATIN SMALL LETTER D WITH PALATAL HOOK
+
+
+@pytest.fixture
+def bundled_fonts_only(monkeypatch):
+    """The fonts shipped with matplotlib, whatever else the machine has: none has CJK glyphs."""
+    import matplotlib
+
+    from classwise.plots import fonts
+
+    bundled = [(name, path) for name, path in fonts.installed_fonts() if path.startswith(matplotlib.get_data_path())]
+    monkeypatch.setattr(fonts, "installed_fonts", lambda: bundled)
+    return bundled
+
+
+def _bars_with_names(names, path):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig = cw.class_bars_figure({"m": np.linspace(0.5, 0.9, len(names))}, names, ylabel="recall", title=names[0])
+        from classwise.plots import save_png
+
+        save_png(fig, path)
+    return fig, caught
+
+
+def test_a_class_name_the_default_font_lacks_is_drawn_with_an_installed_font_that_has_it(tmp_path, bundled_fonts_only):
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    fig, caught = _bars_with_names(["cat", STIX_ONLY], tmp_path / "stix.png")
+    assert [str(w.message) for w in caught] == []  # no 'Glyph ... missing', no warning of ours
+    labelled = [t for t in fig.findobj(lambda a: hasattr(a, "get_text") and a.get_text() == STIX_ONLY)]
+    assert labelled
+    for text in labelled:
+        families = text.get_fontfamily()
+        assert families[0] == "sans-serif" and len(families) > 1  # its own font first, then the fallback
+        fallback = font_manager.findfont(font_manager.FontProperties(family=families[-1]))
+        assert ord(STIX_ONLY) in FT2Font(fallback).get_charmap()
+    _assert_png(tmp_path / "stix.png")
+
+
+def test_characters_no_font_has_give_one_warning_naming_the_font_to_install(tmp_path, bundled_fonts_only):
+    import warnings
+
+    from classwise.plots.fonts import MissingGlyphsWarning
+
+    _, caught = _bars_with_names(["日本", "cat", STIX_ONLY], tmp_path / "cjk.png")
+    ours = [w for w in caught if issubclass(w.category, MissingGlyphsWarning)]
+    assert len(ours) == 1, [str(w.message) for w in caught]
+    message = str(ours[0].message)
+    assert "'日本'" in message and "Noto Sans CJK" in message and "fonts-noto-cjk" in message
+    assert STIX_ONLY not in message  # that one has a fallback
+    assert not [w for w in caught if "Glyph" in str(w.message)]  # matplotlib's warning per glyph, replaced
+    _assert_png(tmp_path / "cjk.png")
+    # which matplotlib alone gives, twice per character here
+    fig = Figure()
+    fig.add_subplot().set_title("日本")
+    with warnings.catch_warnings(record=True) as raw:
+        warnings.simplefilter("always")
+        fig.savefig(tmp_path / "raw.png")
+    assert any("Glyph 26085" in str(w.message) for w in raw)
+
+
+def test_class_bars_legend_sits_outside_the_axes_and_explains_the_lines_and_error_bars():
+    values = {"m1": np.array([0.95, 0.9, 0.97]), "m2": np.array([0.92, 0.99, 0.96])}  # bars up to the top
+    intervals = {model: (v - 0.05, np.minimum(v + 0.02, 1.0)) for model, v in values.items()}
+    fig = cw.class_bars_figure(
+        values, ["a", "b", "c"], ylabel="recall", title="t", reference_lines={"m1": 0.94, "m2": 0.96},
+        intervals=intervals, reference_label="dashed: accuracy A", interval_label="error bars: 95 % interval",
+    )  # fmt: skip
+    ax = fig.axes[0]
+    assert ax.get_legend() is None and len(fig.legends) == 1
+    legend = fig.legends[0]
+    assert [text.get_text() for text in legend.get_texts()] == ["m1", "m2", "error bars: 95 % interval", "dashed: accuracy A"]
+    dashed = legend.legend_handles[-1]
+    assert dashed.get_linestyle() == "--"
+    fig.draw_without_rendering()
+    box, axes = legend.get_window_extent(), ax.get_window_extent()
+    assert not box.overlaps(axes), (box, axes)  # the legend covers no bar
+    # without lines or intervals (the CFPS figure), the models alone
+    plain = cw.class_bars_figure(values, ["a", "b", "c"], ylabel="CFPS", title="t")
+    assert [text.get_text() for text in plain.legends[0].get_texts()] == ["m1", "m2"]

@@ -129,6 +129,20 @@ def test_prediction_similarity_heatmap(tmp_path: Path, confusions) -> None:  # t
     _, expected = prediction_cosine_similarity(by_model)
     np.testing.assert_allclose(np.asarray(fig.axes[0].images[0].get_array()), expected)
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["a", "b", "c"]
+    # the colour bar covers [0, 1]: the diagonal's 1 is as far from 0.5 as it is, not the same colour
+    assert fig.axes[0].images[0].get_clim() == (0.0, 1.0)
+    colorbar = fig.axes[0].images[0].colorbar
+    assert colorbar is not None and tuple(colorbar.ax.get_ylim()) == (0.0, 1.0)
+    off_diagonal = expected[~np.eye(3, dtype=bool)]
+    assert off_diagonal.max() < 0.99  # so a scale over the off-diagonal values alone would paint them like the 1s
+
+
+def test_prediction_similarity_of_one_model_says_there_is_nothing_to_compare(tmp_path: Path, confusions) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "one.png"
+    fig = plot_prediction_similarity({"a": confusions["clean"]["a"]}, path=path)
+    _check_png(path, fig)
+    assert not fig.axes[0].images  # no 1 x 1 square
+    assert any("One model (a)" in text.get_text() for text in fig.axes[0].texts)
 
 
 def test_corruption_grid_shows_the_inference_pixels(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ NOT_REPORTED = {"extrapolation_curves.csv"}
         ("0.123456", "0.123456"),
         (".708", ".708"),
         ("12345678901", "12345678901"),
-        ("08.00 (sunglass)", "08.00 (sunglass)"),
+        ("8.00 (sunglass)", "8.00 (sunglass)"),
         ("0.913 / 0.913", "0.913 / 0.913"),
         ("pgd_linf_eps0.1", "pgd_linf_eps0.1"),
         ("", ""),

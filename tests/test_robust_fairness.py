@@ -275,7 +275,7 @@ def test_the_step_writes_the_table_the_figure_and_the_json(tmp_path):
     assert data.loc["attacked", "worst_class_robust_accuracy_class"] == "class2"
     assert data.loc["attacked", "worst_boundary_error"] == pytest.approx(0.5)
     markdown = paths["markdown"].read_text()
-    assert "| attacked | 75.00 | 37.50 | 50.00 (class2) | 00.00 (class2) | 50.00 (class0) |" in markdown
+    assert "| attacked | 75.00 | 37.50 | 50.00 (class2) | 0.00 (class2) | 50.00 (class0) |" in markdown
     assert (tmp_path / "rf.png").read_bytes().startswith(b"\x89PNG")
     document = json.loads((tmp_path / "rf.json").read_text())
     assert document["models"]["attacked"]["robust_accuracy"] == pytest.approx(3 / 8)

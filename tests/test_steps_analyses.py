@@ -71,7 +71,7 @@ SUBSET_OPTIONS = {
     "features": None,
     "auc_ovo_max_classes": 100,
     "categorical": [],
-    "metrics": ["accuracy", "macro_f1", "average_confidence"],
+    "metrics": ["accuracy", "macro_f1", "average_uncertainty"],
     "n_quantiles": 3,
     "n_resamples": 49,
     "alpha": 0.05,
@@ -120,6 +120,9 @@ def test_schema_defaults_follow_the_libraries() -> None:
         ({"subset_tests": {"correction": "bonferroni"}}, "bonferroni"),
         ({"reference_tests": {"thresholds": {"acuracy": {"absolute": 0.9}}}}, "acuracy"),
         ({"simulation": {"k2": "2000"}}, "2000"),
+        # renamed average_uncertainty: the old name read as the opposite of mean(1 - max p)
+        ({"subset_tests": {"metrics": ["accuracy", "average_confidence"]}}, "average_confidence"),
+        ({"reference_tests": {"thresholds": {"average_confidence": {"absolute": 0.5}}}}, "average_confidence"),
     ],
 )
 def test_schema_rejects_unknown_keys_and_wrong_values(section: dict, expected: str) -> None:
@@ -473,6 +476,32 @@ def test_panel_e_draws_the_capped_rmse_ratios_to_cleanex_and_only_with_cleanex()
     assert lines[6 + 5].get_ydata()[0] == 4.0  # kde's median ratio, capped
     without = extrapolation_figure(evaluation(["regression", "kde"]), title="t")
     assert not any("ratio" in ax.get_title() for ax in without.axes)
+
+
+def test_the_simulation_figure_draws_each_median_in_a_colour_unlike_its_box() -> None:
+    from matplotlib.colors import to_rgb
+    from matplotlib.patches import PathPatch
+
+    from classwise.extrapolation.simulation import Evaluation, SimulationBenchmark
+    from classwise.plots.extrapolation import simulation_figure
+
+    rng = np.random.default_rng(1)
+    methods = ["cleanex", "regression", "kde", "naive"]
+    rmse = pd.DataFrame([{"repetition": r, "method": m, "rmse": rng.uniform(0.01, 0.1)} for r in range(7) for m in methods])
+    ks = np.arange(2, 7)
+    evaluation = Evaluation(
+        k1=3, ks=ks, true_curve=1.0 / ks, observed=np.ones((7, 2)), predicted={m: np.ones((7, ks.size)) for m in methods},
+        rmse=rmse,
+    )  # fmt: skip
+    benchmark = SimulationBenchmark(evaluations={3: evaluation}, settings={}, seconds=0.0)
+    ax = simulation_figure(benchmark, title="t").axes[0]
+    medians = [line for line in ax.lines if line.get_gid() == "median"]
+    boxes = [patch for patch in ax.patches if isinstance(patch, PathPatch)]
+    assert len(medians) == len(boxes) == len(methods)
+    for method, median, box in zip(methods, medians, boxes):
+        assert median.get_ydata()[0] == pytest.approx(rmse.loc[rmse["method"] == method, "rmse"].median())
+        # CleaneX's orange box had matplotlib's orange median: invisible
+        assert np.abs(np.subtract(to_rgb(median.get_color()), to_rgb(box.get_facecolor()))).sum() > 0.5, method
 
 
 def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pandas as pd
 import pytest
@@ -20,9 +21,9 @@ def _document(values: dict[str, tuple[float, list]]) -> dict:
     }
 
 
-def test_cells_are_zero_padded_percentages_with_class_names() -> None:
+def test_cells_are_percentages_with_class_names() -> None:
     names = ["tiger cat", "laptop", "notebook"]
-    assert tables.format_cell({"value": 0.08, "classes": [0]}, names) == "08.00 (tiger cat)"
+    assert tables.format_cell({"value": 0.08, "classes": [0]}, names) == "8.00 (tiger cat)"
     assert tables.format_cell({"value": 0.42, "classes": [1, 2]}, names) == "42.00 (laptop, notebook)"
     assert tables.format_cell({"value": 0.7613, "classes": []}, names) == "76.13"
     assert tables.format_cell({"value": 1.0, "classes": ["cat"]}, names) == "100.00 (cat)"
@@ -55,7 +56,7 @@ def test_metric_table_columns_are_models_in_order() -> None:
     }
     frame = tables.metric_table(docs, ["A", "WCA"])
     assert list(frame.columns) == ["vit", "resnet18"]
-    assert frame.loc["WCA", "resnet18"] == "08.00 (laptop)"
+    assert frame.loc["WCA", "resnet18"] == "8.00 (laptop)"
     parsed = pd.read_csv(io.StringIO(tables.to_csv(frame)), index_col=0, dtype=str)
     assert parsed.loc["A", "vit"] == "84.53"
 
@@ -76,12 +77,13 @@ def test_markdown_and_latex_render_every_cell() -> None:
     assert "WCA & 25.00 (tiger cat) \\\\" in latex
 
 
-def test_three_decimals_follows_the_papers_formats() -> None:
+def test_three_decimals_has_one_style_with_the_leading_zero() -> None:
     from classwise.tables import three_decimals
 
     assert three_decimals(0.91349) == "0.913"
-    assert three_decimals(0.7084, leading_zero=False) == ".708"
-    assert three_decimals(1.0, leading_zero=False) == "1.000"
+    assert three_decimals(0.7084) == "0.708"
+    assert three_decimals(-0.0004) == "-0.000"
+    assert three_decimals(1.0) == "1.000"
     assert three_decimals(None) == "n/a"
     assert three_decimals(float("nan")) == "n/a"
 
@@ -107,8 +109,8 @@ def test_decisiveness_table_has_the_papers_rows_and_slashed_cells() -> None:
     assert frame.loc["Robustness", "densenet"] == "0.200 / 0.300"
     assert frame.loc["Calibration slope", "densenet"] == "n/a"
     sweep = gamma_sweep_table(documents)
-    assert list(sweep.index) == [".05", "0"]
-    assert sweep.loc[".05", "densenet: robustness"] == ".100"
+    assert list(sweep.index) == ["0.05", "0"]
+    assert sweep.loc["0.05", "densenet: robustness"] == "0.100"  # the decisiveness table's style
     assert list(sweep.columns)[:3] == ["alexnet: robustness", "alexnet: geometric accuracy", "alexnet: decisiveness"]
 
 
@@ -223,7 +225,7 @@ def test_write_tables_writes_display_as_markdown_and_latex_and_data_as_csv(tmp_p
 def test_interval_cells_add_the_bound_or_else_the_percentile_interval_in_percent() -> None:
     names = ["tiger cat", "laptop", "notebook"]
     wca = {"value": 0.08, "classes": [0], "ci": [0.06, 0.09], "ci_bound": [0.04, 0.14]}
-    assert tables.interval_cell(wca, names) == "08.00 (tiger cat) [04.00, 14.00]"
+    assert tables.interval_cell(wca, names) == "8.00 (tiger cat) [4.00, 14.00]"
     wcp = {"value": 0.42, "classes": [1], "ci": [0.3075, 0.5]}
     assert tables.interval_cell(wcp, names) == "42.00 (laptop) [30.75, 50.00]"
     accuracy = {"value": 1.0, "classes": [], "ci": [1.0, 1.0]}
@@ -242,7 +244,7 @@ def test_interval_table_keeps_the_paper_layout_and_names_a_missing_interval() ->
     paper = tables.metric_table({"vit": document}, ["A", "WCA"])
     assert list(frame.index) == list(paper.index) and list(frame.columns) == list(paper.columns)
     assert frame.loc["A", "vit"] == "84.53 [80.00, 88.00]"
-    assert frame.loc["WCA", "vit"] == "24.00 (tiger cat) [05.00, 50.00]"
+    assert frame.loc["WCA", "vit"] == "24.00 (tiger cat) [5.00, 50.00]"
     del document["metrics"]["A"]["ci"]
     with pytest.raises(InputError, match="model 'vit' has no interval for metric 'A'") as info:
         tables.interval_table({"vit": document}, ["A", "WCA"], source="m.json")
@@ -266,10 +268,10 @@ def test_comparison_tables_flag_the_differences_whose_interval_excludes_zero() -
     }
     display, data = tables.comparison_tables(comparisons, ["A", "WCA"])
     assert list(display.columns) == ["mlp - linear", "cnn - linear"]
-    assert display.loc["A", "mlp - linear"] == "+10.00 [+02.00, +18.00] *"
-    assert display.loc["WCA", "mlp - linear"] == "-05.00 [-10.00, +03.00]"
-    assert display.loc["A", "cnn - linear"] == "-10.00 [-20.00, -00.50] *"
-    assert display.loc["WCA", "cnn - linear"] == "+00.00 [n/a, n/a]"
+    assert display.loc["A", "mlp - linear"] == "+10.00 [+2.00, +18.00] *"
+    assert display.loc["WCA", "mlp - linear"] == "-5.00 [-10.00, +3.00]"
+    assert display.loc["A", "cnn - linear"] == "-10.00 [-20.00, -0.50] *"
+    assert display.loc["WCA", "cnn - linear"] == "+0.00 [n/a, n/a]"
     assert list(data.columns) == [
         "metric", "model_a", "model_b", "a", "b", "difference", "ci_low", "ci_high", "p_value", "excludes_zero",
     ]  # fmt: skip
@@ -350,7 +352,7 @@ def test_the_bootstrap_adds_intervals_and_leaves_the_paper_table_byte_identical(
     wca = on["metrics"]["WCA"]
     low, high = wca["ci_bound"]
     name = ["x", "y", "z"][wca["classes"][0]]
-    assert shown.loc["WCA", "a"] == f"{100 * wca['value']:05.2f} ({name}) [{100 * low:05.2f}, {100 * high:05.2f}]"
+    assert shown.loc["WCA", "a"] == f"{100 * wca['value']:.2f} ({name}) [{100 * low:.2f}, {100 * high:.2f}]"
     assert outputs["on"][2]["markdown"].read_text().startswith("With intervals.")
     per_class_on = pd.read_csv(tmp_path / "on" / "a" / "per_class.csv")
     per_class_off = pd.read_csv(tmp_path / "off" / "a" / "per_class.csv")
@@ -409,7 +411,7 @@ def test_a_model_of_hard_predictions_gets_intervals_and_n_a_where_scores_are_nee
     )  # fmt: skip
     markdown = compared["markdown"].read_text()
     assert "| W2CA | n/a |" in markdown and "| A@2 | n/a |" in markdown
-    assert "| A | +00.00 [+00.00, +00.00] |" in markdown  # the same predictions, paired by id
+    assert "| A | +0.00 [+0.00, +0.00] |" in markdown  # the same predictions, paired by id
     data = pd.read_csv(compared["csv"])
     assert set(data["metric"]) == {"A", "WCA", "WCP", "W2CR"} and (data["difference"] == 0).all()
 
@@ -422,3 +424,89 @@ def test_every_display_cell_reads_a_numpy_nan_as_undefined() -> None:
     for nan in (float("nan"), np.float64("nan"), np.float32("nan"), None):
         assert decimals(nan) == p_value(nan) == percent(nan) == three_decimals(nan) == "n/a"
     assert decimals(np.float32(0.25)) == "0.2500" and p_value(np.float32(0.25)) == "0.25"
+
+
+def test_the_per_class_csv_holds_the_json_values_at_full_precision(tmp_path) -> None:
+    import json
+
+    import numpy as np
+
+    from classwise.steps.metrics import worst_class_step
+
+    rng = np.random.default_rng(3)
+    labels = np.repeat(np.arange(3), [21, 23, 29])  # recalls such as 17/23, not 6-decimal numbers
+    logits = rng.normal(size=(labels.size, 3))
+    logits[np.arange(labels.size), labels] += 1.0
+    _logits_file(tmp_path / "m.npz", logits, labels)
+    worst_class_step(
+        logits_path=tmp_path / "m.npz", label_view="original", view_labels_path=None, superclasses={}, k=2, ns=[2],
+        metrics_path=tmp_path / "worst_class.json", per_class_path=tmp_path / "per_class.csv",
+        confusion_path=tmp_path / "confusion.csv",
+    )  # fmt: skip
+    metrics = json.loads((tmp_path / "worst_class.json").read_text())["metrics"]
+    per_class = pd.read_csv(tmp_path / "per_class.csv")
+    assert per_class["recall"].min() == metrics["WCA"]["value"]  # bit for bit, not to 6 decimals
+    assert per_class["precision"].min() == metrics["WCP"]["value"]
+    assert per_class["cfps"].max() == metrics["CFPS_max"]["value"]
+    hits = np.bincount(labels[logits.argmax(axis=1) == labels], minlength=3)
+    assert per_class["recall"].tolist() == (hits / np.bincount(labels)).tolist()  # the textbook ratio, exactly
+
+
+# ---------------------------------------------------------------------------------------- readability
+
+
+def test_a_multi_level_index_is_one_named_column_per_level() -> None:
+    index = pd.MultiIndex.from_tuples([("clean", "linear", 0), ("clean", "linear", 1)], names=["shift", "model", "class"])
+    frame = tables.rounded_display(pd.DataFrame({"class_name": ["zero", "one"], "accuracy": [0.5, 0.25]}, index=index))
+    lines = tables.to_markdown(frame).splitlines()
+    assert lines[:3] == [
+        "| shift | model | class | class_name | accuracy |",
+        "|:--|:--|:--|--:|--:|",
+        "| clean | linear | 0 | zero | 0.5000 |",
+    ]
+    latex = tables.to_latex(frame)
+    assert "\\begin{tabular}{lllrr}" in latex and "shift & model & class & class\\_name & accuracy \\\\" in latex
+    assert "clean & linear & 1 & one & 0.2500 \\\\" in latex
+    assert "('" not in "\n".join(lines) + latex  # no tuple printed as a cell
+
+
+#: A rendered number with a padding zero ("08.00", "+04.45", "-00.50") or without its leading zero (".715").
+_PADDED_OR_BARE = re.compile(r"(?<![\w.])[+-]?0\d|(?<![\w.])[+-]?\.\d")
+
+
+def test_the_pattern_finds_the_old_formats() -> None:
+    for old in ("08.00 (1)", "+04.45 [+03.11, +06.12]", "-00.50", "| .715 |", "[.05, 1]"):
+        assert _PADDED_OR_BARE.search(old), old
+    for new in ("8.00 (1)", "+4.45 [+3.11, +6.12]", "-0.50", "| 0.715 |", "0.0500", "pgd_linf_eps0.05", "n/a", "100.00"):
+        assert not _PADDED_OR_BARE.search(new), new
+
+
+def test_no_rendered_table_pads_a_number_with_zeros_or_drops_its_leading_zero() -> None:
+    from classwise.tables import decisiveness_table, gamma_sweep_table
+
+    small = {"A": (0.0512, []), "WCA": (0.0, [0]), "WCP": (0.0801, [1]), "W2CA": (0.5, [0, 2])}
+    document = _document(small)
+    for name, entry in document["metrics"].items():
+        entry["ci"] = [0.0, 0.0999] if name != "WCA" else None
+        entry["ci_bound"] = [0.0004, 0.09] if name == "WCA" else None
+    rows = list(small)
+    comparison = {
+        ("a", "b"): {row: {"a": 0.1, "b": 0.05, "difference": -0.0312, "ci": [-0.0905, 0.0004], "p_value": 0.04} for row in rows}
+    }
+    sweep = _decisiveness_document(0.0734, 0.0512, 0.0499)
+    sweep["gamma_sweep"] = [
+        {"gamma": g, "robustness": 0.0716, "geometric_accuracy": 0.5, "decisiveness": 0.932} for g in (0.05, 0.005, 0.0)
+    ]
+    frames = [
+        tables.metric_table({"vit": document}, rows),
+        tables.interval_table({"vit": document}, rows),
+        tables.comparison_tables(comparison, rows)[0],
+        decisiveness_table({"m": sweep}),
+        gamma_sweep_table({"m": sweep}),
+        tables.rounded_display(pd.DataFrame({"rate": [0.0, 0.0012, 0.05]}, index=pd.Index(["x", "y", "z"], name="k"))),
+    ]
+    for frame in frames:
+        for text in (tables.to_markdown(frame), tables.to_latex(frame)):
+            assert not _PADDED_OR_BARE.search(text), text
+    assert "| WCA | -3.12 [-9.05, +0.04] |" in tables.to_markdown(frames[2])  # a change keeps its sign
+    assert "| 0.05 | 0.072 | 0.500 | 0.932 |" in tables.to_markdown(frames[4])

@@ -36,7 +36,7 @@ def _reference_sklearn(y: np.ndarray, p: np.ndarray, label_set: str) -> dict[str
         "macro_recall": skm.recall_score(y, pred, average="macro", labels=labels, zero_division=0),
         "accuracy": skm.accuracy_score(y, pred),
         "positive_prediction_rate": np.bincount(pred, minlength=c).max() / len(y),
-        "average_confidence": np.mean(1.0 - p.max(axis=1)),
+        "average_uncertainty": np.mean(1.0 - p.max(axis=1)),
     }
     if np.unique(y).size >= 2:
         if c == 2:
@@ -112,7 +112,7 @@ def test_document_worked_example_follows_sklearn() -> None:
     assert got["macro_recall"] == pytest.approx(1 / 2)
     assert got["auc_ovo"] == pytest.approx(0.75)
     assert got["accuracy"] == pytest.approx(2 / 3)
-    assert got["average_confidence"] == pytest.approx(np.mean([0.1, 0.1, 0.3]))
+    assert got["average_uncertainty"] == pytest.approx(np.mean([0.1, 0.1, 0.3]))
     assert got["positive_prediction_rate"] == pytest.approx(1 / 3)
     assert skm.f1_score(y, p.argmax(1), average="weighted") == pytest.approx(0.78, abs=0.005)
     assert skm.recall_score(y, p.argmax(1), average="weighted", zero_division=0) == pytest.approx(0.67, abs=0.005)

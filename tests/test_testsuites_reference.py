@@ -132,7 +132,7 @@ def test_report_metrics_match_sklearn(seed: int) -> None:
         assert table.loc["macro_recall", col] == pytest.approx(skm.recall_score(y, pred, average="macro", zero_division=0))
         assert table.loc["accuracy", col] == pytest.approx(skm.accuracy_score(y, pred))
         assert table.loc["auc_ovo", col] == pytest.approx(skm.roc_auc_score(y, p, multi_class="ovo", labels=np.arange(5)))
-        assert table.loc["average_confidence", col] == pytest.approx(np.mean(1 - p.max(1)))
+        assert table.loc["average_uncertainty", col] == pytest.approx(np.mean(1 - p.max(1)))
         assert table.loc["positive_prediction_rate", col] == pytest.approx(np.bincount(pred).max() / len(y))
     ref_curve = calibration_curve(to_probabilities(ref_logits).max(1), ref_logits.argmax(1) == ref_y)
     ev_curve = calibration_curve(to_probabilities(ev_logits).max(1), ev_logits.argmax(1) == ev_y)
@@ -143,8 +143,8 @@ def test_report_metrics_match_sklearn(seed: int) -> None:
     assert table.loc["accuracy", "degradation"] == pytest.approx(
         table.loc["accuracy", "reference_value"] - table.loc["accuracy", "evaluation_value"]
     )
-    assert table.loc["average_confidence", "degradation"] == pytest.approx(
-        table.loc["average_confidence", "evaluation_value"] - table.loc["average_confidence", "reference_value"]
+    assert table.loc["average_uncertainty", "degradation"] == pytest.approx(
+        table.loc["average_uncertainty", "evaluation_value"] - table.loc["average_uncertainty", "reference_value"]
     )
 
 
@@ -156,7 +156,7 @@ def test_statuses_follow_the_thresholds() -> None:
         "macro_f1": {"absolute": 0.1, "degradation": 0.05},  # warn
         "macro_recall": {"absolute": 0.1, "degradation": 0.9},  # pass
         "macro_precision": {"absolute": None, "degradation": None},  # info
-        "average_confidence": {"absolute": 0.01},  # lower is better: fail above 0.01
+        "average_uncertainty": {"absolute": 0.01},  # lower is better: fail above 0.01
         "calibration_mse": {"absolute": 1.0},
     }
     table = compare_to_reference(ref_logits, ref_y, ev_logits, ev_y, thresholds=thresholds).set_index("metric")
@@ -164,7 +164,7 @@ def test_statuses_follow_the_thresholds() -> None:
     assert table.loc["macro_f1", "status"] == "warn"
     assert table.loc["macro_recall", "status"] == "pass"
     assert table.loc["macro_precision", "status"] == "info"
-    assert table.loc["average_confidence", "status"] == "fail"
+    assert table.loc["average_uncertainty", "status"] == "fail"
     assert table.loc["calibration_mse", "status"] == "pass"
     assert math.isnan(table.loc["calibration_mse", "degradation"])
     assert "below absolute threshold" in table.loc["accuracy", "reason"]
@@ -174,7 +174,7 @@ def test_unlabelled_evaluation_keeps_label_free_metrics() -> None:
     ref_logits, ref_y = _model(5, 200, 3, 2.0)
     ev_logits, _ = _model(6, 150, 3, 1.0)
     table = compare_to_reference(ref_logits, ref_y, ev_logits, None).set_index("metric")
-    for m in ["average_confidence", "atc", "positive_prediction_rate"]:
+    for m in ["average_uncertainty", "atc", "positive_prediction_rate"]:
         assert np.isfinite(table.loc[m, "evaluation_value"]) and table.loc[m, "status"] != "skipped"
     for m in ["calibration_mse", "macro_f1", "macro_precision", "macro_recall", "accuracy", "auc_ovo"]:
         assert table.loc[m, "status"] == "skipped"

@@ -165,7 +165,7 @@ def test_planted_bad_subset_fails_and_is_the_worst() -> None:
     features = pd.DataFrame({"sample_id": np.arange(600).astype(str), "blur": blur, "noise": rng.normal(size=600)})
     table = subset_performance_tests(logits, y, features, n_resamples=199, seed=0)
     top = table[(table["feature"] == "blur") & (table["subset"].str.endswith("]"))]
-    for metric in ["macro_f1", "macro_precision", "macro_recall", "accuracy", "auc_ovo", "average_confidence"]:
+    for metric in ["macro_f1", "macro_precision", "macro_recall", "accuracy", "auc_ovo", "average_uncertainty"]:
         row = top[top["metric"] == metric].iloc[0]
         assert row["status"] == "fail" and row["is_worst"], metric
         assert row["p_value"] == pytest.approx(1 / 200)

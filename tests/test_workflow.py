@@ -77,7 +77,7 @@ def test_decisiveness_tables_show_reported_and_measured(finished_run: Path) -> N
         assert sweep[0] == "gamma,linear: robustness,linear: geometric accuracy,linear: decisiveness," + (
             "mlp: robustness,mlp: geometric accuracy,mlp: decisiveness"
         )
-        assert [line.split(",")[0] for line in sweep[1:]] == [".05", ".01", ".005", ".001", "0"]
+        assert [line.split(",")[0] for line in sweep[1:]] == ["0.05", "0.01", "0.005", "0.001", "0"]
         # the bootstrap is on: beside Table 1 the same with intervals, "0.913 [0.905, 0.921] / ..."
         paper = pd.read_csv(table_dir / "decisiveness.csv", index_col=0, dtype=str)
         with_intervals = pd.read_csv(table_dir / "decisiveness_intervals.csv", index_col=0, dtype=str)
@@ -108,7 +108,7 @@ def test_tables_agree_with_metrics_recomputed_from_cached_logits(finished_run: P
             accuracy = float(cells["A"][column])
             assert accuracy == pytest.approx(100 * wc.accuracy(stats).value, abs=0.005)
             worst = wc.worst_class_accuracy(stats)
-            assert cells["WCA"][column].startswith(f"{100 * worst.value:05.2f} ({scores.class_names[worst.classes[0]]})")
+            assert cells["WCA"][column].startswith(f"{100 * worst.value:.2f} ({scores.class_names[worst.classes[0]]})")
 
 
 def test_intervals_and_comparisons_follow_the_library_on_the_cached_logits(finished_run: Path) -> None:
@@ -134,7 +134,7 @@ def test_intervals_and_comparisons_follow_the_library_on_the_cached_logits(finis
     wca = document["metrics"]["WCA"]
     low, high = wca["ci_bound"]
     cells = pd.read_csv(results / "tables" / "digits" / "original" / shift / "worst_class_intervals.csv", index_col=0)
-    assert cells.loc["WCA", "mlp"].endswith(f"[{100 * low:05.2f}, {100 * high:05.2f}]")
+    assert cells.loc["WCA", "mlp"].endswith(f"[{100 * low:.2f}, {100 * high:.2f}]")
     per_class = pd.read_csv(results / "metrics" / "digits" / "original" / "mlp" / shift / "per_class.csv")
     top = wca["worst_probability"][0]
     assert per_class["worst_recall_probability"][top["classes"][0]] == pytest.approx(top["probability"], abs=1e-6)

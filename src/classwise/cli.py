@@ -15,15 +15,15 @@ import sys
 from collections.abc import Sequence
 
 from classwise._extras import MissingExtraError
-from classwise.atomic import atomic_open
 from classwise.errors import InputError
-from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, add_metric_arguments, emit_json
+from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, add_metric_arguments, emit_json, help_text
 
 
 def _metrics_command(args: argparse.Namespace) -> int:
     from classwise.logits_io import load_scores
     from classwise.metrics.suite import evaluate, per_class_table, worst_class_shares
     from classwise.superclasses import load_superclasses
+    from classwise.tables import write_csv
 
     scores_file = load_scores(args.logits)
     superclasses = load_superclasses(args.superclasses, scores_file.n_classes) if args.superclasses is not None else None
@@ -57,8 +57,7 @@ def _metrics_command(args: argparse.Namespace) -> int:
         )
     emit_json(result, args.out)
     if per_class is not None:
-        with atomic_open(args.per_class, "w", encoding="utf-8", newline="") as handle:
-            per_class.to_csv(handle, index=False, float_format="%.6f")
+        write_csv(args.per_class, per_class, index=False)  # full precision, as the JSON
     return 0
 
 
@@ -73,7 +72,7 @@ def installed_version() -> str:
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command`` given, only the modules of that subcommand are imported
     (``classwise metrics`` stays fast), otherwise every subcommand is listed."""
-    parser = argparse.ArgumentParser(prog="classwise", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="classwise", description=help_text(__doc__))
     parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 

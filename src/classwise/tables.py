@@ -1,14 +1,16 @@
 """Paper-style tables, and the one writer of every table the workflow produces.
 
 The layout follows Table 1 of Bitterwolf et al., 2022: a cell is the metric in percent with
-two decimals, zero-padded to two integer digits as in the paper ("08.00"), followed by the
-worst class (or superclass, or pair) in parentheses where the metric has one.
+two decimals ("8.00"; the paper zero-pads to "08.00", which reads as a code, not a number),
+followed by the worst class (or superclass, or pair) in parentheses where the metric has one.
+No number is zero-padded; a difference keeps its sign ("+4.45").
 
 Every table is written by :func:`write_tables` as three files with the same rows: Markdown
 and LaTeX of a *display* frame (string cells, rounded for reading), CSV of a *data* frame
 (full precision, sometimes more columns; the display frame itself by default). CSV files
 (:func:`write_csv`) use ``\n`` line ends and hold the index as leading column(s) exactly
-when it is named (a ``metric``, ``shift``, ``model`` ... column), not a bare row number.
+when it is named (a ``metric``, ``shift``, ``model`` ... column), not a bare row number; so do
+the Markdown and LaTeX tables, one named column per level of a multi-level index.
 """
 
 from __future__ import annotations
@@ -52,9 +54,8 @@ def unavailable_rows_note(rows: Sequence[str], skipped: Mapping[str, Mapping[str
 
 
 def format_cell(entry: Mapping[str, Any], class_names: Sequence[str]) -> str:
-    """``{"value": 0.08, "classes": [837]}`` -> ``"08.00 (sunglass)"``."""
-    value = 100.0 * float(entry["value"])
-    text = f"{value:05.2f}"
+    """``{"value": 0.08, "classes": [837]}`` -> ``"8.00 (sunglass)"``."""
+    text = percent(entry["value"])
     classes = entry.get("classes") or []
     if classes and len(classes) <= 2:
         text += f" ({class_label(classes, class_names)})"
@@ -106,11 +107,12 @@ def _model_columns(
 
 
 def percent(value: float | None, *, signed: bool = False) -> str:
-    """A fraction as the papers' percent cell: ``0.08`` -> ``"08.00"`` (``signed``:
-    ``"+08.00"``, for differences); ``n/a`` when undefined (``None`` or NaN)."""
+    """A fraction as the papers' percent cell, two decimals and no zero padding: ``0.08`` ->
+    ``"8.00"`` (``signed``: ``"+8.00"``, for differences); ``n/a`` when undefined (``None`` or
+    NaN)."""
     if value is None or not math.isfinite(float(value)):
         return "n/a"
-    return f"{100.0 * float(value):{'+06.2f' if signed else '05.2f'}}"
+    return f"{100.0 * float(value):{'+.2f' if signed else '.2f'}}"
 
 
 def interval_of(entry: Mapping[str, Any]) -> tuple[float | None, float | None] | None:
@@ -123,8 +125,8 @@ def interval_of(entry: Mapping[str, Any]) -> tuple[float | None, float | None] |
 
 def interval_cell(entry: Mapping[str, Any], class_names: Sequence[str]) -> str:
     """The paper cell followed by the metric's interval (:func:`interval_of`) in percent:
-    ``{"value": 0.08, "classes": [837], "ci_bound": [0.04, 0.14]}`` -> ``"08.00 (sunglass)
-    [04.00, 14.00]"``."""
+    ``{"value": 0.08, "classes": [837], "ci_bound": [0.04, 0.14]}`` -> ``"8.00 (sunglass)
+    [4.00, 14.00]"``."""
     interval = interval_of(entry)
     if interval is None:
         raise InputError("has no interval (ci); was the bootstrap off?", field="ci")
@@ -201,7 +203,7 @@ def comparison_tables(
     :meth:`classwise.metrics.compare.Comparison.to_json` (``b`` minus ``a``).
 
     Returns the display frame (rows = metrics, one column ``"b - a"`` per pair, cells
-    ``"+04.50 [+01.20, +07.80] *"``: the difference and its interval in percentage points,
+    ``"+4.50 [+1.20, +7.80] *"``: the difference and its interval in percentage points,
     :data:`DIFFERENCE_MARK` where the interval excludes 0) and the data frame (one row per
     metric and pair: the two values, the difference, the interval, the p-value and
     ``excludes_zero``; fractions, full precision). The metrics ``unavailable`` for a pair
@@ -242,12 +244,26 @@ def comparison_tables(
     return frame, pd.DataFrame.from_records(records)
 
 
+def _header_and_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]], int]:
+    """The text of a table: the header, the rows and how many leading columns hold the index.
+
+    Each level of the index is a column of its own, headed by the level's name (a
+    ``(shift, model, class)`` index gives three columns, never one of tuples)."""
+    levels = frame.index.nlevels
+    header = [str(name or "") for name in frame.index.names] + [str(c) for c in frame.columns]
+    rows = []
+    for index, row in zip(frame.index, frame.itertuples(index=False)):
+        labels = index if levels > 1 else (index,)
+        rows.append([str(label) for label in labels] + [str(v) for v in row])
+    return header, rows, levels
+
+
 def to_markdown(frame: pd.DataFrame, *, caption: str | None = None) -> str:
-    """A GitHub-flavoured Markdown table (no external dependency)."""
-    header = [str(frame.index.name or "")] + [str(c) for c in frame.columns]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] + ["--:"] * len(frame.columns)) + "|"]
-    for index, row in frame.iterrows():
-        lines.append("| " + " | ".join([str(index)] + [str(v) for v in row]) + " |")
+    """A GitHub-flavoured Markdown table (no external dependency): the index levels as
+    left-aligned leading columns, the other columns right-aligned."""
+    header, rows, levels = _header_and_rows(frame)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] * levels + ["--:"] * len(frame.columns)) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     text = "\n".join(lines) + "\n"
     return f"{caption}\n\n{text}" if caption else text
 
@@ -268,18 +284,18 @@ def _latex_escape(text: str) -> str:
 
 
 def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | None = None) -> str:
-    """A booktabs ``table`` environment."""
+    """A booktabs ``table`` environment, the index as in :func:`to_markdown`."""
     out = io.StringIO()
     out.write("\\begin{table}[t]\n\\centering\n")
     if caption:
         out.write(f"\\caption{{{_latex_escape(caption)}}}\n")
     if label:
         out.write(f"\\label{{{label}}}\n")
-    out.write("\\begin{tabular}{l" + "r" * len(frame.columns) + "}\n\\toprule\n")
-    header = [_latex_escape(str(frame.index.name or ""))] + [_latex_escape(str(c)) for c in frame.columns]
-    out.write(" & ".join(header) + " \\\\\n\\midrule\n")
-    for index, row in frame.iterrows():
-        out.write(" & ".join([_latex_escape(str(index))] + [_latex_escape(str(v)) for v in row]) + " \\\\\n")
+    header, rows, levels = _header_and_rows(frame)
+    out.write("\\begin{tabular}{" + "l" * levels + "r" * len(frame.columns) + "}\n\\toprule\n")
+    out.write(" & ".join(_latex_escape(text) for text in header) + " \\\\\n\\midrule\n")
+    for cells in rows:
+        out.write(" & ".join(_latex_escape(text) for text in cells) + " \\\\\n")
     out.write("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
     return out.getvalue()
 
@@ -337,9 +353,16 @@ def write_tables(
 
 
 def rounded_display(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
-    """``frame`` with numbers rounded to ``digits`` decimals, as strings (the display cells of
-    a table whose CSV holds the full-precision frame)."""
-    return frame.round(digits).astype(str)
+    """``frame`` as strings, the display cells of a table whose CSV holds the full-precision
+    frame: every float column with ``digits`` decimals (:func:`decimals`: ``0.0430``, never
+    ``0.043`` beside ``0.0501``; ``n/a`` where undefined), integers and text as they are."""
+    return pd.DataFrame(
+        {
+            column: [decimals(value, digits) for value in values] if pd.api.types.is_float_dtype(values) else values.astype(str)
+            for column, values in frame.items()
+        },
+        index=frame.index,
+    )
 
 
 def _undefined(value: Any) -> bool:
@@ -416,14 +439,12 @@ DECISIVENESS_ROWS: dict[str, str] = {
 }
 
 
-def three_decimals(value: float | None, *, leading_zero: bool = True) -> str:
-    """The papers' number format: ``0.913`` (Table 1) or ``.913`` (Table 2); ``n/a`` if undefined."""
+def three_decimals(value: float | None) -> str:
+    """The decisiveness paper's number format, ``0.913``, in every table (its Table 2 drops the
+    leading zero, ``.913``; one style here); ``n/a`` if undefined."""
     if value is None or not math.isfinite(float(value)):
         return "n/a"
-    text = f"{float(value):.3f}"
-    if not leading_zero:
-        text = text.replace("0.", ".", 1) if text.startswith("0.") else text.replace("-0.", "-.", 1)
-    return text
+    return f"{float(value):.3f}"
 
 
 def decisiveness_table(documents: Mapping[str, Mapping[str, Any]], *, intervals: bool = False) -> pd.DataFrame:
@@ -460,17 +481,18 @@ def decisiveness_table(documents: Mapping[str, Mapping[str, Any]], *, intervals:
 
 def gamma_sweep_table(documents: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Table 2 of George et al., 2020 for every model side by side: rows = gamma,
-    columns = (model, robustness / geometric accuracy / decisiveness), cells like ``.708``."""
+    columns = (model, robustness / geometric accuracy / decisiveness), cells like ``0.708``
+    (the paper's ``.708`` with the leading zero of the other tables)."""
     blocks = {}
     for model, document in documents.items():
         sweep = document["gamma_sweep"]
         blocks[model] = pd.DataFrame(
             {
-                "robustness": [three_decimals(r["robustness"], leading_zero=False) for r in sweep],
-                "geometric accuracy": [three_decimals(r["geometric_accuracy"], leading_zero=False) for r in sweep],
-                "decisiveness": [three_decimals(r["decisiveness"], leading_zero=False) for r in sweep],
+                "robustness": [three_decimals(r["robustness"]) for r in sweep],
+                "geometric accuracy": [three_decimals(r["geometric_accuracy"]) for r in sweep],
+                "decisiveness": [three_decimals(r["decisiveness"]) for r in sweep],
             },
-            index=[f"{r['gamma']:g}".replace("0.", ".", 1) for r in sweep],
+            index=[f"{r['gamma']:g}" for r in sweep],
         )
     frame = pd.concat(blocks, axis=1)
     # concat's (model, metric) column pairs, flattened; built from the blocks since pandas-stubs

@@ -225,6 +225,7 @@ rule plot_class_wise_figures:
         "../../envs/metrics.yaml"
     params:
         models=lambda wildcards: dataset_models(wildcards.dataset),
+        confidence=BOOTSTRAP["confidence"],  # of per_class.csv's intervals, drawn as error bars
     script:
         "../../scripts/plot_class_wise_figures.py"
 

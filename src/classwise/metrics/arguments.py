@@ -4,12 +4,28 @@ compare``), shared by both without either importing the other."""
 from __future__ import annotations
 
 import argparse
+import re
 
 from classwise.metrics.catalogue import DEFAULTS
 
 #: Per-class interval methods (classwise.metrics.intervals.INTERVAL_METHODS; listed here so
 #: that building the parser imports nothing heavy).
 INTERVAL_CHOICES = ("clopper-pearson", "wilson")
+
+
+#: A reStructuredText role (``:func:`~classwise.x.y```) and its target; an inline literal
+#: (````x````) or interpreted text (```x```).
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`]*)`")
+_LITERAL = re.compile(r"``([^`]*)``|`([^`]*)`")
+
+
+def help_text(docstring: str | None) -> str:
+    """A docstring's first line as ``--help`` shows it: plain text, without the markup the API
+    reference renders (``:func:`~a.b``` -> ``b``, ``:func:`a.b``` -> ``a.b``, double or single
+    backticks dropped)."""
+    line = (docstring or "").strip().splitlines()[0] if (docstring or "").strip() else ""
+    line = _ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), line)
+    return _LITERAL.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), line)
 
 
 def add_bootstrap_arguments(parser: argparse.ArgumentParser, *, optional: bool) -> None:

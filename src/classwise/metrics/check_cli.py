@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from classwise.errors import InputError
+from classwise.metrics.arguments import help_text
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -56,7 +57,7 @@ def add_parser(subcommands: Any) -> None:
     parser = subcommands.add_parser(
         "check",
         help="gates for CI: exit 1 (with a table) when a metric is below its --min or above its --max",
-        description=__doc__.splitlines()[0],
+        description=help_text(__doc__),
     )
     parser.add_argument("metrics", nargs="+", help="metrics JSON file(s): classwise metrics output, worst_class.json, ...")
     parser.add_argument(

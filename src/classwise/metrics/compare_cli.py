@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from classwise.metrics.arguments import emit_json
+from classwise.metrics.arguments import emit_json, help_text
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -48,7 +48,7 @@ def add_parser(subcommands: Any) -> None:
     parser = subcommands.add_parser(
         "compare",
         help="every metric of B minus A on the same samples, with paired bootstrap intervals and p-values",
-        description=__doc__.splitlines()[0],
+        description=help_text(__doc__),
     )
     parser.add_argument("a", help="first scores .npz (A)")
     parser.add_argument("b", help="second scores .npz (B), the same samples by sample_ids")

@@ -46,6 +46,7 @@ import numpy as np
 
 from classwise.atomic import write_json
 from classwise.metrics import worst_class as wc
+from classwise.metrics.arguments import help_text
 from classwise.metrics.intervals import minimum_bound
 
 CONFUSERS = 3
@@ -209,7 +210,7 @@ def run(classes: list[int], *, per_class: int, repetitions: int, replicates: int
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=help_text(__doc__))
     parser.add_argument("--classes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--per-class", type=int, default=50)
     parser.add_argument("--repetitions", type=int, default=200)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from classwise.metrics.arguments import emit_json
+from classwise.metrics.arguments import emit_json, help_text
 
 
 def robust_fairness_command(args: argparse.Namespace) -> int:
@@ -27,7 +27,7 @@ def add_parser(subcommands: Any) -> None:
     parser = subcommands.add_parser(
         "robust-fairness",
         help="class-wise clean, robust and boundary error, worst classes, SD/NSD/Gini of robust error",
-        description=__doc__.splitlines()[0],
+        description=help_text(__doc__),
     )
     parser.add_argument("clean", help="clean scores .npz (logits, probs or predictions, labels, sample_ids)")
     parser.add_argument("attacked", help="attacked scores .npz of the same samples (matched by sample_ids)")

@@ -31,6 +31,16 @@ def _worst_class_table(labels: str) -> str:
     return "Table 1" if labels == "original" else "Table 2 (cleaned labels)"
 
 
+def _lower_is_better(*others: str) -> str:
+    """The sentence of an analysis caption naming the metrics whose lower value is the better."""
+    names = [
+        'average_uncertainty (the mean of 1 - max p, the document\'s "average confidence")',
+        "positive_prediction_rate (the share of the most-predicted class)",
+        *others,
+    ]
+    return f"Lower is better for {', '.join(names[:-1])} and {names[-1]}."
+
+
 def _subset_tests(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
     options = p["options"]
     return _with_source(
@@ -40,7 +50,7 @@ def _subset_tests(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
         f"one-sided permutation test ({options['n_resamples']} random "
         f"subsets of the same size), {options['correction']}-adjusted p; "
         f"fail = adjusted p <= {options['alpha']:g} and shortfall > "
-        f"{options['min_effect']:g}.",
+        f"{options['min_effect']:g}. {_lower_is_better()}",
         "test_catalogue",
         "Subset Performance",
         options["shift"],
@@ -158,7 +168,7 @@ def _reference_tests(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
         f"({w['labels']} labels): the {p['reference']} "
         "shift against every other; fail = worse than the absolute limit, warn = degraded "
         "by more than the degradation limit. For atc the evaluation value is the "
-        "ATC-predicted accuracy, beside the actual accuracy.",
+        f"ATC-predicted accuracy, beside the actual accuracy. {_lower_is_better('calibration_mse')}",
         "test_catalogue",
         "Model Performance",
         *p.get("shifts", ()),

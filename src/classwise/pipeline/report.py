@@ -27,7 +27,7 @@ Conventions:
 * A decimal number written with more than ``digits + 2`` significant digits (the
   full-precision floats of pandas' ``to_csv``) is shown rounded to ``digits`` significant
   digits, without an exponent for ordinary magnitudes; shorter numbers (the pipeline's own
-  formats: ``100.00``, ``08.00 (8)``, ``.708``, ``0.913 / 0.913``), integers and text are shown
+  formats: ``100.00``, ``8.00 (8)``, ``0.708``, ``0.913 / 0.913``), integers and text are shown
   exactly as written.
 * At most ``max-rows`` body rows are shown, then a note says how many rows the CSV has; the
   ``columns`` option shows only the named columns (in that order) and the note says how many

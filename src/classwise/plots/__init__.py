@@ -9,12 +9,16 @@ through :func:`classwise.atomic.atomic_path`, so a failed save leaves no file be
   paper, Figure 1).
 * :mod:`classwise.plots.classwise` -- per-class bars, confusion heatmaps and model
   similarity matrices (CFPS paper, Figures 1-4 and 7).
+
+Class names in any script: :func:`save_png` gives text the default font cannot draw (``日本``)
+an installed font that can, or warns once which font to install
+(:mod:`classwise.plots.fonts`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from classwise._extras import require
 from classwise.atomic import atomic_path
@@ -28,6 +32,10 @@ require("matplotlib", extra="pipeline", feature="classwise.plots")
 MAX_LABELLED_CLASSES = 50
 DPI = 120
 
+#: A box plot's median line: black, over boxes filled in a model's or a method's colour (the
+#: default orange median vanishes in an orange box); ``gid`` "median" finds it in a figure.
+MEDIAN_PROPS: dict[str, Any] = {"color": "black", "linewidth": 1.5, "gid": "median"}
+
 
 def model_colors(n: int) -> list[str]:
     """One colour per model, matplotlib's default cycle (``C0``..``C9``, repeating), so that a
@@ -36,8 +44,11 @@ def model_colors(n: int) -> list[str]:
 
 
 def save_png(fig: Figure, path: str | Path, *, dpi: int = DPI) -> Path:
-    """Render ``fig`` to ``path`` as PNG, atomically (nothing is left if rendering fails)."""
+    """Render ``fig`` to ``path`` as PNG, atomically (nothing is left if rendering fails), text
+    in any script through :func:`classwise.plots.fonts.readable_text`."""
+    from classwise.plots.fonts import readable_text
+
     target = Path(path)
-    with atomic_path(target) as tmp:
+    with atomic_path(target) as tmp, readable_text(fig):
         fig.savefig(tmp, format="png", dpi=dpi)
     return target

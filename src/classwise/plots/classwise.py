@@ -20,12 +20,17 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from classwise.errors import InputError, field_path
 from classwise.plots import MAX_LABELLED_CLASSES, model_colors, save_png
 from classwise.plots.many_classes import confusion_overview_figure, sorted_values_figure
 
 _ANNOTATE_MAX = 12  # annotate heatmap cells up to this many rows/columns
+
+#: The legend entries of :func:`class_bars_figure`'s dashed lines and error bars, by default.
+REFERENCE_LABEL = "dashed: the model's overall value, in its colour"
+INTERVAL_LABEL = "error bars: interval"
 
 
 def plot_class_bars(
@@ -38,6 +43,8 @@ def plot_class_bars(
     reference_lines: Mapping[str, float] | None = None,
     intervals: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
     lowest_is_worst: bool = True,
+    reference_label: str = REFERENCE_LABEL,
+    interval_label: str = INTERVAL_LABEL,
 ) -> Path:
     """:func:`class_bars_figure`, saved to ``path``."""
     figure = class_bars_figure(
@@ -48,6 +55,8 @@ def plot_class_bars(
         reference_lines=reference_lines,
         intervals=intervals,
         lowest_is_worst=lowest_is_worst,
+        reference_label=reference_label,
+        interval_label=interval_label,
     )
     return save_png(figure, path)
 
@@ -61,6 +70,8 @@ def class_bars_figure(
     reference_lines: Mapping[str, float] | None = None,
     intervals: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
     lowest_is_worst: bool = True,
+    reference_label: str = REFERENCE_LABEL,
+    interval_label: str = INTERVAL_LABEL,
 ) -> Figure:
     """Grouped bars: for each class one bar per model (``values``: model -> (C,) array).
 
@@ -68,7 +79,9 @@ def class_bars_figure(
     ``reference_lines`` (model -> value) draw a dashed horizontal line per model in the
     model's colour, as the paper's Figure 1 does with overall accuracy.  Optional
     ``intervals`` (model -> (low, high), each (C,)) draw error bars from low to high (e.g.
-    the Clopper-Pearson interval of each class's recall).  Past ``MAX_LABELLED_CLASSES``
+    the Clopper-Pearson interval of each class's recall).  The legend, outside the axes so that
+    it covers no bar, names the models' colours, then the dashed lines (``reference_label``)
+    and the error bars (``interval_label``) where drawn.  Past ``MAX_LABELLED_CLASSES``
     classes the figure is :func:`classwise.plots.many_classes.sorted_values_figure` instead:
     each model's values sorted, beside the 20 worst classes named (lowest values when
     ``lowest_is_worst``, e.g. accuracy; highest otherwise, e.g. CFPS); intervals are left out
@@ -124,20 +137,30 @@ def class_bars_figure(
             errors = np.stack([v[ok] - band[0][ok], band[1][ok] - v[ok]])
         ax.bar(x[ok] + offset, v[ok], width=bar, color=color, label=model)
         if errors is not None:
-            ax.errorbar(x[ok] + offset, v[ok], yerr=errors, fmt="none", ecolor="0.2", elinewidth=0.8, capsize=1.5)
+            first = all(b is None for b in bands[:i])  # one legend entry for every model's error bars
+            ax.errorbar(
+                x[ok] + offset, v[ok], yerr=errors, fmt="none", ecolor="0.2", elinewidth=0.8, capsize=1.5,
+                label=interval_label if first else "_nolegend_",
+            )  # fmt: skip
     ax.set_xticks(x)
     rotate = max(len(n) for n in names) > 4 or c > 12
     ax.set_xticklabels(names, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
     ax.set_xlim(-0.6, c - 0.4)
     ax.set_xlabel("class")
-    if reference_lines:
-        for model, color in zip(models, colors):
-            if model in reference_lines and np.isfinite(reference_lines[model]):
-                ax.axhline(float(reference_lines[model]), color=color, linestyle="--", linewidth=1.0)
+    drawn, drawn_labels = ax.get_legend_handles_labels()
+    order = sorted(range(len(drawn)), key=lambda i: drawn_labels[i] not in models)  # stable: the models, then the error bars
+    handles, labels = [drawn[i] for i in order], [drawn_labels[i] for i in order]
+    lines = {model: float(value) for model, value in (reference_lines or {}).items() if np.isfinite(value)}
+    for model, color in zip(models, colors):
+        if model in lines:
+            ax.axhline(lines[model], color=color, linestyle="--", linewidth=1.0)
+    if lines.keys() & set(models):  # one entry: a grey dashed line stands for every model's, drawn in its colour
+        handles.append(Line2D([], [], color="0.35", linestyle="--", linewidth=1.0))
+        labels.append(reference_label)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7.5, ncols=min(len(models), 4), loc="best")
+    fig.legend(handles, labels, loc="outside right upper", fontsize=7.5)
     return fig
 
 
@@ -280,23 +303,23 @@ def plot_similarity(
 def similarity_figure(names: Sequence[str], matrix: np.ndarray, *, title: str, decimals: int | None = None) -> Figure:
     """The heatmap of :func:`plot_similarity`, not yet saved.
 
-    Cells are annotated (up to 20 models) with ``decimals`` decimals, by default 2 to 4, enough
-    to tell the off-diagonal values apart; NaN cells stay blank.  The
-    colour scale spans the finite off-diagonal values so that differences are visible.
+    The colour scale covers [0, 1] (down to the lowest value if one is negative), so that the
+    diagonal's 1 and an off-diagonal 0.54 look as different as they are. Cells are annotated
+    (up to 20 models) with ``decimals`` decimals, by default 2 to 4, enough to tell the
+    off-diagonal values apart; NaN cells stay blank. One model has nothing to be compared with:
+    the figure says so (a 1 x 1 square of 1 would say nothing).
     """
     labels = [str(n) for n in names]
     s = np.asarray(matrix, dtype=np.float64)
     n = len(labels)
     if n == 0 or s.shape != (n, n):
         raise InputError(f"expected a ({n}, {n}) matrix to match names, got {s.shape}", field="matrix")
+    if n == 1:
+        return _one_model_figure(labels[0], title=title)
     off = s[~np.eye(n, dtype=bool)]
     finite = off[np.isfinite(off)]
-    if finite.size:
-        vmin, vmax = float(finite.min()), float(finite.max())
-        if vmax - vmin < 1e-6:
-            vmin, vmax = vmin - 0.05, vmax + 0.05
-    else:
-        vmin, vmax = 0.0, 1.0
+    vmin = min(0.0, float(s[np.isfinite(s)].min())) if np.isfinite(s).any() else 0.0
+    vmax = 1.0
     side = min(12.0, max(4.5, 0.6 * n + 2.5))
     fig = Figure(figsize=(side + 1.2, side), layout="constrained")
     ax = fig.add_subplot()
@@ -308,7 +331,7 @@ def similarity_figure(names: Sequence[str], matrix: np.ndarray, *, title: str, d
     ax.set_yticklabels(labels, fontsize=8)
     if n <= 20:
         mid = (vmin + vmax) / 2
-        spread = vmax - vmin
+        spread = float(finite.max() - finite.min()) if finite.size else 0.0
         if decimals is None:
             decimals = int(np.clip(np.ceil(-np.log10(spread)) + 1, 2, 4)) if spread > 0 else 2
         for i in range(n):
@@ -323,6 +346,23 @@ def similarity_figure(names: Sequence[str], matrix: np.ndarray, *, title: str, d
                         fontsize=8,
                         color="black" if s[i, j] > mid else "white",
                     )
+    ax.set_title(title)
+    return fig
+
+
+def _one_model_figure(model: str, *, title: str) -> Figure:
+    """What :func:`similarity_figure` draws for one model: a sentence, not a 1 x 1 square."""
+    fig = Figure(figsize=(6.0, 1.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    ax.text(
+        0.5,
+        0.5,
+        f"One model ({model}): a similarity of predictions compares two models or more.",
+        ha="center",
+        va="center",
+        fontsize=10,
+    )
     ax.set_title(title)
     return fig
 

@@ -4,7 +4,7 @@
 * :func:`extrapolation_figure` / :func:`plot_extrapolation` -- Figure 3: the methods' predicted
   curves beside the observed and the true ones, the RMSE boxes (D) and the RMSE ratios to
   CleaneX (E), one block of panels per ``k1``;
-* :func:`plot_simulation` -- Figure 2: the simulation's RMSE boxes per ``k1``.
+* :func:`simulation_figure` / :func:`plot_simulation` -- Figure 2: the simulation's RMSE boxes per ``k1``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from classwise.extrapolation.simulation import RATIO_CAP, Evaluation, SimulationBenchmark, rmse_ratios
-from classwise.plots import save_png
+from classwise.plots import MEDIAN_PROPS, save_png
 
-__all__ = ["METHOD_COLOURS", "extrapolation_figure", "plot_extrapolation", "plot_simulation"]
+__all__ = ["METHOD_COLOURS", "extrapolation_figure", "plot_extrapolation", "plot_simulation", "simulation_figure"]
 
 #: Colours of the extrapolation methods in the figures (the paper's: CleaneX orange,
 #: regression blue, KDE purple).
@@ -48,7 +48,7 @@ def _plot_block(axes: Sequence[Axes], evaluation: Evaluation, prefix: str) -> No
         ax.set_ylabel("expected accuracy")
         ax.grid(alpha=0.25)
     ax = axes[len(methods)]
-    ax.boxplot([per_method[m] for m in methods], showfliers=False)
+    ax.boxplot([per_method[m] for m in methods], showfliers=False, medianprops=MEDIAN_PROPS)
     ax.set_xticks(range(1, len(methods) + 1), methods, fontsize=8)
     ax.set_title(f"{prefix}{letters[len(methods)]}: RMSE over {len(rmse['repetition'].unique())} repetitions", fontsize=9)
     ax.set_ylabel("RMSE")
@@ -56,7 +56,7 @@ def _plot_block(axes: Sequence[Axes], evaluation: Evaluation, prefix: str) -> No
     if "cleanex" in methods and len(methods) > 1:
         ax = axes[len(methods) + 1]
         ratios = rmse_ratios(rmse, "cleanex", cap=RATIO_CAP)
-        ax.boxplot(list(ratios.values()), showfliers=False)
+        ax.boxplot(list(ratios.values()), showfliers=False, medianprops=MEDIAN_PROPS)
         ax.axhline(1.0, color="tab:orange", linestyle=":", linewidth=1.2)
         ax.set_xticks(range(1, len(ratios) + 1), [f"{m} / cleanex" for m in ratios], fontsize=8)
         ax.set_title(f"{prefix}{letters[len(methods) + 1]}: RMSE ratio to CleaneX (capped at {RATIO_CAP:g})", fontsize=9)
@@ -94,8 +94,13 @@ def plot_extrapolation(evaluations: Evaluation | Sequence[Evaluation], *, title:
 
 
 def plot_simulation(benchmark: SimulationBenchmark, *, title: str, path: str | Path) -> Path:
+    """:func:`simulation_figure` written as a PNG."""
+    return save_png(simulation_figure(benchmark, title=title), path)
+
+
+def simulation_figure(benchmark: SimulationBenchmark, *, title: str) -> Figure:
     """Figure 2 of Slavutsky and Benjamini, 2021: per ``k1``, the RMSE over the repetitions
-    of each method as boxes (outliers not shown)."""
+    of each method as boxes in the method's colour, the median in black (outliers not shown)."""
     evaluations = benchmark.evaluations
     fig = Figure(figsize=(4.2 * len(evaluations), 3.6), layout="constrained")
     for i, (k1, evaluation) in enumerate(evaluations.items()):
@@ -103,7 +108,10 @@ def plot_simulation(benchmark: SimulationBenchmark, *, title: str, path: str | P
         methods = list(evaluation.predicted)
         rmse = evaluation.rmse
         boxes = ax.boxplot(
-            [rmse.loc[rmse["method"] == m, "rmse"].to_numpy() for m in methods], showfliers=False, patch_artist=True
+            [rmse.loc[rmse["method"] == m, "rmse"].to_numpy() for m in methods],
+            showfliers=False,
+            patch_artist=True,
+            medianprops=MEDIAN_PROPS,
         )
         for patch, method in zip(boxes["boxes"], methods):
             patch.set_facecolor(METHOD_COLOURS.get(method, "tab:red"))
@@ -113,4 +121,4 @@ def plot_simulation(benchmark: SimulationBenchmark, *, title: str, path: str | P
         ax.set_ylabel("RMSE")
         ax.grid(alpha=0.25)
     fig.suptitle(title, fontsize=10)
-    return save_png(fig, path)
+    return fig

@@ -23,7 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from classwise.errors import InputError
-from classwise.plots import model_colors
+from classwise.plots import MEDIAN_PROPS, model_colors
 from classwise.robustness.across_shifts import (
     SPREAD_QUANTILES,
     accuracy_quantiles,
@@ -257,6 +257,7 @@ def _spread_boxes(
             patch_artist=True,
             manage_ticks=False,
             flierprops={"markersize": 2, "markeredgecolor": color},
+            medianprops=MEDIAN_PROPS,
         )
         for patch in boxes["boxes"]:
             patch.set_facecolor(color)

@@ -251,7 +251,7 @@ def plot_prediction_similarity(
     (``fig.axes[0].images[0]``) is
     :func:`classwise.metrics.cfps.prediction_cosine_similarity` (NaN cells blank). Drawn by
     :func:`classwise.plots.classwise.similarity_figure` (cells annotated with 3 decimals up to 20 models; the
-    colour scale spans the off-diagonal values).
+    colour scale covers [0, 1]; one model: a sentence saying there is nothing to compare).
     """
     names, s = prediction_cosine_similarity(confusions)
     fig = similarity_figure(names, s, title=title, decimals=3)

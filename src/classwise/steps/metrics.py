@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from classwise.atomic import atomic_open, write_json
+from classwise.atomic import write_json
 from classwise.errors import InputError
 from classwise.labels.labelled_scores import LabelledScores, apply_label_sets, apply_label_view
 from classwise.logits_io import load_outputs, load_scores
@@ -36,6 +36,7 @@ from classwise.metrics.suite import (
     worst_class_shares,
 )
 from classwise.superclasses import Superclasses, validate_superclasses
+from classwise.tables import write_csv
 
 
 def load_view(
@@ -112,11 +113,6 @@ def _finite_or_none(value):
     return value
 
 
-def _write_csv(path: str | Path, frame: pd.DataFrame, **kwargs) -> None:
-    with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
-        frame.to_csv(handle, lineterminator="\n", **kwargs)
-
-
 def worst_class_step(
     *,
     logits_path: str | Path,
@@ -185,8 +181,8 @@ def worst_class_step(
     names = [str(name) for name in view.class_names]
     confusion = pd.DataFrame(stats.confusion, index=pd.Index(names, name="true"), columns=names)
     write_json(metrics_path, document)
-    _write_csv(per_class_path, per_class, index=False, float_format="%.6f")
-    _write_csv(confusion_path, confusion)
+    write_csv(per_class_path, per_class, index=False)  # full precision, as the JSON
+    write_csv(confusion_path, confusion)
     if confusion_figure_path is not None:
         from classwise.plots.classwise import plot_confusion
 

@@ -171,11 +171,13 @@ def per_class_figures_step(
     recall_path: str | Path,
     cfps_path: str | Path,
     worst_probability_path: str | Path | None = None,
+    confidence: float = 0.95,
 ) -> None:
-    """Per-class recall with its interval as error bars (each model's accuracy as a dashed
-    line) and per-class CFPS bars across models; with ``worst_probability_path``, how often
-    each class is the worst in the bootstrap replicates of the metrics that name one. (Each
-    model's confusion heatmap comes with its worst-class metrics.)"""
+    """Per-class recall with its interval as error bars (the ``confidence`` Clopper-Pearson
+    interval of ``per_class.csv``; each model's accuracy as a dashed line) and per-class CFPS
+    bars across models; with ``worst_probability_path``, how often each class is the worst in
+    the bootstrap replicates of the metrics that name one. (Each model's confusion heatmap
+    comes with its worst-class metrics.)"""
     # matplotlib only where drawn: the table jobs importing this module start faster
     from classwise.plots.classwise import plot_class_bars, plot_worst_probabilities
 
@@ -191,6 +193,8 @@ def per_class_figures_step(
         title=f"{title}: class-wise accuracy",
         path=recall_path,
         reference_lines=accuracies,
+        reference_label="dashed: the model's accuracy A, in its colour",
+        interval_label=f"error bars: {100 * confidence:g} % Clopper-Pearson interval",
         intervals={
             model: (frame["recall_ci_low"].to_numpy(dtype=np.float64), frame["recall_ci_high"].to_numpy(dtype=np.float64))
             for model, frame in frames.items()

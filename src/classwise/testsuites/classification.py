@@ -11,17 +11,17 @@ probability row of sample ``i``, ``y_i`` its label and ``ŷ_i = argmax_c p_ic`` 
 (ties -> the lowest class index, as ``np.argmax`` and the rest of classwise).  Per class ``c``:
 ``TP_c = #{y = c, ŷ = c}``, ``T_c = #{y = c}`` (support), ``P_c = #{ŷ = c}``.
 
-===========================  =====================================================  =========
-metric                       definition                                             better
-===========================  =====================================================  =========
-``macro_f1``                 mean over L of ``2 TP_c / (T_c + P_c)``                higher
-``macro_precision``          mean over L of ``TP_c / P_c`` (0 when ``P_c = 0``)     higher
-``macro_recall``             mean over L of ``TP_c / T_c`` (0 when ``T_c = 0``)     higher
-``accuracy``                 ``mean_i [ŷ_i = y_i]``                                 higher
-``auc_ovo``                  Hand & Till one-vs-one AUC (below)                     higher
-``positive_prediction_rate`` ``max_c P_c / m``: share of the most-predicted class   lower
-``average_confidence``       ``mean_i (1 - max_c p_ic)`` (the document's definition) lower
-===========================  =====================================================  =========
+============================  ========================================================  ======
+metric                        definition                                                better
+============================  ========================================================  ======
+``macro_f1``                  mean over L of ``2 TP_c / (T_c + P_c)``                   higher
+``macro_precision``           mean over L of ``TP_c / P_c`` (0 when ``P_c = 0``)        higher
+``macro_recall``              mean over L of ``TP_c / T_c`` (0 when ``T_c = 0``)        higher
+``accuracy``                  ``mean_i [ŷ_i = y_i]``                                    higher
+``auc_ovo``                   Hand & Till one-vs-one AUC (below)                        higher
+``positive_prediction_rate``  ``max_c P_c / m``: share of the most-predicted class      lower
+``average_uncertainty``       ``mean_i (1 - max_c p_ic)``, the document's "confidence"  lower
+============================  ========================================================  ======
 
 Label set ``L`` (``label_set``):
 
@@ -54,10 +54,11 @@ scalar is the **maximum** share, the rate of the most-predicted class: ``1/C`` f
 balanced predictions, ``1`` when the model predicts one class for everything (lower is
 better).
 
-**Average confidence** is, as the document defines it, the distance between the predicted
-class's probability and 1, averaged: ``mean(1 - max p)``.  Larger means *less* confident, so
-an increase is the degradation (the document's example treats a drop 0.85 -> 0.5 as the
-warning case, which contradicts its own definition; we follow the definition).
+**Average uncertainty** is what the document calls "average confidence" and defines as the
+distance between the predicted class's probability and 1, averaged: ``mean(1 - max p)``.
+Larger means *less* confident, hence the name, which says so (lower is better): an increase is
+the degradation (the document's example treats a drop 0.85 -> 0.5 as the warning case, which
+contradicts its own definition; we follow the definition).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ SUBSET_METRICS: tuple[str, ...] = (
     "accuracy",
     "auc_ovo",
     "positive_prediction_rate",
-    "average_confidence",
+    "average_uncertainty",
 )
 
 #: Direction of each metric: True when a higher value is better.
@@ -110,7 +111,7 @@ HIGHER_IS_BETTER: dict[str, bool] = {
     "accuracy": True,
     "auc_ovo": True,
     "positive_prediction_rate": False,
-    "average_confidence": False,
+    "average_uncertainty": False,
 }
 
 # Row blocks of resampled index matrices are sized to about this many elements.
@@ -215,7 +216,7 @@ class SubsetEvaluator:
         else:
             self.predictions = check_labels(predictions, n, c, field="predictions")
         self.label_set: LabelSet = check_label_set(label_set)
-        self.unconfidence = 1.0 - p.max(axis=1)
+        self.uncertainty = 1.0 - p.max(axis=1)
         self._classes = np.unique(self.labels)
         self._auc_codes, self._n_distinct = _auc_codes(p, self.labels, self._classes)
         self._max_distinct = int(self._n_distinct.max())
@@ -288,8 +289,8 @@ class SubsetEvaluator:
             res["accuracy"] = hits.sum(axis=1) / m
         if "positive_prediction_rate" in names:
             res["positive_prediction_rate"] = predicted.max(axis=1) / m
-        if "average_confidence" in names:
-            res["average_confidence"] = self.unconfidence[idx].mean(axis=1)
+        if "average_uncertainty" in names:
+            res["average_uncertainty"] = self.uncertainty[idx].mean(axis=1)
         if "auc_ovo" in names:
             true_keys = ((np.arange(b, dtype=np.int64) * c)[:, None] + y).ravel()
             res["auc_ovo"] = self._auc_ovo_block(idx, y, support, true_keys)

@@ -7,7 +7,7 @@ compared with each *evaluation* set (every other shift; labels optional).  Metri
 =============================  ===================================================  ======  ======
 metric                         value on a set                                       better  labels
 =============================  ===================================================  ======  ======
-``average_confidence``         ``mean(1 - max p)`` (the document's definition)      lower   no
+``average_uncertainty``        ``mean(1 - max p)``, the document's "confidence"     lower   no
 ``atc``                        ATC-predicted accuracy (below)                       higher  no
 ``calibration_mse``            MSE between the two calibration curves (below)       lower   yes
 ``macro_f1``                   scikit-learn macro F1 (``classification`` module)    higher  yes
@@ -94,7 +94,7 @@ __all__ = [
 ]
 
 REFERENCE_METRICS: tuple[str, ...] = (
-    "average_confidence",
+    "average_uncertainty",
     "atc",
     "calibration_mse",
     "macro_f1",
@@ -110,11 +110,11 @@ REFERENCE_HIGHER_IS_BETTER: dict[str, bool] = {
     "calibration_mse": False,
 }
 _LABELLED_METRICS = ("macro_f1", "macro_precision", "macro_recall", "accuracy", "auc_ovo")
-_LABEL_FREE_METRICS = ("average_confidence", "positive_prediction_rate")
+_LABEL_FREE_METRICS = ("average_uncertainty", "positive_prediction_rate")
 
 #: Default thresholds (the config may override any entry).
 DEFAULT_THRESHOLDS: dict[str, dict[str, float | None]] = {
-    "average_confidence": {"absolute": 0.5, "degradation": 0.1},
+    "average_uncertainty": {"absolute": 0.5, "degradation": 0.1},
     "atc": {"absolute": 0.5, "degradation": 0.1},
     "calibration_mse": {"absolute": 0.05, "degradation": None},
     "macro_f1": {"absolute": 0.5, "degradation": 0.1},
@@ -276,7 +276,7 @@ def _summarise(
     pred = np.argmax(np.asarray(scores), axis=1).astype(np.int64)
     confidence = probs.max(axis=1)
     metrics = {
-        "average_confidence": float(np.mean(1.0 - confidence)),
+        "average_uncertainty": float(np.mean(1.0 - confidence)),
         "positive_prediction_rate": float(np.bincount(pred, minlength=c).max() / n),
     }
     curve = None
@@ -351,7 +351,7 @@ def compare_to_reference(
 
     Scores are ``(N, C)`` logits (softmax in float64) or probabilities; predictions are
     ``argmax(scores)``.  Without ``evaluation_labels`` only the label-free metrics
-    (average confidence, ATC, positive prediction rate) are computed; the others are
+    (average uncertainty, ATC, positive prediction rate) are computed; the others are
     ``"skipped"``.  One row per metric of :data:`REFERENCE_METRICS`, columns ``metric,
     higher_is_better, reference_value, evaluation_value, evaluation_actual, degradation,
     absolute_threshold, degradation_threshold, status, reason, atc_threshold,

@@ -4,7 +4,7 @@ The samples are split by each feature (:func:`split_feature`); for every subset 
 (:mod:`classwise.testsuites.classification`, scikit-learn definitions) we test whether the
 subset does significantly *worse* than the whole set: lower for the higher-is-better metrics
 (macro F1 / precision / recall, accuracy, OvO AUC), higher for the lower-is-better ones
-(positive prediction rate = share of the most-predicted class, average confidence =
+(positive prediction rate = share of the most-predicted class, average uncertainty =
 ``mean(1 - max p)``).
 
 Test: a one-sided **permutation test of subset membership**.  Under H0 the subset's ``m``
