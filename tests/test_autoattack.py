@@ -92,6 +92,8 @@ def test_agrees_with_torchattacks_autoattack(model, data, attacked) -> None:  # 
 
 
 def test_agrees_with_torchattacks_autoattack_l2(model, data) -> None:  # type: ignore[no-untyped-def]
+    """At an eps where APGD-CE fools every image: APGD-T and Square, corrected at L2
+    (test_autoattack_l2.py), never run."""
     x, y = data
     ours = autoattack(model, x, y, norm="l2", eps=LARGE["l2"], seed=SEED)
     assert torch.equal(ours, _reference(model, x, y, norm="l2", eps=LARGE["l2"], seed=SEED))

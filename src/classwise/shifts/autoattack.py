@@ -15,6 +15,12 @@ reference's values:
 * ``rand`` (randomised defences): APGD-CE and APGD-DLR, 100 iterations, 1 restart, 20
   expectation-over-transformation samples per step.
 
+**At L2**, APGD-T and Square are :mod:`classwise.shifts.autoattack_l2`'s subclasses of
+torchattacks' attacks, which correct two departures of torchattacks from the reference: APGD-T
+gives every image of a batch the first image's step size, and Square takes its window norms over
+all channels at once and does not cap its square at the image's side. At L-inf they are
+torchattacks' attacks unchanged.
+
 **Targets on fewer than 10 classes**: APGD-T and FAB-T attack the classes ranked 2nd to
 ``k + 1``-th by the model's logits of each sample, ``k = min(9, C - 1)``: 9 on 10 or more
 classes (the reference), every other class on fewer (torchattacks' ``n_classes - 1``; the
@@ -28,8 +34,8 @@ is). A sample is robust only if every attack fails on it. The image returned is 
 first attack that fools the model, or of the last attack when all fail (torchattacks'
 ``MultiAttack`` and the reference return the clean image then; the predictions, hence the
 robust accuracy, are the same). Which samples each attack sees is exactly ``MultiAttack``'s, so
-the robust accuracy equals torchattacks' own ``AutoAttack`` built with the same
-hyper-parameters and seed (tested).
+at L-inf the robust accuracy equals torchattacks' own ``AutoAttack`` built with the same
+hyper-parameters and seed (tested); at L2 it can differ where APGD-T or Square runs.
 
 **Seeding**: every attack seeds torch's global generator with ``seed`` when it starts (as in
 torchattacks and the reference); the caller's generator state is saved and restored around
@@ -95,6 +101,8 @@ def autoattack_components(
     run, with the reference's hyper-parameters (module docstring)."""
     import torchattacks
 
+    from classwise.shifts import autoattack_l2
+
     ta_norm = _TORCHATTACKS_NORM[norm]
     with contextlib.redirect_stdout(io.StringIO()):  # a model without parameters makes torchattacks print
         if version == "standard":
@@ -115,7 +123,7 @@ def autoattack_components(
                 ),
                 (
                     "apgd-t",
-                    torchattacks.APGDT(
+                    autoattack_l2.APGDT(
                         model,
                         norm=ta_norm,
                         eps=eps,
@@ -142,7 +150,7 @@ def autoattack_components(
                 ),
                 (
                     "square",
-                    torchattacks.Square(
+                    autoattack_l2.Square(
                         model,
                         norm=ta_norm,
                         eps=eps,
