@@ -4,6 +4,7 @@
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
 #   make bench   speed and memory benchmarks (install, metrics, PGD, AutoAttack, bootstrap, pipeline, demo) -> results/bench/
 #   make docs    the documentation site (docs/ and the docstrings, mkdocs) -> results/site/index.html
+#   make soak    CI's suite on fresh clones beside CPU hogs, repeatedly -> results/soak/ (docs/development.md)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -28,10 +29,13 @@ PGD_BENCH_ARGS ?=
 AUTOATTACK_BENCH_ARGS ?=
 # Timing a fresh pip install too adds about 3 minutes: INSTALL_BENCH_ARGS=--pip.
 INSTALL_BENCH_ARGS ?=
+# make soak: runs of .ci/run on fresh clones, each beside this many busy-looping processes.
+SOAK_RUNS ?= 10
+SOAK_HOGS ?= 2
 REPORT ?= results/report.html
 SITE ?= results/site
 
-.PHONY: install run report test lint docs bench clean
+.PHONY: install run report test lint docs bench soak clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) tools/install_env.py --venv $(VENV) --installer $(INSTALLER) -- $(TORCH_PINS) -e ".[dev]"
@@ -69,6 +73,9 @@ bench: install
 	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json
 	$(BIN)/python -m classwise.bench.pipeline --out results/bench/pipeline.json
 	$(BIN)/python -m classwise.bench.demo --out results/bench/demo.json
+
+soak:
+	$(PYTHON) tools/soak_suite.py --runs $(SOAK_RUNS) --hogs $(SOAK_HOGS) --out results/soak
 
 clean:
 	rm -rf results .snakemake
