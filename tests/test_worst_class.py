@@ -104,7 +104,15 @@ def test_against_sklearn_argmax_metrics(n, c, seed, ties):
     p = wc.worst_class_precision(st)
     assert p.value == pytest.approx(np.nanmin(prec), abs=1e-15)
     assert p.classes == (int(np.flatnonzero(prec == np.nanmin(prec))[0]),)
-    assert p.details == {"n_excluded_never_predicted": int(np.isnan(prec).sum())}
+    assert p.details == {"n_excluded_never_predicted": int(np.isnan(prec).sum()), **_declared_ties(prec)}
+    n_empty = int(np.isnan(rec).sum())
+    assert w.details == {**({"n_classes_without_samples": n_empty} if n_empty else {}), **_declared_ties(rec)}
+
+
+def _declared_ties(values: np.ndarray) -> dict:
+    """What a worst-class metric declares of the classes at the minimum of ``values``."""
+    tied = [int(c) for c in np.flatnonzero(values == np.nanmin(values))]
+    return {"n_tied": len(tied), "tied": tied} if len(tied) > 1 else {}
 
 
 @pytest.mark.parametrize("n,c,seed", [(200, 3, 0), (500, 10, 1), (300, 25, 2), (2000, 60, 3)])
@@ -266,11 +274,15 @@ def test_worst_ties_go_to_lowest_index_and_pair():
     st = compute_stats(s, y)
     assert st.predictions.tolist() == [1, 1, 0, 0, 0, 0]
     assert wc.worst_class_accuracy(st).classes == (0,)
+    # each tie is declared: the lowest index is the tie rule's pick, not a finding
+    assert wc.worst_class_accuracy(st).details == {"n_tied": 3, "tied": [0, 1, 2]}
     wcp = wc.worst_class_precision(st)  # classes 0 and 1 at 0.0, class 2 never predicted
-    assert (wcp.value, wcp.classes, wcp.details) == (0.0, (0,), {"n_excluded_never_predicted": 1})
+    assert (wcp.value, wcp.classes, wcp.details) == (0.0, (0,), {"n_excluded_never_predicted": 1, "n_tied": 2, "tied": [0, 1]})
     assert wc.worst_pair_accuracy(st).classes == (0, 1)
+    assert wc.worst_pair_accuracy(st).details == {"n_tied": 3, "tied": [[0, 1], [0, 2], [1, 2]]}
     assert wc.worst_pair_accuracy(st, balanced=True).classes == (0, 1)
     assert wc.worst_n_class_recall(st, 2).classes == (0, 1)
+    assert wc.worst_n_class_recall(st, 2).details == {"n_tied": 3, "tied": [0, 1, 2]}  # 2 of 3 tied at 0
     assert wc.worst_n_class_recall_exact(st, 2).classes == (0, 1)
     # reversed, the tie is between classes 1 and 2 (class 0 is now perfect)
     s2 = np.eye(3)[[0, 0, 2, 2, 1, 1]]
@@ -298,7 +310,9 @@ def brute_pair(s, y, balanced):
         else:
             v = frac(correct[a] + correct[b], support[a] + support[b])
         if best is None or v < best[0]:
-            best = (v, (a, b))
+            best = (v, (a, b), [[a, b]])
+        elif v == best[0]:
+            best[2].append([a, b])
     return best
 
 
@@ -312,12 +326,13 @@ def test_worst_pair_brute_force(seed, balanced):
     y = labels_with_support(rng, support)
     s = tie_heavy_scores(rng, y.shape[0], c, levels=3)
     st = compute_stats(s, y)
-    value, pair = brute_pair(s, y, balanced)
+    value, pair, tied = brute_pair(s, y, balanced)
     got = wc.worst_pair_accuracy(st, balanced=balanced)
     assert got.value == float(value)
     assert got.classes == pair
     n_empty = support.count(0)
-    assert got.details == ({"n_classes_without_samples": n_empty} if n_empty else {})
+    declared = {"n_tied": len(tied), "tied": tied} if len(tied) > 1 else {}
+    assert got.details == ({"n_classes_without_samples": n_empty} if n_empty else {}) | declared
 
 
 def test_worst_pair_balanced_differs_from_pooled():
@@ -432,15 +447,21 @@ def test_superclasses_brute_force(seed):
         rec = frac(sum(ref_argmax(s[i]) == y[i] for i in rows), len(rows))
         assert rec <= acc
         if best_a is None or acc < best_a[0]:
-            best_a = (acc, name)
+            best_a = (acc, name, [name])
+        elif acc == best_a[0]:
+            best_a[2].append(name)
         if best_r is None or rec < best_r[0]:
-            best_r = (rec, name)
+            best_r = (rec, name, [name])
+        elif rec == best_r[0]:
+            best_r[2].append(name)
     got_a = wc.worst_superclass_accuracy(s, st, supers)
     got_r = wc.worst_superclass_recall(st, supers)
     assert (got_a.value, got_a.classes) == (float(best_a[0]), (best_a[1],))
     assert (got_r.value, got_r.classes) == (float(best_r[0]), (best_r[1],))
     expected_details = {"n_superclasses_without_samples": n_empty} if n_empty else {}
-    assert got_a.details == expected_details and got_r.details == expected_details
+    for got, best in ((got_a, best_a), (got_r, best_r)):
+        declared = {"n_tied": len(best[2]), "tied": best[2]} if len(best[2]) > 1 else {}
+        assert got.details == expected_details | declared
 
 
 def test_superclass_restricted_argmax_ties_and_pooling():
@@ -524,13 +545,15 @@ def test_empty_class_details_only_when_present():
     gap = compute_stats(s, np.array([0, 1, 1]))
     for r in (
         wc.worst_class_accuracy(gap),
-        wc.worst_class_topk_accuracy(gap, 2),
         wc.worst_n_class_recall(gap, 2),
         wc.worst_n_class_recall_exact(gap, 2),
         wc.worst_pair_accuracy(gap),
     ):
         assert r.details == {"n_classes_without_samples": 1}
         assert 2 not in r.classes
+    # both classes with samples have every sample's label in its top 2: a declared tie
+    top2 = wc.worst_class_topk_accuracy(gap, 2)
+    assert top2.details == {"n_classes_without_samples": 1, "n_tied": 2, "tied": [0, 1]} and 2 not in top2.classes
     assert np.isnan(wc.class_recall(gap)[2])
     # class 2 is never predicted: excluded from WCP
     assert wc.worst_class_precision(gap).details == {"n_excluded_never_predicted": 1}

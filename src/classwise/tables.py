@@ -54,11 +54,14 @@ def unavailable_rows_note(rows: Sequence[str], skipped: Mapping[str, Mapping[str
 
 
 def format_cell(entry: Mapping[str, Any], class_names: Sequence[str]) -> str:
-    """``{"value": 0.08, "classes": [837]}`` -> ``"8.00 (sunglass)"``."""
+    """``{"value": 0.08, "classes": [837]}`` -> ``"8.00 (sunglass)"``; a worst element that
+    ties with others says so (``details.n_tied``): ``"0.00 (0; 10 tied)"``, the first by the tie
+    rule and how many share the value, so that no table names a class as worst when it ties."""
     text = percent(entry["value"])
     classes = entry.get("classes") or []
     if classes and len(classes) <= 2:
-        text += f" ({class_label(classes, class_names)})"
+        tied = (entry.get("details") or {}).get("n_tied")
+        text += f" ({class_label(classes, class_names)}; {tied} tied)" if tied else f" ({class_label(classes, class_names)})"
     return text
 
 

@@ -387,27 +387,37 @@ def _plain(x: Any) -> Any:
     return x.item() if hasattr(x, "item") else x
 
 
-def worst_probability(worst: list[tuple[Any, ...]], top: int = TOP_WORST) -> list[tuple[tuple[Any, ...], float]]:
+def worst_probability(
+    worst: list[tuple[Any, ...]], top: int = TOP_WORST, *, shares: Mapping[tuple[Any, ...], float] | None = None
+) -> list[tuple[tuple[Any, ...], float]]:
     """The ``top`` most frequent worst classes (or pairs, superclasses) and the share of
     replicates in which each is the worst; equal frequencies in order of the class indices
-    (then names).  Replicates that name nothing (CFPS_max without errors) count in the
-    denominator."""
-    counts = Counter(w for w in worst if w)
+    (then names).  With ``shares`` (:attr:`MetricReplicates.shares`) a replicate in which ``t``
+    elements tie counts ``1/t`` for each, so that a tie never shows as one element's finding;
+    without them, each replicate counts for the element it names.  Replicates that name
+    nothing (CFPS_max without errors) count in the denominator."""
+    counts: Mapping[tuple[Any, ...], float] = shares if shares is not None else Counter(w for w in worst if w)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], _sort_key(item[0])))
     return [(classes, count / len(worst)) for classes, count in ranked[:top]]
 
 
 def worst_shares(replicates: MetricReplicates, n_classes: int) -> np.ndarray:
-    """``(n_classes,)``: the share of replicates in which each class is the one worst class
-    a metric names (WCA, WCP, WCA@k, CFPS_max); every class is counted, not only the most
-    frequent few of :func:`worst_probability`.  Replicates that name nothing count in the
+    """``(n_classes,)``: the share of replicates in which each class is the worst class a
+    metric names (WCA, WCP, WCA@k, CFPS_max), a replicate in which ``t`` classes tie counting
+    ``1/t`` for each (:attr:`MetricReplicates.shares`); every class is counted, not only the
+    most frequent few of :func:`worst_probability`.  Replicates that name nothing count in the
     denominator, so the shares sum to at most 1."""
     if replicates.worst is None:
         raise InputError("this metric names no worst class", field="worst")
     named = [w for w in replicates.worst if w]
     if not all(len(w) == 1 and isinstance(w[0], (int, np.integer)) for w in named):
         raise InputError("expected one worst class index per replicate, got pairs or superclasses", field="worst")
-    counts = np.bincount(np.asarray([w[0] for w in named], dtype=np.int64), minlength=n_classes)
+    counts = np.zeros(n_classes, dtype=np.float64)
+    if replicates.shares is not None:
+        for (c,), share in replicates.shares.items():
+            counts[c] += share
+    else:
+        np.add.at(counts, np.asarray([w[0] for w in named], dtype=np.int64), 1.0)
     return counts / max(1, len(replicates.worst))
 
 
@@ -451,7 +461,7 @@ def summarize(
     return {
         name: BootstrapSummary(
             ci=percentile_interval(rep.values, conf),
-            worst_probability=None if rep.worst is None else worst_probability(rep.worst),
+            worst_probability=None if rep.worst is None else worst_probability(rep.worst, shares=rep.shares),
             ci_bound=bounds.get(name),
         )
         for name, rep in replicates.items()

@@ -15,6 +15,7 @@ import numpy as np
 
 from classwise.errors import InputError, field_path
 from classwise.metrics.result import MetricResult
+from classwise.metrics.worst_class import with_ties
 
 
 def _check_confusion(confusion: np.ndarray, field: str = "confusion") -> np.ndarray:
@@ -57,11 +58,18 @@ def cfps_max(confusion: np.ndarray, class_names: Sequence[str] | None = None) ->
     details: dict[str, object] = {"n_errors": int(n_errors) if n_errors.is_integer() else n_errors}
     if n_errors <= 0:
         return MetricResult(0.0, (), details)
-    value, worst_row = cfps_max_rows(m.sum(axis=0) - np.diag(m), np.float64(n_errors))
+    false_positives = m.sum(axis=0) - np.diag(m)
+    value, worst_row = cfps_max_rows(false_positives, np.float64(n_errors))
     worst = int(worst_row)
     if class_names is not None:
         details["class_name"] = str(class_names[worst])
-    return MetricResult(float(value), (worst,), details)
+    return MetricResult(float(value), (worst,), with_ties(details, tied_largest(false_positives)))
+
+
+def tied_largest(false_positives: np.ndarray) -> list[int]:
+    """The classes with the most false positives (equal counts, equal CFPS)."""
+    fp = np.asarray(false_positives)
+    return [int(i) for i in np.flatnonzero(fp == fp.max())]
 
 
 def cfps_max_rows(false_positives: np.ndarray, errors: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:

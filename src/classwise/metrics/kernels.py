@@ -164,8 +164,11 @@ def cfps_max(inputs: SampleInputs, n: int | None = None) -> MetricResult:
     errors = stats.errors
     if errors == 0:
         return MetricResult(0.0, (), {"n_errors": 0})
-    value, worst = cfps_metrics.cfps_max_rows(stats.predicted - stats.precision_hits, np.float64(errors))
-    return MetricResult(float(value), (int(worst),), {"n_errors": errors})
+    false_positives = stats.predicted - stats.precision_hits
+    value, worst = cfps_metrics.cfps_max_rows(false_positives, np.float64(errors))
+    return MetricResult(
+        float(value), (int(worst),), wc.with_ties({"n_errors": errors}, cfps_metrics.tied_largest(false_positives))
+    )
 
 
 # ----------------------------------------------------------------------------- replicates
@@ -226,17 +229,40 @@ class ReplicateCounts:
         return reported, measured, slope
 
 
-def _replicates(values: np.ndarray, worst: list[tuple[Any, ...]] | None = None) -> MetricReplicates:
-    return MetricReplicates(values, worst)
+def _replicates(
+    values: np.ndarray, worst: list[tuple[Any, ...]] | None = None, shares: dict[tuple[Any, ...], float] | None = None
+) -> MetricReplicates:
+    return MetricReplicates(values, worst, shares)
+
+
+def tie_shares(
+    values: np.ndarray, extreme: np.ndarray, elements: Sequence[Any], *, counted: np.ndarray | None = None
+) -> dict[tuple[Any, ...], float]:
+    """Per element, the replicates in which it attains ``extreme`` (``values``: ``(B, E)``, one
+    row per replicate; NaN never does), a replicate whose ``t`` elements tie counting ``1/t``
+    for each; only the rows ``counted`` selects (default all). Vectorised over replicates and
+    elements."""
+    mask = values == extreme[:, None]
+    if counted is not None:
+        mask &= counted[:, None]
+    tied = mask.sum(axis=1)
+    weight = mask / np.maximum(tied, 1)[:, None]
+    totals = weight.sum(axis=0)
+    return {(elements[int(i)],): float(totals[i]) for i in np.flatnonzero(totals)}
 
 
 def accuracy_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
     return _replicates(np.divide(r["hits1"].sum(axis=1), r.n, dtype=np.float64))
 
 
+def _worst_recall_replicates(hits: np.ndarray, r: ReplicateCounts) -> MetricReplicates:
+    recall = hits / r.support_valid
+    value, where = wc.worst_of_rows(recall)
+    return _replicates(value, _classes(r.valid, where), tie_shares(recall, value, [int(c) for c in r.valid]))
+
+
 def worst_class_accuracy_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
-    value, where = wc.worst_of_rows(r["hits1"] / r.support_valid)
-    return _replicates(value, _classes(r.valid, where))
+    return _worst_recall_replicates(r["hits1"], r)
 
 
 def worst_class_precision_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
@@ -244,13 +270,20 @@ def worst_class_precision_replicates(r: ReplicateCounts, n: int | None = None) -
     precision = np.full((r.b, r.c), np.nan)
     np.divide(r["precision_hits"], predicted, out=precision, where=predicted > 0)
     value, where = wc.worst_of_rows(precision)
-    return _replicates(value, [(int(x),) for x in where])
+    return _replicates(value, [(int(x),) for x in where], tie_shares(precision, value, range(r.c)))
 
 
 def worst_superclass_accuracy_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
     assert r.superclass_counts is not None
-    value, where = wc.worst_superclass_rows(r["super_hits"], r.superclass_counts)
-    return _replicates(value, [(r.superclass_names[int(x)],) for x in where])
+    return _worst_superclass_replicates(r["super_hits"], r.superclass_counts, r)
+
+
+def _worst_superclass_replicates(hits: np.ndarray, counts: np.ndarray, r: ReplicateCounts) -> MetricReplicates:
+    value, where = wc.worst_superclass_rows(hits, counts)
+    ratio = np.full(hits.shape, np.nan)
+    np.divide(hits, counts, out=ratio, where=np.broadcast_to(counts > 0, hits.shape))
+    names = list(r.superclass_names)
+    return _replicates(value, [(names[int(x)],) for x in where], tie_shares(ratio, value, names))
 
 
 def worst_superclass_recall_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
@@ -258,8 +291,7 @@ def worst_superclass_recall_replicates(r: ReplicateCounts, n: int | None = None)
     assert members is not None
     hits_full = np.zeros((r.b, r.c), dtype=np.int64)
     hits_full[:, r.valid] = r["hits1"]
-    value, where = wc.worst_superclass_rows(hits_full @ members, r.support @ members)
-    return _replicates(value, [(r.superclass_names[int(x)],) for x in where])
+    return _worst_superclass_replicates(hits_full @ members, r.support @ members, r)
 
 
 def worst_n_class_recall_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
@@ -290,8 +322,7 @@ def topk_accuracy_replicates(r: ReplicateCounts, n: int | None = None) -> Metric
 
 
 def worst_class_topk_accuracy_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
-    value, where = wc.worst_of_rows(r["hitsk"] / r.support_valid)
-    return _replicates(value, _classes(r.valid, where))
+    return _worst_recall_replicates(r["hitsk"], r)
 
 
 def worst_n_class_topk_recall_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
@@ -329,5 +360,9 @@ def calibration_slope_replicates(r: ReplicateCounts, n: int | None = None) -> Me
 
 def cfps_max_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
     errors = r.n - r["hits1"].sum(axis=1)
-    value, where = cfps_metrics.cfps_max_rows(r["predicted"] - r["precision_hits"], errors)
-    return _replicates(value, [(int(x),) if x >= 0 else () for x in where])
+    false_positives = r["predicted"] - r["precision_hits"]
+    value, where = cfps_metrics.cfps_max_rows(false_positives, errors)
+    # equal false-positive counts are equal CFPS; a replicate without errors names no class
+    most = false_positives.max(axis=1)
+    shares = tie_shares(false_positives, most, range(r.c), counted=errors > 0)
+    return _replicates(value, [(int(x),) if x >= 0 else () for x in where], shares)

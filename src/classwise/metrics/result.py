@@ -37,7 +37,11 @@ class MetricResult:
 @dataclass(frozen=True)
 class MetricReplicates:
     """One metric's value in each bootstrap replicate and, for metrics that name a worst class,
-    superclass or pair, what they name (``worst[r]``: a tuple; empty when none)."""
+    superclass or pair, what they name (``worst[r]``: a tuple, the first by the tie rule; empty
+    when none) and ``shares``: each named element's number of replicates in which it is the
+    worst, a replicate in which ``t`` elements tie counting ``1/t`` for each (so that a tie
+    rule never makes one element the worst)."""
 
     values: np.ndarray
     worst: list[tuple[Any, ...]] | None = None
+    shares: dict[tuple[Any, ...], float] | None = None

@@ -100,6 +100,27 @@ def worst_of_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(values, where[..., None], axis=-1)[..., 0], where
 
 
+#: At most this many tied elements are listed (``n_tied`` counts them all): a perfect
+#: classifier on 1,000 classes ties half a million pairs at 1.
+MAX_TIED_LISTED = 1000
+
+
+def with_ties(details: dict[str, Any], tied: Sequence[Any]) -> dict[str, Any]:
+    """``details`` with ``n_tied`` and ``tied`` (the first :data:`MAX_TIED_LISTED` of them):
+    the elements (classes, pairs, superclasses) that attain the metric's extreme, when more
+    than one does. The metric still names the first (the lowest index) as its one element;
+    ``n_tied`` declares that this choice was the tie rule, not a finding."""
+    if len(tied) < 2:
+        return details
+    return {**details, "n_tied": len(tied), "tied": list(tied[:MAX_TIED_LISTED])}
+
+
+def tied_indices(values: np.ndarray, extreme: float | np.ndarray) -> list[int]:
+    """The positions of ``values`` equal to ``extreme`` (NaN never is). The metrics' values are
+    correctly rounded ratios of integers, so equal ratios are equal floats."""
+    return [int(i) for i in np.flatnonzero(values == extreme)]
+
+
 def n_smallest_mask(keys: np.ndarray, n: int) -> np.ndarray:
     """Boolean mask of the ``n`` smallest entries of each row of ``keys`` ``(R, m)``, ties
     going to the lower position (the first ``n`` of a stable sort), in O(m) per row."""
@@ -284,8 +305,9 @@ def worst_recall(hits: np.ndarray, support: np.ndarray) -> MetricResult:
     counts; the conventions of :func:`worst_class_accuracy` (classes without samples
     excluded and counted, ties to the lowest index, ``classes == (c,)``)."""
     _valid_classes(support)
-    value, c = worst_of_rows(_ratio(hits, support))
-    return MetricResult(float(value), (int(c),), _empty_details(support))
+    recall = _ratio(hits, support)
+    value, c = worst_of_rows(recall)
+    return MetricResult(float(value), (int(c),), with_ties(_empty_details(support), tied_indices(recall, value)))
 
 
 def worst_precision(hits: np.ndarray, predicted: np.ndarray) -> MetricResult:
@@ -297,7 +319,7 @@ def worst_precision(hits: np.ndarray, predicted: np.ndarray) -> MetricResult:
     if n_never == prec.shape[-1]:
         raise InputError("no class is predicted: there are no samples", field="predictions")
     value, c = worst_of_rows(prec)
-    return MetricResult(float(value), (int(c),), {"n_excluded_never_predicted": n_never})
+    return MetricResult(float(value), (int(c),), with_ties({"n_excluded_never_predicted": n_never}, tied_indices(prec, value)))
 
 
 def worst_n_recall(hits: np.ndarray, support: np.ndarray, n: int, *, exact: bool = False) -> MetricResult:
@@ -315,7 +337,21 @@ def worst_n_recall(hits: np.ndarray, support: np.ndarray, n: int, *, exact: bool
     pooled = worst_n_pooled_exact_rows if exact else worst_n_pooled_rows
     value, chosen = pooled(valid_hits, valid_support, int(n))
     worst_first = _by_recall(valid, valid_hits, valid_support, np.flatnonzero(chosen))
-    return MetricResult(float(value), worst_first, _empty_details(support))
+    details = _empty_details(support)
+    if not exact:
+        details = with_ties(details, _boundary_ties(valid, valid_hits / valid_support, chosen))
+    return MetricResult(float(value), worst_first, details)
+
+
+def _boundary_ties(valid: np.ndarray, recall: np.ndarray, chosen: np.ndarray) -> list[int]:
+    """The classes whose recall equals the highest recall among the ``chosen`` n, when some of
+    them were left out by the tie rule (the heuristic's choice among them is then arbitrary):
+    those classes, else none."""
+    boundary = recall[chosen].max()
+    at_boundary = recall == boundary
+    if np.count_nonzero(at_boundary & ~chosen) == 0:
+        return []
+    return [int(c) for c in valid[at_boundary]]
 
 
 def worst_pair(pairwise_wins: np.ndarray, support: np.ndarray, *, balanced: bool = False) -> MetricResult:
@@ -332,7 +368,8 @@ def worst_pair(pairwise_wins: np.ndarray, support: np.ndarray, *, balanced: bool
     value[np.tri(m, dtype=np.bool_)] = np.inf  # keep a < b only
     flat = int(np.argmin(value))  # row-major first minimum -> lexicographically smallest
     i, j = divmod(flat, m)
-    return MetricResult(float(value[i, j]), (int(valid[i]), int(valid[j])), _empty_details(support))
+    tied = [[int(valid[a]), int(valid[b])] for a, b in np.argwhere(value == value[i, j])]
+    return MetricResult(float(value[i, j]), (int(valid[i]), int(valid[j])), with_ties(_empty_details(support), tied))
 
 
 # ------------------------------------------------------------------------- superclasses
@@ -391,7 +428,8 @@ def worst_superclass(
         raise InputError("no superclass has samples in the test set", field="superclasses")
     value, where = worst_superclass_rows(hits, counts)  # ties: the first superclass in mapping order
     details = {"n_superclasses_without_samples": n_empty} if n_empty else {}
-    return MetricResult(float(value), (names[int(where)],), details)
+    tied = [names[i] for i in tied_indices(_ratio(hits, counts), value)]
+    return MetricResult(float(value), (names[int(where)],), with_ties(details, tied))
 
 
 def worst_superclass_accuracy(

@@ -1,0 +1,136 @@
+"""Ties are declared, not resolved silently into a finding: a worst class, pair or superclass
+that shares its value with others says so in the JSON (``n_tied``, ``tied``) and in the tables,
+and the bootstrap's worst-class shares split a tied replicate evenly (checked against brute
+force)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from classwise import tables
+from classwise.metrics import bootstrap as boot
+from classwise.metrics import cfps
+from classwise.metrics.probabilities import Probabilities
+from classwise.metrics.stats import compute_stats
+from classwise.metrics.suite import evaluate, worst_class_family, worst_class_shares
+
+
+def _all_correct(n_per_class: int = 3, c: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.repeat(np.arange(c), n_per_class)
+    logits = np.full((labels.size, c), -1.0)
+    logits[np.arange(labels.size), labels] = 1.0
+    return logits, labels
+
+
+def _all_wrong(n_per_class: int = 2, c: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Every sample predicted as the next class, its own second: every recall 0, every top-2
+    recall 1, every class predicted equally."""
+    labels = np.repeat(np.arange(c), n_per_class)
+    logits = np.zeros((labels.size, c))
+    logits[np.arange(labels.size), (labels + 1) % c] = 1.0
+    logits[np.arange(labels.size), labels] = 0.5
+    return logits, labels
+
+
+def test_all_equal_recalls_name_every_class_as_tied() -> None:
+    logits, labels = _all_wrong()
+    metrics = worst_class_family(compute_stats(logits, labels), logits, k=2, ns=(2,))
+    wca = metrics["WCA"]
+    assert wca.value == 0.0 and wca.classes == (0,)
+    assert wca.details["n_tied"] == 10 and wca.details["tied"] == list(range(10))
+    assert metrics["WCP"].details["n_tied"] == 10  # every precision 0
+    assert metrics["WCA@2"].details["n_tied"] == 10  # every top-2 recall is 1
+
+
+def test_tied_classes_equal_a_brute_force_of_the_recalls() -> None:
+    rng = np.random.default_rng(4)
+    labels = np.repeat(np.arange(6), 4)  # recalls in quarters: ties likely
+    logits = rng.normal(size=(labels.size, 6))
+    logits[np.arange(labels.size), labels] += rng.choice([0.0, 3.0], size=labels.size)
+    stats = compute_stats(logits, labels)
+    recall = stats.hits / stats.support
+    expected = [c for c in range(6) if recall[c] == recall.min()]
+    wca = worst_class_family(stats, logits, ns=(2,))["WCA"]
+    assert wca.details.get("tied", [wca.classes[0]]) == expected
+    assert wca.classes == (expected[0],)
+
+
+def test_tied_pairs_and_superclasses_equal_a_brute_force() -> None:
+    logits, labels = _all_correct(c=5)
+    stats = compute_stats(logits, labels)
+    metrics = worst_class_family(stats, logits, superclasses={"a": [0, 1], "b": [2, 3, 4]}, ns=(2,))
+    every_pair = [list(pair) for pair in itertools.combinations(range(5), 2)]  # all at accuracy 1
+    assert metrics["W2CA"].details["tied"] == every_pair and metrics["W2CA"].details["n_tied"] == 10
+    assert metrics["WSupCA"].details["tied"] == ["a", "b"]
+    # an untied minimum declares nothing
+    logits[0] = [0.0, 2.0, 0.0, 0.0, 0.0]  # one sample of class 0 taken for class 1
+    metrics = worst_class_family(compute_stats(logits, labels), logits, superclasses={"a": [0, 1], "b": [2, 3, 4]}, ns=(2,))
+    assert "n_tied" not in metrics["WCA"].details and metrics["WCA"].classes == (0,)
+    assert "n_tied" not in metrics["W2CA"].details and metrics["W2CA"].classes == (0, 1)
+
+
+def test_cfps_max_declares_classes_with_equal_false_positives() -> None:
+    logits, labels = _all_wrong(c=4)
+    confusion = compute_stats(logits, labels).confusion
+    result = cfps.cfps_max(confusion)
+    assert result.details["n_tied"] == 4 and result.details["tied"] == [0, 1, 2, 3]
+    assert evaluate(logits, labels, k=2, ns=(2,)).metrics["CFPS_max"].details["tied"] == [0, 1, 2, 3]
+
+
+def test_a_tied_cell_says_how_many_tie() -> None:
+    logits, labels = _all_wrong()
+    document = evaluate(logits, labels, k=2, ns=(2,)).to_json()
+    document["class_names"] = [str(i) for i in range(10)]
+    frame = tables.metric_table({"m": document}, ["A", "WCA", "W2CR"])
+    assert frame.loc["WCA", "m"] == "0.00 (0; 10 tied)"
+    # the two worst of ten tied classes are a choice of the tie rule, and the cell says so
+    assert frame.loc["W2CR", "m"] == "0.00 (0, 1; 10 tied)"
+
+
+@pytest.mark.parametrize("make", [_all_wrong, _all_correct])
+def test_no_class_is_the_bootstrap_worst_in_every_replicate_because_of_the_tie_rule(make) -> None:
+    logits, labels = make()
+    stats = compute_stats(logits, labels)
+    replicates = boot.bootstrap_replicates(logits, stats, Probabilities.from_scores(logits, "logits"), ns=(2,), replicates=30)
+    shares = worst_class_shares(replicates, 10)
+    np.testing.assert_allclose(shares["worst_recall_probability"], np.full(10, 0.1))
+    summary = boot.summarize(replicates, confidence=0.95)["WCA"]
+    assert summary.worst_probability is not None
+    assert [share for _, share in summary.worst_probability] == pytest.approx([0.1] * 5)
+
+
+def test_tie_shares_equal_a_brute_force_over_the_replicates() -> None:
+    rng = np.random.default_rng(7)
+    labels = np.repeat(np.arange(5), 4)
+    logits = rng.normal(size=(labels.size, 5))
+    logits[np.arange(labels.size), labels] += 0.8
+    stats = compute_stats(logits, labels)
+    b, seed = 25, 5
+    replicates = boot.bootstrap_replicates(
+        logits, stats, Probabilities.from_scores(logits, "logits"), ns=(2,), replicates=b, seed=seed, pairs=False
+    )
+    draws = boot.StratifiedDraws.from_labels(labels, 5, seed)
+    expected = {name: np.zeros(5) for name in ("WCA", "WCP", "CFPS_max")}
+    for r in range(b):
+        idx = draws.indices(r)
+        drawn = compute_stats(logits[idx], labels[idx], n_classes=5)
+        recall = drawn.hits / drawn.support
+        with np.errstate(invalid="ignore", divide="ignore"):
+            precision = drawn.precision_hits / drawn.predicted
+        false_positives = drawn.predicted - drawn.precision_hits
+        for name, values, pick in (
+            ("WCA", recall, np.nanmin),
+            ("WCP", precision, np.nanmin),
+            ("CFPS_max", false_positives, np.max),
+        ):
+            if name == "CFPS_max" and drawn.errors == 0:
+                continue
+            tied = np.flatnonzero(values == pick(values))
+            expected[name][tied] += 1 / (b * tied.size)
+    got = {name: boot.worst_shares(replicates[name], 5) for name in expected}
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], err_msg=name)
+    assert any(0 < share % (1 / b) for share in got["WCA"] * b), "no replicate tied: the test would not test ties"
