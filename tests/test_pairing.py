@@ -319,3 +319,20 @@ def test_the_step_writes_n_in_the_tables_the_captions_and_the_panels(tmp_path: P
     fig = plot_classwise_robustness(paired.confusions, NAMES, path=tmp_path / "panels.png", notes=notes)
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert titles == ["clean", "gaussian_noise", "autoattack (n = 6 of 30)", "sketch (other images, n = 20)"]
+
+
+def test_a_file_of_hard_predictions_pairs_too(tmp_path: Path, evaluations) -> None:  # type: ignore[no-untyped-def]
+    from classwise.logits_io import save_predictions
+
+    cached: dict[str, dict[str, CachedOutputs]] = {}
+    for shift in ("clean", "autoattack"):
+        o = evaluations[shift]["a"]
+        path = tmp_path / f"{shift}.npz"
+        save_predictions(
+            path, predictions=o.predicted, labels=o.labels, sample_ids=o.ids, class_names=np.array(NAMES), metadata={}
+        )
+        pd.DataFrame(o.confusion(), index=NAMES, columns=NAMES).to_csv(path.with_suffix(".csv"))
+        cached[shift] = {"a": CachedOutputs(path, path.with_suffix(".csv"))}
+    from_files = pair_confusions(cached)
+    expected = pair_confusions({shift: {"a": evaluations[shift]["a"]} for shift in ("clean", "autoattack")})
+    np.testing.assert_array_equal(from_files.references["autoattack"]["a"], expected.references["autoattack"]["a"])
