@@ -9,7 +9,9 @@ with job_log(snakemake, exit_when_done=True):
     output = snakemake.output
     classwise_robustness_step(
         confusion_paths=snakemake.params.confusions,
+        logits_paths=snakemake.params.logits,
         attack_shifts=snakemake.params.attack_shifts,
+        unpaired_shifts=snakemake.params.unpaired_shifts,
         corrupted_shifts=snakemake.params.corrupted_shifts,
         title=title_of(snakemake),
         figure_path=output.figure,

@@ -198,6 +198,11 @@ def test_class_wise_robustness_outputs(finished_run: Path) -> None:
         matrix.loc["mlp"]["gaussian_noise_s3"].min()
     )
     assert summary.loc[("pgd_linf_eps0.1", "mlp"), "accuracy"] == pytest.approx(np.trace(confusion) / confusion.sum())
+    # PGD attacks every clean image: compared with clean on all of them, matched by sample id
+    clean = load_scores(results / "logits" / "digits" / "mlp" / "clean.npz")
+    pgd = summary.loc[("pgd_linf_eps0.1", "mlp")]
+    assert (pgd["pairing"], pgd["n"], pgd["reference_n"]) == ("same samples", clean.n_samples, clean.n_samples)
+    assert pgd["reference_accuracy"] == pytest.approx(np.mean(clean.scores.argmax(axis=1) == clean.labels))
     errors = pd.read_csv(results / "tables" / "digits" / "robustness" / "corruption_errors.csv", index_col=[0, 1, 2])
     assert errors.loc["mlp"]["clean_error"].to_numpy() == pytest.approx(1 - matrix.loc["mlp"]["clean"].to_numpy())
 

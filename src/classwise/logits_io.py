@@ -43,6 +43,7 @@ import numpy as np
 
 from classwise.atomic import atomic_path, write_json
 from classwise.errors import InputError
+from classwise.sample_ids import sample_id_positions
 from classwise.validation import (
     ScoreKind,
     check_finite_rows,
@@ -57,6 +58,7 @@ __all__ = [
     "ScoreKind",
     "ScoresFile",
     "load_outputs",
+    "load_sample_ids",
     "load_scores",
     "save_logits",
     "save_predictions",
@@ -311,6 +313,26 @@ def load_outputs(path: str | Path) -> ScoresFile:
     one-hot encoding of the predictions with ``hard_predictions`` set (only its argmax, and
     what follows from the confusion matrix, is meaningful)."""
     return _load(path, allow_predictions=True)
+
+
+def load_sample_ids(path: str | Path) -> np.ndarray:
+    """The sample ids of an outputs file as strings (``0..N-1`` for a file without them), its
+    scores left unread: what matching two files by sample id needs. :class:`InputError` naming
+    the file when it is missing, not an archive, lacks ``labels`` or repeats an id."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("file does not exist", path=p)
+    with open_npz(p) as archive:
+        if "sample_ids" in archive.files:
+            ids = archive["sample_ids"].astype(str)
+        elif "labels" in archive.files:
+            ids = np.arange(archive["labels"].shape[0]).astype(str)
+        else:
+            raise InputError(f"missing array 'labels'; found {sorted(archive.files)}", path=p, field="labels")
+    if ids.ndim != 1:
+        raise InputError(f"expected a 1-D array, got shape {ids.shape}", path=p, field="sample_ids")
+    sample_id_positions(ids, ids, path=p, available_name="this file")  # refuses repeated ids
+    return ids
 
 
 def open_npz(path: Path) -> Any:

@@ -323,11 +323,12 @@ def write_csv(path: str | Path, frame: pd.DataFrame, **kwargs: Any) -> None:
 TABLE_FORMATS: tuple[str, ...] = ("markdown", "csv", "latex")
 
 
-def transfer_matrix_table(cells: pd.DataFrame) -> pd.DataFrame:
+def transfer_matrix_table(cells: pd.DataFrame, *, samples: bool = False) -> pd.DataFrame:
     """The transfer matrix for display: rows the source models (``source / attack``), columns the
     target models, each cell ``robust accuracy (worst class: its accuracy)``
     (:func:`classwise.robustness.transfer.transfer_matrix`, whose rows are the CSV); ``-`` where
-    a pair was not run."""
+    a pair was not run. With ``samples``, a last column ``n``: the images of the row (per target
+    when they differ)."""
     labels = [f"{source} / {attack}" for source, attack in zip(cells["source"], cells["attack"])]
     targets = list(dict.fromkeys(cells["target"]))
     display = pd.DataFrame("-", index=pd.Index(list(dict.fromkeys(labels)), name="source / attack"), columns=targets)
@@ -335,6 +336,14 @@ def transfer_matrix_table(cells: pd.DataFrame) -> pd.DataFrame:
         display.loc[label, row.target] = (
             f"{decimals(row.robust_accuracy)} ({row.worst_class}: {decimals(row.worst_class_accuracy)})"
         )
+    if samples:
+        rows = cells.set_index(pd.Index(labels)).groupby(level=0, sort=False)
+        display["n"] = [
+            str(int(row["samples"].iloc[0]))
+            if row["samples"].nunique() == 1
+            else ", ".join(f"{target}: {int(n)}" for target, n in zip(row["target"], row["samples"]))
+            for _, row in rows
+        ]
     return display
 
 
@@ -394,6 +403,7 @@ ROBUST_FAIRNESS_COLUMNS: dict[str, str] = {
     "worst boundary error": "worst_boundary_error",
     "NSD": "robust_error_nsd",
     "Gini": "robust_error_gini",
+    "n": "n",
 }
 
 
@@ -402,9 +412,9 @@ def robust_fairness_table(results: Mapping[str, RobustFairness], class_names: Se
     rows = models. The display frame has percent cells (:func:`percent`) for A, robust A and
     the worst-class clean and robust accuracy and the worst (largest) class-wise boundary
     error, the last three with their class in parentheses, and the NSD and Gini of the
-    class-wise robust error with three decimals. The data frame (the CSV) holds the same as
-    fractions at full precision, each class in a ``..._class`` column, and the SD beside the
-    NSD."""
+    class-wise robust error with three decimals, and ``n``, the attacked samples (every clean
+    number is on the same samples). The data frame (the CSV) holds the same as fractions at full
+    precision, each class in a ``..._class`` column, and the SD beside the NSD."""
     display: dict[str, list[str]] = {header: [] for header in ROBUST_FAIRNESS_COLUMNS}
     records = []
     for model, result in results.items():
@@ -423,10 +433,12 @@ def robust_fairness_table(results: Mapping[str, RobustFairness], class_names: Se
                 record |= {name: worst[name].value, f"{name}_class": label}
         display["NSD"].append(three_decimals(result.robust_error_nsd))
         display["Gini"].append(three_decimals(result.robust_error_gini))
+        display["n"].append(str(result.n_samples))
         record |= {
             "robust_error_sd": result.robust_error_sd,
             "robust_error_nsd": result.robust_error_nsd,
             "robust_error_gini": result.robust_error_gini,
+            "n": result.n_samples,
         }
         records.append(record)
     frame = pd.DataFrame(display, index=pd.Index(list(results), name="model"))

@@ -14,6 +14,8 @@
 rule analyse_classwise_robustness:
     input:
         flat_confusions,
+        # the sample ids: every comparison is made on the samples both sides hold
+        flat_classwise_logits,
     output:
         table_markdown=f"{ROBUST_TABLES}/classwise.md",
         table_csv=report(
@@ -148,6 +150,8 @@ rule analyse_classwise_robustness:
         "../../envs/metrics.yaml"
     params:
         confusions=classwise_confusions,
+        logits=classwise_logits,
+        unpaired_shifts=lambda wildcards: unpaired_shifts(wildcards.dataset),
         attack_shifts=lambda wildcards: attacked_shifts(wildcards.dataset),
         # transformed shifts all score every class (a published set on a class subset is not one)
         corrupted_shifts=lambda wildcards: transformed_shifts(wildcards.dataset),

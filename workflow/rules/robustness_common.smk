@@ -88,6 +88,31 @@ def classwise_confusions(wildcards):
     }
 
 
+def classwise_logits(wildcards):
+    """The outputs files the confusions of classwise_confusions were counted from."""
+    return {
+        shift: {
+            model: logits_path(wildcards.dataset, model, shift)
+            for model in dataset_models(wildcards.dataset)
+        }
+        for shift in full_label_space_shifts(wildcards.dataset)
+    }
+
+
+def flat_classwise_logits(wildcards):
+    return [
+        path
+        for per_model in classwise_logits(wildcards).values()
+        for path in per_model.values()
+    ]
+
+
+def unpaired_shifts(dataset):
+    """The shifts of `dataset` (full label space) whose images are not the base dataset's
+    samples (natural shift sets): compared with clean unpaired, never matched by sample id."""
+    return [s for s in full_label_space_shifts(dataset) if not SHIFTS[s].paired]
+
+
 def flat_confusions(wildcards):
     return [
         path

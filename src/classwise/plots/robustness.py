@@ -84,6 +84,7 @@ def plot_classwise_robustness(
     path: str | Path,
     title: str = "Class-wise accuracy and CFPS",
     max_shifts: int = MAX_SHIFT_PANELS,
+    notes: Mapping[str, str] | None = None,
 ) -> Figure:
     """Figures 2-3: for every shift a panel of class-wise accuracy and one of CFPS.
 
@@ -97,6 +98,9 @@ def plot_classwise_robustness(
     :func:`classwise.robustness.across_shifts.worst_shifts` are drawn: ``clean`` and the shifts
     of lowest worst-class accuracy (mean over models), worst first, as the title says; every
     shift is in the worst-classes-by-shift heatmap, the accuracy spread and the shift summary.
+
+    ``notes`` (shift -> text) go in brackets after a panel's shift name: the samples of a shift
+    over a subset of the clean ones (``n = 20 of 899``, :func:`classwise.robustness.pairing.shift_samples`).
     """
     if isinstance(max_shifts, bool) or not isinstance(max_shifts, int) or max_shifts < 1:
         raise InputError(f"expected an integer >= 1, got {max_shifts!r}", field="max_shifts")
@@ -131,7 +135,8 @@ def plot_classwise_robustness(
             if col == 0:
                 ax.set_ylabel(label)
             if offset == 0:
-                ax.set_title(shift, fontsize=9)
+                note = (notes or {}).get(shift, "")
+                ax.set_title(f"{shift} ({note})" if note else shift, fontsize=9)
     legend: dict[str, Artist] = {}  # one entry per model, even if some shift lacks a model
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):

@@ -4,9 +4,9 @@ Everything starts, like :mod:`classwise.robustness.classwise`, from the confusio
 ``{shift: {model: (C, C) [true, predicted]}}`` of one label space:
 
 * :func:`shift_summary` -- per shift and model: accuracy A, worst-class accuracy WCA with its
-  class, and both changes from the reference shift (``clean``);
+  class, and both changes from the reference shift (``clean``) on the same samples;
 * :func:`class_shift_matrix` -- class x shift matrices of class-wise accuracy or CFPS, one row
-  per (model, class);
+  per (model, class), and the reference's values on each subset shift's samples;
 * :func:`corruption_summary` -- per model and class: clean error, the mean error over the
   corrupted copies (every corruption and severity), and the relative accuracy drop;
 * :func:`worst_classes` -- the classes to name when there are too many to show them all;
@@ -18,6 +18,12 @@ Everything starts, like :mod:`classwise.robustness.classwise`, from the confusio
 WCA here is the minimum class-wise recall over the classes that have samples under the shift,
 the convention of :mod:`classwise.metrics.worst_class` (a class without samples is no worst
 class); ties go to the lowest class index.
+
+Like with like: the functions that compare a shift with the reference take ``references``,
+the reference shift's confusion on the samples of each paired shift
+(:func:`classwise.robustness.pairing.pair_confusions`, which matches them by sample id; a shift
+absent from it is unpaired, other images, compared with the whole reference set). Without it,
+every shift is taken to hold the reference's samples.
 """
 
 from __future__ import annotations
@@ -28,10 +34,25 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError
+from classwise.metrics.cfps import class_false_positive_score, class_wise_accuracy
 from classwise.robustness.classwise import Confusions, classwise_values
+from classwise.robustness.pairing import REFERENCE_SHIFT, pairing_table
 
-#: The shift the changes of :func:`shift_summary` are measured from.
-REFERENCE_SHIFT = "clean"
+__all__ = [
+    "REFERENCE_SHIFT",
+    "SPREAD_QUANTILES",
+    "accuracy_quantiles",
+    "class_shift_matrix",
+    "corruption_summary",
+    "models_of",
+    "ranked_confusions",
+    "reference_confusions",
+    "shift_summary",
+    "shift_summary_display",
+    "shifts_by_accuracy",
+    "worst_classes",
+    "worst_shifts",
+]
 
 
 def models_of(by_shift: Mapping[str, Mapping[str, object]]) -> list[str]:
@@ -56,32 +77,64 @@ def _worst(recall: np.ndarray) -> tuple[float, int]:
     return float(masked[worst]), worst
 
 
-def shift_summary(confusions: Confusions, class_names: Sequence[str], *, reference: str = REFERENCE_SHIFT) -> pd.DataFrame:
+def reference_confusions(
+    confusions: Confusions,
+    references: Mapping[str, Mapping[str, np.ndarray]] | None,
+    *,
+    reference: str = REFERENCE_SHIFT,
+) -> dict[str, dict[str, np.ndarray]]:
+    """``{shift: {model: (C, C)}}``: what each (shift, model) is compared with, the reference
+    shift's confusion on the shift's samples (``references``; :func:`pair_confusions
+    <classwise.robustness.pairing.pair_confusions>`) or, for an unpaired shift (absent from
+    ``references``) and without ``references``, on all of its samples. A model without a
+    reference run is left out."""
+    base = confusions.get(reference, {})
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for shift, by_model in confusions.items():
+        paired = {} if references is None or shift == reference else references.get(shift, {})
+        out[shift] = {model: paired.get(model, base[model]) for model in by_model if model in base}
+    return out
+
+
+def shift_summary(
+    confusions: Confusions,
+    class_names: Sequence[str],
+    *,
+    reference: str = REFERENCE_SHIFT,
+    references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+) -> pd.DataFrame:
     """Long table, one row per (shift, model) in input order: ``accuracy``,
-    ``worst_class_accuracy``, ``worst_class`` (index), ``worst_class_name`` and, when the
-    ``reference`` shift is present for the model, ``accuracy_change`` and
-    ``worst_class_accuracy_change`` (shift minus reference; NaN without a reference)."""
+    ``worst_class_accuracy``, ``worst_class`` (index), ``worst_class_name``; the samples
+    (``n``, ``reference_n``, ``pairing``: :func:`classwise.robustness.pairing.pairing_table`);
+    the reference shift's ``reference_accuracy`` and ``reference_worst_class_accuracy`` on the
+    same samples (:func:`reference_confusions`: the whole reference set for an unpaired shift)
+    and the changes ``accuracy_change`` and ``worst_class_accuracy_change`` (shift minus
+    reference; NaN without a reference run)."""
     names = [str(n) for n in class_names]
     recall, _ = classwise_values(confusions, len(names))
+    compared_with = reference_confusions(confusions, references, reference=reference)
+    samples = pairing_table(confusions, references, reference=reference).to_dict("index")
     rows = []
+    nan = float("nan")
     for shift, by_model in confusions.items():
         for model, confusion in by_model.items():
             wca, worst = _worst(recall[shift][model])
-            rows.append(
-                {
-                    "shift": shift,
-                    "model": model,
-                    "accuracy": _accuracy(confusion),
-                    "worst_class_accuracy": wca,
-                    "worst_class": worst,
-                    "worst_class_name": names[worst] if worst >= 0 else "",
-                }
-            )
+            base = compared_with[shift].get(model)
+            row = {
+                "shift": shift,
+                "model": model,
+                "accuracy": _accuracy(confusion),
+                "worst_class_accuracy": wca,
+                "worst_class": worst,
+                "worst_class_name": names[worst] if worst >= 0 else "",
+                **samples[(shift, model)],
+                "reference_accuracy": nan if base is None else _accuracy(base),
+                "reference_worst_class_accuracy": nan if base is None else _worst(class_wise_accuracy(base))[0],
+            }
+            rows.append(row)
     frame = pd.DataFrame(rows)
-    base = frame[frame["shift"] == reference].set_index("model")
     for column in ("accuracy", "worst_class_accuracy"):
-        reference_values = frame["model"].map(base[column]) if len(base) else np.nan
-        frame[f"{column}_change"] = frame[column] - reference_values
+        frame[f"{column}_change"] = frame[column] - frame[f"reference_{column}"]
     return frame.set_index(["shift", "model"])
 
 
@@ -89,7 +142,9 @@ def shift_summary_display(summary: pd.DataFrame, *, reference: str = REFERENCE_S
     """The paper-style view of :func:`shift_summary`: rows are shifts, and per model one column
     ``A`` (``0.889 -0.043``: the value, then its change from the reference shift) and one
     ``WCA`` (``0.678 (8) -0.146``: the worst class in brackets). The reference row shows the
-    values alone."""
+    values alone. When a shift covers a subset of the reference's samples or other images, two
+    first columns say so: ``n`` (the samples of the row; per model when they differ) and
+    ``vs <reference>`` (``same samples``, ``same 20 samples``, ``unpaired: other images``)."""
 
     def cell(value: float, change: float, worst: str = "") -> str:
         if not np.isfinite(value):
@@ -100,6 +155,11 @@ def shift_summary_display(summary: pd.DataFrame, *, reference: str = REFERENCE_S
     shifts = list(dict.fromkeys(summary.index.get_level_values("shift")))
     models = list(dict.fromkeys(summary.index.get_level_values("model")))
     columns: dict[str, list[str]] = {}
+    if "pairing" in summary and summary["pairing"].isin(["subset", "unpaired"]).any():
+        of_shift = summary.index.get_level_values("shift")
+        by_shift = [summary[of_shift == shift].droplevel("shift") for shift in shifts]
+        columns["n"] = [_samples_cell(rows) for rows in by_shift]
+        columns[f"vs {reference}"] = [_pairing_cell(rows) for rows in by_shift]
     for model in models:
         a_column, w_column = [], []
         for shift in shifts:
@@ -118,28 +178,65 @@ def shift_summary_display(summary: pd.DataFrame, *, reference: str = REFERENCE_S
     return pd.DataFrame(columns, index=pd.Index(shifts, name="shift"))
 
 
-def class_shift_matrix(confusions: Confusions, class_names: Sequence[str], *, value: str = "accuracy") -> pd.DataFrame:
+def _samples_cell(rows: pd.DataFrame) -> str:
+    """``899``, or ``a: 20, b: 19`` when the models of a shift (the rows, indexed by model) hold
+    different numbers."""
+    counts = rows["n"].astype(int)
+    if counts.nunique() == 1:
+        return str(int(counts.iloc[0]))
+    return ", ".join(f"{model}: {n}" for model, n in counts.items())
+
+
+def _pairing_cell(rows: pd.DataFrame) -> str:
+    kinds = list(dict.fromkeys(rows["pairing"]))
+    if kinds == ["reference"]:
+        return ""
+    if "unpaired" in kinds:
+        return "unpaired: other images"
+    if "subset" in kinds:
+        return f"same {_samples_cell(rows)} samples" if rows["n"].nunique() == 1 else "same samples, per model"
+    return "same samples" if kinds == ["same samples"] else "no reference"
+
+
+def class_shift_matrix(
+    confusions: Confusions,
+    class_names: Sequence[str],
+    *,
+    value: str = "accuracy",
+    references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    reference: str = REFERENCE_SHIFT,
+) -> pd.DataFrame:
     """Class x shift matrix of ``value`` (``accuracy``: class-wise recall, NaN for a class
     without samples; ``cfps``: Eq. 1 of Medi et al., 2024), indexed
-    (model, class, class_name), one column per shift (NaN where a shift lacks the model)."""
+    (model, class, class_name), one column per shift (NaN where a shift lacks the model).
+
+    A shift over a subset of the reference's samples (``references``, as for
+    :func:`shift_summary`) is followed by the column ``<reference> on <shift>``: the reference
+    shift's values on the same samples, the column to compare it with."""
     if value not in ("accuracy", "cfps"):
         raise InputError(f"expected 'accuracy' or 'cfps', got {value!r}", field="value")
     names = [str(n) for n in class_names]
     accuracy, cfps = classwise_values(confusions, len(names))
-    values = accuracy if value == "accuracy" else cfps
+    pairing = pairing_table(confusions, references, reference=reference)
+    of = class_wise_accuracy if value == "accuracy" else class_false_positive_score
+    columns: dict[str, Mapping[str, np.ndarray]] = {}
+    for shift in confusions:
+        columns[shift] = (accuracy if value == "accuracy" else cfps)[shift]
+        subset = pairing.xs(shift, level="shift")["pairing"] == "subset"
+        if references is not None and subset.any():
+            columns[f"{reference} on {shift}"] = {model: of(references[shift][model]) for model in subset.index[subset]}
     models = models_of(confusions)
-    shifts = list(confusions)
     c = len(names)
-    data = np.full((len(models) * c, len(shifts)), np.nan)
-    for j, shift in enumerate(shifts):
+    data = np.full((len(models) * c, len(columns)), np.nan)
+    for j, by_model in enumerate(columns.values()):
         for i, model in enumerate(models):
-            if model in values[shift]:
-                data[i * c : (i + 1) * c, j] = values[shift][model]
+            if model in by_model:
+                data[i * c : (i + 1) * c, j] = by_model[model]
     index = pd.MultiIndex.from_arrays(
         [np.repeat(models, c), np.tile(np.arange(c), len(models)), np.tile(names, len(models))],
         names=["model", "class", "class_name"],
     )
-    return pd.DataFrame(data, index=index, columns=pd.Index(shifts, name="shift"))
+    return pd.DataFrame(data, index=index, columns=pd.Index(list(columns), name="shift"))
 
 
 def corruption_summary(
@@ -148,25 +245,34 @@ def corruption_summary(
     corrupted: Sequence[str],
     *,
     reference: str = REFERENCE_SHIFT,
+    references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
 ) -> pd.DataFrame:
     """Per (model, class): ``clean_error`` (1 - recall under ``reference``),
     ``mean_corruption_error`` (1 - recall, averaged over the ``corrupted`` shifts that have the
     model: every corruption and severity weighs the same, as in Hendrycks & Dietterich's
     corruption error before normalisation) and ``relative_drop``
     ``= (clean accuracy - mean corrupted accuracy) / clean accuracy`` (NaN for a clean accuracy
-    of 0). Empty when the reference or every corrupted shift is missing."""
+    of 0), the clean accuracy here being the mean over the same corrupted shifts of the clean
+    recall on each one's samples (``references``, as for :func:`shift_summary`: equal to the
+    recall under ``reference`` when every copy holds the reference's samples). Empty when the
+    reference or every corrupted shift is missing."""
     names = [str(n) for n in class_names]
     present = [s for s in corrupted if s in confusions]
     columns = ["clean_error", "mean_corruption_error", "relative_drop"]
     if reference not in confusions or not present:
         empty = pd.MultiIndex.from_arrays([[], [], []], names=["model", "class", "class_name"])
         return pd.DataFrame(columns=columns, index=empty, dtype=np.float64)
-    matrix = class_shift_matrix(confusions, names)
+    kept = {shift: confusions[shift] for shift in [reference, *present]}
+    matrix = class_shift_matrix(kept, names)
+    paired = class_shift_matrix(reference_confusions(kept, references, reference=reference), names)
     clean = matrix[reference].to_numpy()
     corrupted_accuracy = matrix[present].to_numpy()
+    # the clean recall on each copy's samples, where the copy has the model
+    paired_clean = np.where(np.isfinite(corrupted_accuracy), paired[present].to_numpy(), np.nan)
     mean_accuracy = _nanmean(corrupted_accuracy, axis=1)
+    mean_clean = _nanmean(paired_clean, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        drop = np.where(clean > 0, (clean - mean_accuracy) / clean, np.nan)
+        drop = np.where(mean_clean > 0, (mean_clean - mean_accuracy) / mean_clean, np.nan)
     frame = pd.DataFrame(
         {"clean_error": 1.0 - clean, "mean_corruption_error": 1.0 - mean_accuracy, "relative_drop": drop},
         index=matrix.index,

@@ -67,35 +67,38 @@ def classwise_values(
     return accuracy, cfps
 
 
-def classwise_table(confusions: Confusions, class_names: Sequence[str]) -> pd.DataFrame:
+def classwise_table(confusions: Confusions, class_names: Sequence[str], *, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Long table with one row per (shift, model, class): columns ``shift``, ``model``,
-    ``class``, ``class_name``, ``accuracy``, ``cfps`` (the numbers of Figures 2-3)."""
+    ``class``, ``class_name``, ``accuracy``, ``cfps`` (the numbers of Figures 2-3) and, with
+    ``samples`` (:func:`classwise.robustness.pairing.pairing_table` of the same confusions),
+    ``n`` (the samples of the shift and model) and ``pairing``."""
     names = [str(n) for n in class_names]
     accuracy, cfps = classwise_values(confusions, len(names))
+    counts = {} if samples is None else samples.to_dict("index")
     frames = []
     for shift, by_model in accuracy.items():
         for model, acc in by_model.items():
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "shift": shift,
-                        "model": model,
-                        "class": np.arange(len(names)),
-                        "class_name": names,
-                        "accuracy": acc,
-                        "cfps": cfps[shift][model],
-                    }
-                )
-            )
+            columns: dict[str, object] = {
+                "shift": shift,
+                "model": model,
+                "class": np.arange(len(names)),
+                "class_name": names,
+                "accuracy": acc,
+                "cfps": cfps[shift][model],
+            }
+            if samples is not None:
+                columns |= {"n": counts[(shift, model)]["n"], "pairing": counts[(shift, model)]["pairing"]}
+            frames.append(pd.DataFrame(columns))
     return pd.concat(frames, ignore_index=True)
 
 
 def mean_confusion(confusions: Mapping[str, np.ndarray]) -> np.ndarray:
     """The element-wise mean of the models' confusion matrices (Figure 4), float64.
 
-    The models are evaluated on the same samples, so every row has the same support in every
-    matrix and the mean of the counts, row-normalised, equals the mean of the row-normalised
-    matrices.
+    The models are evaluated on the same samples (the workflow counts them on the samples every
+    model holds, :func:`classwise.robustness.pairing.pair_confusions`), so every row has the same
+    support in every matrix and the mean of the counts, row-normalised, equals the mean of the
+    row-normalised matrices.
     """
     if not confusions:
         raise InputError("no confusion matrices given", field="confusions")

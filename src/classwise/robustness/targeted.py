@@ -23,6 +23,7 @@ from classwise.errors import InputError
 from classwise.logits_io import ScoresFile, sidecar_path
 from classwise.metrics.cfps import targeted_success_rate, targeted_success_rate_per_class
 from classwise.robustness._scores import as_scores, predictions, where
+from classwise.sample_ids import sample_id_positions
 
 TARGETED_PREFIX = "pgd_targeted_"
 """Targeted PGD shifts are named ``pgd_targeted_<t>``, ``t`` the target class index."""
@@ -134,6 +135,21 @@ def targeted_success_rates(
     return targeted_success_rate_per_class(np.concatenate(preds), np.concatenate(targets), np.concatenate(labels), n_classes)
 
 
+def _clean_on(clean: ScoresFile, clean_predicted: np.ndarray, run: ScoresFile) -> np.ndarray:
+    """The clean predictions (``clean_predicted``, of ``clean``'s samples) of ``run``'s samples,
+    in its order (matched by sample id)."""
+    rows = sample_id_positions(
+        run.sample_ids,
+        clean.sample_ids,
+        path=where(clean, "clean"),
+        available_name="the clean outputs",
+        missing=f"{{count}} of {{total}} sample(s) of {where(run, 'a targeted run')} are not in the clean outputs",
+    )
+    if not np.array_equal(clean.labels[rows], run.labels):
+        raise InputError("labels differ from the clean outputs' for the same samples", path=where(run, "run"), field="labels")
+    return clean_predicted[rows]
+
+
 def targeted_success_table(
     runs: Mapping[int, ScoresFile | str | Path] | Sequence[str | Path],
     *,
@@ -143,8 +159,10 @@ def targeted_success_table(
 
     Columns: ``class_name``, ``n_attacked`` (samples not of the target class), ``n_success``
     (of those, predicted as the target), ``success_rate`` (their ratio; NaN without attacked
-    samples) and, with ``clean`` logits of the same samples, ``clean_rate``: the share of the
-    non-target samples that the clean model already predicts as the target.
+    samples) and, with ``clean`` logits, ``clean_rate``: the share of the same non-target
+    samples (matched by sample id: a ``per_class`` run holds a subset of the clean ones) that
+    the clean model already predicts as the target. :class:`InputError` when a run holds a
+    sample the clean file lacks or labels a sample differently.
     """
     by_target = _runs_by_target(runs)
     _, class_names = _check_runs(by_target)
@@ -155,6 +173,7 @@ def targeted_success_table(
             path=where(clean_scores, "clean"),
             field="class_names",
         )
+    clean_predicted = None if clean_scores is None else predictions(clean_scores)
     rows = []
     for target, scores in by_target.items():
         pred, labels = predictions(scores), scores.labels
@@ -167,10 +186,7 @@ def targeted_success_table(
             "n_success": int((attacked & (pred == target)).sum()),
             "success_rate": targeted_success_rate(pred, goal, labels),
         }
-        if clean_scores is not None:
-            clean_pred = predictions(clean_scores)
-            row["clean_rate"] = targeted_success_rate(
-                clean_pred, np.full(clean_pred.shape, target, dtype=np.int64), clean_scores.labels
-            )
+        if clean_scores is not None and clean_predicted is not None:
+            row["clean_rate"] = targeted_success_rate(_clean_on(clean_scores, clean_predicted, scores), goal, labels)
         rows.append(row)
     return pd.DataFrame(rows).set_index("target")

@@ -135,7 +135,8 @@ def compare_models_step(
         rows,
         unavailable={(a, b): set(skipped[a]) | set(skipped[b]) for a, b in comparisons},
     )
-    tables.write_tables(display, _with_note(caption, note), table_paths, data=data)
+    n = next(iter(comparisons.values())).n_samples  # every model matched to the first: the same samples
+    tables.write_tables(display, _with_note(f"{caption} n = {n} samples.", note), table_paths, data=data)
 
 
 def decisiveness_tables_step(

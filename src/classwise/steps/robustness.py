@@ -24,23 +24,39 @@ def _write_tables(frame: pd.DataFrame, caption: str, paths: Mapping[str, str | P
 
 def _note(shifts: Iterable[str]) -> str:
     """The on-the-fly corruption note as a sentence to append (" The corruptions ..."), or ""."""
-    note = own_definitions_note(shifts)
-    return f" {note}" if note else ""
-
-
-def _confusion(path: str | Path) -> tuple[np.ndarray, list[str]]:
-    frame = pd.read_csv(path, index_col=0)
-    return frame.to_numpy(dtype=np.float64), [str(c) for c in frame.columns]
+    return _sentence(own_definitions_note(shifts))
 
 
 #: What the mean-confusion directory holds when no shift attacks the models.
 NO_ATTACK_NOTE = "No attack (PGD, AutoAttack or transfer) is evaluated on this dataset: no mean confusion under attack.\n"
 
 
+def _sentence(text: str) -> str:
+    """``text`` as a sentence to append (" ..."), or ""."""
+    return f" {text}" if text else ""
+
+
+def _subset_sentence(samples: Mapping[str, int], clean_samples: Mapping[str, int], what: str) -> str:
+    """The caption's sentence on the samples compared (``samples``: per model, or per row, the
+    ``what`` images; ``clean_samples``: the clean images of the same model or row)."""
+    counts = sorted(set(samples.values()))
+    of = sorted(set(clean_samples.values()))
+    if all(samples[key] >= clean_samples[key] for key in samples):
+        return f"Clean and {what} images matched by sample id."
+    n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    whole = str(of[0]) if len(of) == 1 else f"{of[0]}-{of[-1]}"
+    return (
+        f"Over a subset of the clean images: n = {n} {what} images of {whole}; every clean number is on the same "
+        "images, matched by sample id."
+    )
+
+
 def classwise_robustness_step(
     *,
     confusion_paths: Mapping[str, Mapping[str, str | Path]],
     attack_shifts: Sequence[str],
+    logits_paths: Mapping[str, Mapping[str, str | Path]] | None = None,
+    unpaired_shifts: Sequence[str] = (),
     corrupted_shifts: Sequence[str] = (),
     title: str,
     figure_path: str | Path,
@@ -53,23 +69,46 @@ def classwise_robustness_step(
     each of ``attack_shifts`` averaged over models, ``<mean_confusion_dir>/<shift>.png``; the
     workflow passes every untargeted PGD, AutoAttack and transfer shift), Figure 7 (prediction
     similarity on clean data) and the long table of the same numbers. ``confusion_paths`` is
-    ``{shift: {model: confusion.csv}}``. Without attacks the directory holds a note saying so
-    (it is a declared output, so it always exists). With ``across_shifts``, the class-wise view
-    across every shift too (:func:`across_shifts_outputs`)."""
+    ``{shift: {model: confusion.csv}}``, ``logits_paths`` the outputs files they were counted
+    from: every shift and model is compared on the samples its comparisons share, matched by
+    sample id (:func:`classwise.robustness.pairing.pair_confusions`; ``unpaired_shifts``: the
+    sets of other images), and a panel, title or row over a subset of the clean samples says its
+    n. Without ``logits_paths`` (no sample ids) every shift is taken to hold the clean samples.
+    Without attacks the directory holds a note saying so (it is a declared output, so it always
+    exists). With ``across_shifts``, the class-wise view across every shift too
+    (:func:`across_shifts_outputs`)."""
     from classwise.plots.robustness import (
         plot_classwise_robustness,
         plot_mean_confusion,
         plot_prediction_similarity,
     )
     from classwise.robustness.classwise import classwise_table
+    from classwise.robustness.pairing import (
+        CachedOutputs,
+        pair_confusions,
+        pairing_table,
+        read_confusion,
+        samples_note,
+        shift_samples,
+    )
 
-    confusions: dict[str, dict[str, np.ndarray]] = {}
-    class_names: list[str] = []
-    for shift, per_model in confusion_paths.items():
-        confusions[shift] = {}
-        for model, path in per_model.items():
-            confusions[shift][model], class_names = _confusion(path)
-    plot_classwise_robustness(confusions, class_names, path=figure_path, title=title)
+    class_names = read_confusion(next(iter(next(iter(confusion_paths.values())).values())))[1]
+    references: dict[str, dict[str, np.ndarray]] | None = None
+    if logits_paths is None:  # the caller's word: every shift holds the clean samples
+        confusions = {
+            shift: {model: read_confusion(path)[0] for model, path in per_model.items()}
+            for shift, per_model in confusion_paths.items()
+        }
+    else:
+        outputs = {
+            shift: {model: CachedOutputs(logits_paths[shift][model], path) for model, path in per_model.items()}
+            for shift, per_model in confusion_paths.items()
+        }
+        paired = pair_confusions(outputs, unpaired=unpaired_shifts)
+        confusions, references = paired.confusions, paired.references
+    pairing = pairing_table(confusions, references)
+    notes = {shift: shift_samples(pairing, shift) for shift in confusions}
+    plot_classwise_robustness(confusions, class_names, path=figure_path, title=title, notes=notes)
     reference = "clean" if "clean" in confusions else next(iter(confusions))
     plot_prediction_similarity(
         confusions[reference], path=similarity_path, title=f"{title}: similarity of class-wise predictions ({reference})"
@@ -79,20 +118,21 @@ def classwise_robustness_step(
     if not attack_shifts:
         write_text(mean_confusion_dir / "README.txt", NO_ATTACK_NOTE)
     for shift in attack_shifts:
+        samples = f" ({notes[shift]})" if notes[shift] else ""
         plot_mean_confusion(
             confusions[shift],
             class_names,
             path=mean_confusion_dir / f"{shift}.png",
-            title=f"{title}: confusion under {shift}, mean over models",
+            title=f"{title}: confusion under {shift}{samples}, mean over models",
         )
     _write_tables(
-        classwise_table(confusions, class_names).set_index(["shift", "model", "class"]),
-        f"{title}: class-wise accuracy and class false positive score per shift and model. "
-        f"Source: {cite('medi2024', 'Figures 1-3')}.{_note(confusions)}",
+        classwise_table(confusions, class_names, samples=pairing).set_index(["shift", "model", "class"]),
+        f"{title}: class-wise accuracy and class false positive score per shift and model; n: the samples compared. "
+        f"Source: {cite('medi2024', 'Figures 1-3')}.{_sentence(samples_note(pairing))}{_note(confusions)}",
         table_paths,
     )
     if across_shifts is not None:
-        across_shifts_outputs(confusions, class_names, corrupted_shifts, title=title, paths=across_shifts)
+        across_shifts_outputs(confusions, class_names, corrupted_shifts, title=title, paths=across_shifts, references=references)
 
 
 @dataclass(frozen=True)
@@ -116,13 +156,16 @@ def across_shifts_outputs(
     title: str,
     paths: AcrossShiftsPaths,
     listed: int = 20,
+    references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
 ) -> None:
     """The class-wise view across the shifts of one dataset: the shift summary table (A and WCA
-    per shift and model, with the change from clean), the class x shift accuracy and CFPS
-    matrices (CSV), the corruption errors per class (mean over every corrupted copy, and the
-    relative drop; the Markdown lists each model's ``listed`` classes of highest mean corruption
-    error, the CSV all), the worst classes x shifts heatmap and the spread of class-wise
-    accuracy per shift."""
+    per shift and model, with the change from clean on the same samples), the class x shift
+    accuracy and CFPS matrices (CSV), the corruption errors per class (mean over every corrupted
+    copy, and the relative drop; the Markdown lists each model's ``listed`` classes of highest
+    mean corruption error, the CSV all), the worst classes x shifts heatmap and the spread of
+    class-wise accuracy per shift. ``references``: the clean confusion on each paired shift's
+    samples (:class:`classwise.robustness.pairing.PairedConfusions`); without it every shift is
+    taken to hold the clean samples."""
     from classwise.plots import save_png
     from classwise.plots.many_classes import accuracy_spread_figure, worst_classes_by_shift_figure
     from classwise.robustness.across_shifts import (
@@ -133,19 +176,23 @@ def across_shifts_outputs(
         shift_summary_display,
     )
     from classwise.robustness.classwise import classwise_values
+    from classwise.robustness.pairing import pairing_table, samples_note
 
-    summary = shift_summary(confusions, class_names)
+    summary = shift_summary(confusions, class_names, references=references)
     tables.write_tables(
         shift_summary_display(summary),
         f"{title}: accuracy A and worst-class accuracy WCA (its class in brackets) per shift and model, each "
-        f"followed by its change from {REFERENCE_SHIFT}. Source: {cite('medi2024', 'Figures 1-3')}, in the terms of "
-        f"{cite('bitterwolf2022', 'Table 1')}.{_note(confusions)}",
+        f"followed by its change from {REFERENCE_SHIFT} on the same samples, matched by sample id. Source: "
+        f"{cite('medi2024', 'Figures 1-3')}, in the terms of {cite('bitterwolf2022', 'Table 1')}."
+        f"{_sentence(samples_note(pairing_table(confusions, references)))}{_note(confusions)}",
         paths.shift_summary,
         data=summary,
     )
-    write_text(paths.class_shift_accuracy, tables.to_csv(class_shift_matrix(confusions, class_names)))
-    write_text(paths.class_shift_cfps, tables.to_csv(class_shift_matrix(confusions, class_names, value="cfps")))
-    errors = corruption_summary(confusions, class_names, corrupted_shifts)
+    for path, value in ((paths.class_shift_accuracy, "accuracy"), (paths.class_shift_cfps, "cfps")):
+        write_text(path, tables.to_csv(class_shift_matrix(confusions, class_names, value=value, references=references)))
+    errors = corruption_summary(confusions, class_names, corrupted_shifts, references=references)
+    corrupted = {shift: confusions[shift] for shift in [REFERENCE_SHIFT, *corrupted_shifts] if shift in confusions}
+    corrupted_note = samples_note(pairing_table(corrupted, references))
     if errors.empty:
         display = pd.DataFrame({"note": [f"no corrupted copy of the dataset is evaluated beside {REFERENCE_SHIFT}"]})
     else:
@@ -159,8 +206,9 @@ def across_shifts_outputs(
         display,
         f"{title}: class-wise error, clean and averaged over the {len(corrupted_shifts)} corrupted copies "
         f"(every corruption and severity); relative drop = (clean accuracy - mean corrupted accuracy) / clean "
-        f"accuracy. Each model's {listed} classes of highest mean corruption error; the CSV holds every class. "
-        f"Source: {cite('medi2024', 'Figure 3')}, one number per class.{_note(corrupted_shifts)}",
+        f"accuracy, the clean accuracy on each copy's samples (matched by sample id). Each model's {listed} classes of highest mean corruption error; the CSV holds every class. "
+        f"Source: {cite('medi2024', 'Figure 3')}, one number per class.{_sentence(corrupted_note)}"
+        f"{_note(corrupted_shifts)}",
         paths.corruption_errors,
         data=errors,
     )
@@ -218,8 +266,9 @@ def targeted_success_step(
     plot_targeted_success(rates, class_names, path=figure_path, title=title)
     _write_tables(
         pd.concat(frames, names=["model"]),
-        f"{title}: success rate = share of samples not of the target class predicted as the target. "
-        f"Source: {cite('medi2024', 'Figure 5')}.",
+        f"{title}: success rate = share of samples not of the target class predicted as the target; n_attacked: "
+        "those samples; clean rate: the share of the same samples (matched by sample id) predicted as the target "
+        f"without the attack. Source: {cite('medi2024', 'Figure 5')}.",
         table_paths,
     )
 
@@ -273,16 +322,21 @@ def robust_fairness_step(
     (:mod:`classwise.metrics.robust_fairness`); ``clean_paths`` and ``attacked_paths`` map each
     model to its clean and attacked outputs, matched by sample id. The JSON holds, per model,
     the library's JSON with the overall ``accuracy`` and ``robust_accuracy`` beside it."""
+    from classwise.logits_io import load_sample_ids
     from classwise.metrics.robust_fairness import robust_fairness_of_files
     from classwise.plots.robustness import plot_clean_vs_robust
 
     results = {}
+    clean_samples = {}
     class_names: list[str] = []
     for model, clean in clean_paths.items():
         results[model], clean_file = robust_fairness_of_files(clean, attacked_paths[model])
+        clean_samples[model] = load_sample_ids(clean).size
         class_names = clean_file.class_names.tolist()
     # everything computed before anything is written
     display, data = tables.robust_fairness_table(results, class_names)
+    samples = {model: result.n_samples for model, result in results.items()}
+    caption += _sentence(_subset_sentence(samples, clean_samples, "attacked"))
     tables.write_tables(display, caption, table_paths, data=data)
     plot_clean_vs_robust(results, class_names, path=figure_path, title=title)
     write_json(
@@ -309,7 +363,22 @@ def transfer_matrix_step(
     ``clean_paths`` maps each target model to its clean outputs, ``transfer_paths`` each (source,
     attack, target) to the target's outputs under the source's transfer attack. Markdown and LaTeX show
     the matrix, the CSV one row per pair at full precision."""
+    from classwise.logits_io import load_sample_ids
     from classwise.robustness.transfer import transfer_matrix
 
     cells = transfer_matrix(clean_paths, transfer_paths)
-    tables.write_tables(tables.transfer_matrix_table(cells), caption, table_paths, data=cells)
+    keys = [
+        f"{source} / {attack} -> {target}" for source, attack, target in zip(cells["source"], cells["attack"], cells["target"])
+    ]
+    clean_samples = {target: load_sample_ids(path).size for target, path in clean_paths.items()}
+    sentence = _subset_sentence(
+        dict(zip(keys, cells["samples"].astype(int))),
+        {key: clean_samples[target] for key, target in zip(keys, cells["target"])},
+        "transferred",
+    )
+    tables.write_tables(
+        tables.transfer_matrix_table(cells, samples=True),
+        f"{caption} n: the images of each row; the CSV's clean accuracy is the target's on the same images.{_sentence(sentence)}",
+        table_paths,
+        data=cells,
+    )
