@@ -134,3 +134,27 @@ def test_tie_shares_equal_a_brute_force_over_the_replicates() -> None:
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], err_msg=name)
     assert any(0 < share % (1 / b) for share in got["WCA"] * b), "no replicate tied: the test would not test ties"
+
+
+def test_the_shift_summary_and_the_robust_fairness_table_declare_a_tied_worst_class() -> None:
+    from classwise.metrics.robust_fairness import robust_fairness
+    from classwise.robustness.across_shifts import shift_summary, shift_summary_display
+
+    clean_logits, labels = _all_correct(n_per_class=2, c=4)
+    attacked_logits, _ = _all_wrong(n_per_class=2, c=4)
+    confusions = {
+        shift: {"m": compute_stats(logits, labels).confusion}
+        for shift, logits in (("clean", clean_logits), ("pgd", attacked_logits))
+    }
+    summary = shift_summary(confusions, ["a", "b", "c", "d"])
+    assert summary.loc[("pgd", "m"), "worst_class_tied"] == 4  # every class at 0
+    display = shift_summary_display(summary)
+    assert display.loc["pgd", "m WCA"] == "0.000 (a; 4 tied) -1.000"
+    assert display.loc["clean", "m WCA"] == "1.000 (a; 4 tied)"
+
+    fairness = robust_fairness(clean_logits, attacked_logits, labels)
+    assert fairness.worst_class_robust_accuracy.tied == 4 and fairness.worst_class_clean_accuracy.tied == 4
+    table, data = tables.robust_fairness_table({"m": fairness}, ["a", "b", "c", "d"])
+    assert table.loc["m", "worst-class robust A"] == "0.00 (a; 4 tied)"
+    assert data.loc["m", "worst_class_robust_accuracy_tied"] == 4
+    assert fairness.to_json()["worst_class_robust_accuracy"]["n_tied"] == 4

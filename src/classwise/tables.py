@@ -429,8 +429,9 @@ def robust_fairness_table(results: Mapping[str, RobustFairness], class_names: Se
         for header, name in ROBUST_FAIRNESS_COLUMNS.items():
             if name in worst:
                 label = class_names[worst[name].class_index]
-                display[header].append(f"{percent(worst[name].value)} ({label})")
-                record |= {name: worst[name].value, f"{name}_class": label}
+                tied = worst[name].tied
+                display[header].append(f"{percent(worst[name].value)} ({label}{f'; {tied} tied' if tied > 1 else ''})")
+                record |= {name: worst[name].value, f"{name}_class": label, f"{name}_tied": tied}
         display["NSD"].append(three_decimals(result.robust_error_nsd))
         display["Gini"].append(three_decimals(result.robust_error_gini))
         display["n"].append(str(result.n_samples))

@@ -72,13 +72,15 @@ __all__ = ["RobustFairness", "WorstClass", "gini", "load_clean_and_attacked", "r
 
 @dataclass(frozen=True)
 class WorstClass:
-    """The lowest class-wise accuracy and its class index."""
+    """The lowest class-wise accuracy (or the largest error) and its class index; ``tied``
+    classes share the value (more than 1: the index is the tie rule's pick, the lowest)."""
 
     value: float
     class_index: int
+    tied: int = 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "class": self.class_index}
+        return {"value": self.value, "class": self.class_index, **({"n_tied": self.tied} if self.tied > 1 else {})}
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,7 +115,8 @@ class RobustFairness:
     def worst_boundary_error(self) -> WorstClass:
         """The largest class-wise boundary error and its class (the lowest index on ties)."""
         c = int(np.nanargmax(self.boundary_error))
-        return WorstClass(float(self.boundary_error[c]), c)
+        value = float(self.boundary_error[c])
+        return WorstClass(value, c, int(np.count_nonzero(self.boundary_error == value)))
 
     def to_json(self) -> dict[str, Any]:
         """``worst_class_clean_accuracy`` and ``worst_class_robust_accuracy`` (``{"value",
@@ -194,8 +197,12 @@ def robust_fairness(clean_scores: np.ndarray, attacked_scores: np.ndarray, label
         robust_error=robust_error,
         boundary_error=ratio(boundary, support),
         attracted=np.bincount(attacked_prediction, minlength=c) / n,
-        worst_class_clean_accuracy=WorstClass(clean_worst.value, int(clean_worst.classes[0])),
-        worst_class_robust_accuracy=WorstClass(robust_worst.value, int(robust_worst.classes[0])),
+        worst_class_clean_accuracy=WorstClass(
+            clean_worst.value, int(clean_worst.classes[0]), clean_worst.details.get("n_tied", 1)
+        ),
+        worst_class_robust_accuracy=WorstClass(
+            robust_worst.value, int(robust_worst.classes[0]), robust_worst.details.get("n_tied", 1)
+        ),
         robust_error_sd=sd,
         robust_error_nsd=sd / mean if mean > 0.0 else 0.0,
         robust_error_gini=gini(with_samples),

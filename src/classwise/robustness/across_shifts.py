@@ -67,14 +67,15 @@ def _accuracy(confusion: np.ndarray) -> float:
     return float(np.trace(m) / total) if total > 0 else float("nan")
 
 
-def _worst(recall: np.ndarray) -> tuple[float, int]:
-    """(WCA, class) over the classes with a finite recall; (NaN, -1) when none has samples."""
+def _worst(recall: np.ndarray) -> tuple[float, int, int]:
+    """(WCA, class, classes tied at it) over the classes with a finite recall; (NaN, -1, 0)
+    when none has samples. The class is the lowest index of the tied ones (the tie rule)."""
     finite = np.isfinite(recall)
     if not finite.any():
-        return float("nan"), -1
+        return float("nan"), -1, 0
     masked = np.where(finite, recall, np.inf)
     worst = int(np.argmin(masked))
-    return float(masked[worst]), worst
+    return float(masked[worst]), worst, int(np.count_nonzero(masked == masked[worst]))
 
 
 def reference_confusions(
@@ -104,7 +105,9 @@ def shift_summary(
     references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
 ) -> pd.DataFrame:
     """Long table, one row per (shift, model) in input order: ``accuracy``,
-    ``worst_class_accuracy``, ``worst_class`` (index), ``worst_class_name``; the samples
+    ``worst_class_accuracy``, ``worst_class`` (index), ``worst_class_name``,
+    ``worst_class_tied`` (how many classes share that accuracy: more than 1 means the class
+    named is the tie rule's pick, the lowest index); the samples
     (``n``, ``reference_n``, ``pairing``: :func:`classwise.robustness.pairing.pairing_table`);
     the reference shift's ``reference_accuracy`` and ``reference_worst_class_accuracy`` on the
     same samples (:func:`reference_confusions`: the whole reference set for an unpaired shift)
@@ -118,7 +121,7 @@ def shift_summary(
     nan = float("nan")
     for shift, by_model in confusions.items():
         for model, confusion in by_model.items():
-            wca, worst = _worst(recall[shift][model])
+            wca, worst, tied = _worst(recall[shift][model])
             base = compared_with[shift].get(model)
             row = {
                 "shift": shift,
@@ -127,6 +130,7 @@ def shift_summary(
                 "worst_class_accuracy": wca,
                 "worst_class": worst,
                 "worst_class_name": names[worst] if worst >= 0 else "",
+                "worst_class_tied": tied,
                 **samples[(shift, model)],
                 "reference_accuracy": nan if base is None else _accuracy(base),
                 "reference_worst_class_accuracy": nan if base is None else _worst(class_wise_accuracy(base))[0],
@@ -141,7 +145,8 @@ def shift_summary(
 def shift_summary_display(summary: pd.DataFrame, *, reference: str = REFERENCE_SHIFT) -> pd.DataFrame:
     """The paper-style view of :func:`shift_summary`: rows are shifts, and per model one column
     ``A`` (``0.889 -0.043``: the value, then its change from the reference shift) and one
-    ``WCA`` (``0.678 (8) -0.146``: the worst class in brackets). The reference row shows the
+    ``WCA`` (``0.678 (8) -0.146``: the worst class in brackets; ``0.000 (0; 10 tied) -1.000``
+    when classes tie at the minimum). The reference row shows the
     values alone. When a shift covers a subset of the reference's samples or other images, two
     first columns say so: ``n`` (the samples of the row; per model when they differ) and
     ``vs <reference>`` (``same samples``, ``same 20 samples``, ``unpaired: other images``)."""
@@ -172,7 +177,9 @@ def shift_summary_display(summary: pd.DataFrame, *, reference: str = REFERENCE_S
             a_change = nan if shift == reference else row["accuracy_change"]
             w_change = nan if shift == reference else row["worst_class_accuracy_change"]
             a_column.append(cell(row["accuracy"], a_change))
-            w_column.append(cell(row["worst_class_accuracy"], w_change, str(row["worst_class_name"])))
+            tied = int(row["worst_class_tied"]) if "worst_class_tied" in row else 1
+            worst = str(row["worst_class_name"]) + (f"; {tied} tied" if tied > 1 else "")
+            w_column.append(cell(row["worst_class_accuracy"], w_change, worst))
         columns[f"{model} A"] = a_column
         columns[f"{model} WCA"] = w_column
     return pd.DataFrame(columns, index=pd.Index(shifts, name="shift"))
