@@ -55,7 +55,8 @@ def test_a_hand_worked_example():
     # |differences| over the 9 ordered pairs: 0, 1/2, 1/2 twice each -> 2; 2 / (2 * 9 * 2/3) = 1/6
     assert result.robust_error_gini == pytest.approx(1 / 6)
     assert result.accuracy == pytest.approx(6 / 8) and result.robust_accuracy == pytest.approx(3 / 8)
-    assert result.worst_boundary_error().to_json() == {"value": 0.5, "class": 0}  # a tie: the lowest index
+    # a three-way tie (1/2 each): the lowest index, and the tie declared
+    assert result.worst_boundary_error().to_json() == {"value": 0.5, "class": 0, "n_tied": 3}
 
 
 def test_the_json_has_exactly_the_fields_of_the_issue():
@@ -275,7 +276,7 @@ def test_the_step_writes_the_table_the_figure_and_the_json(tmp_path):
     assert data.loc["attacked", "worst_class_robust_accuracy_class"] == "class2"
     assert data.loc["attacked", "worst_boundary_error"] == pytest.approx(0.5)
     markdown = paths["markdown"].read_text()
-    assert "| attacked | 75.00 | 37.50 | 50.00 (class2) | 0.00 (class2) | 50.00 (class0) |" in markdown
+    assert "| attacked | 75.00 | 37.50 | 50.00 (class2) | 0.00 (class2) | 50.00 (class0; 3 tied) |" in markdown
     assert (tmp_path / "rf.png").read_bytes().startswith(b"\x89PNG")
     document = json.loads((tmp_path / "rf.json").read_text())
     assert document["models"]["attacked"]["robust_accuracy"] == pytest.approx(3 / 8)

@@ -32,7 +32,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from classwise.errors import InputError
+from classwise.errors import InputError, field_path
 from classwise.sample_ids import sample_id_positions
 
 #: The shift every other is compared with.
@@ -188,7 +188,7 @@ def pair_confusions(
         reference_shared = _shared(list(reference_ids.values()))
     for shift, by_model in outputs.items():
         if not by_model:
-            raise InputError("no models given", field=f"outputs[{shift!r}]")
+            raise InputError("no models given", field=field_path("outputs", shift))
         ids = reference_ids if shift == reference else {model: o.sample_ids() for model, o in by_model.items()}
         shared = _shared(list(ids.values()))
         paired = shift != reference and shift not in unpaired and reference_shared is not None
