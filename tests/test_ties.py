@@ -158,3 +158,47 @@ def test_the_shift_summary_and_the_robust_fairness_table_declare_a_tied_worst_cl
     assert table.loc["m", "worst-class robust A"] == "0.00 (a; 4 tied)"
     assert data.loc["m", "worst_class_robust_accuracy_tied"] == 4
     assert fairness.to_json()["worst_class_robust_accuracy"]["n_tied"] == 4
+
+
+def _tie_heavy(c: int, supports: list[int], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scores on three levels: many samples rank classes alike, so pairs tie often."""
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(c), supports)
+    logits = rng.integers(0, 3, size=(labels.size, c)).astype(np.float64)
+    logits[np.arange(labels.size), labels] += rng.integers(0, 2, size=labels.size)
+    return logits, labels
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: _all_correct(n_per_class=2, c=6),  # every pair at 1: the pairs without any loss tie
+        lambda: _tie_heavy(5, [4, 4, 4, 4, 4], seed=1),  # one support
+        lambda: _tie_heavy(6, [3, 5, 2, 4, 6, 3], seed=2),  # supports differ
+    ],
+)
+def test_pair_tie_shares_equal_a_brute_force_over_the_replicates(make) -> None:
+    logits, labels = make()
+    c = logits.shape[1]
+    stats = compute_stats(logits, labels)
+    b, seed = 20, 3
+    replicates = boot.bootstrap_replicates(
+        logits, stats, Probabilities.from_scores(logits, "logits"), ns=(2,), replicates=b, seed=seed
+    )
+    draws = boot.StratifiedDraws.from_labels(labels, c, seed)
+    for name in ("W2CA", "W2CA_balanced"):
+        expected: dict[tuple[int, int], float] = {}
+        for r in range(b):
+            idx = draws.indices(r)
+            worst = worst_class_family(compute_stats(logits[idx], labels[idx], n_classes=c), logits[idx], ns=(2,))[name]
+            tied = [tuple(pair) for pair in worst.details.get("tied", [list(worst.classes)])]
+            assert worst.details.get("n_tied", 1) == len(tied)  # every tied pair listed here
+            for pair in tied:
+                expected[pair] = expected.get(pair, 0.0) + 1 / len(tied)
+        got = replicates[name].shares
+        assert got is not None
+        ranked = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:5]
+        summary = boot.worst_probability(replicates[name].worst or [], shares=got)
+        assert [(pair, pytest.approx(share / b)) for pair, share in ranked] == summary, name
+        for pair, share in got.items():
+            assert share == pytest.approx(expected[pair]), (name, pair)

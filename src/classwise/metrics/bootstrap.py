@@ -270,10 +270,16 @@ def _block(model: _Model, draws: StratifiedDraws, replicates: np.ndarray) -> dic
 def _stack(blocks: list[dict[str, Any]], name: str) -> Any:
     first = blocks[0][name]
     if name == "pairs":
-        return {
+        stacked: dict[str, Any] = {
             attr: np.concatenate([getattr(b[name], attr) for b in blocks])
             for attr in ("pooled", "pooled_pairs", "balanced", "balanced_pairs")
         }
+        for attr in ("pooled_shares", "balanced_shares"):  # per block: sums over its replicates
+            total: Counter[tuple[int, int]] = Counter()
+            for block in blocks:
+                total.update(getattr(block[name], attr))
+            stacked[attr] = dict(total)
+        return stacked
     return np.concatenate([b[name] for b in blocks]) if isinstance(first, np.ndarray) else None
 
 

@@ -304,17 +304,18 @@ def worst_n_class_recall_exact_replicates(r: ReplicateCounts, n: int | None = No
     return _replicates(wc.worst_n_pooled_exact_rows(r["hits1"], r.support_valid, n)[0])
 
 
-def _pairs(r: ReplicateCounts, values: str, pairs: str) -> MetricReplicates:
+def _pairs(r: ReplicateCounts, variant: str) -> MetricReplicates:
     stacked = r["pairs"]
-    return _replicates(stacked[values], [tuple(int(x) for x in p) for p in stacked[pairs]])
+    shares = {pair: share for pair, share in stacked[f"{variant}_shares"].items()}
+    return _replicates(stacked[variant], [tuple(int(x) for x in p) for p in stacked[f"{variant}_pairs"]], shares)
 
 
 def worst_pair_accuracy_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
-    return _pairs(r, "pooled", "pooled_pairs")
+    return _pairs(r, "pooled")
 
 
 def worst_pair_accuracy_balanced_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
-    return _pairs(r, "balanced", "balanced_pairs")
+    return _pairs(r, "balanced")
 
 
 def topk_accuracy_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:

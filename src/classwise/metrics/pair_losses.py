@@ -35,7 +35,7 @@ samples rank many classes ahead need most pairs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,17 +57,24 @@ _CHUNK_ROWS = 1024
 _PAIR_CHUNK = 16384
 #: Rows reduced at once when looking for each replicate's best pair.
 _ROW_BLOCK = 2048
+#: Pairs without any loss (value 1 in every replicate) named with their tie share: all such
+#: pairs share the same share, so the first few (lexicographically) are all a ranking can show.
+ZERO_LOSS_NAMED = 8
 
 
 @dataclass(frozen=True)
 class PairReplicates:
-    """Per replicate: the pooled and balanced W2CA and their pairs ``(a, b)``, ``a < b``."""
+    """Per replicate: the pooled and balanced W2CA and their pairs ``(a, b)``, ``a < b`` (the
+    lexicographically first of the tied ones); per pair, its replicates as the worst, ``1/t``
+    for a replicate in which ``t`` pairs tie (``pooled_shares``, ``balanced_shares``)."""
 
     pooled: np.ndarray
     pooled_pairs: np.ndarray
     balanced: np.ndarray
     balanced_pairs: np.ndarray
     n_candidates: np.ndarray  # candidates evaluated in each replicate's block
+    pooled_shares: dict[tuple[int, int], float] = field(default_factory=dict)
+    balanced_shares: dict[tuple[int, int], float] = field(default_factory=dict)
 
 
 class PairLosses:
@@ -129,6 +136,10 @@ class PairLosses:
         a, b = v[ia], v[ib]
         m_ab, m_ba = loss[a, b], loss[b, a]
         some = (m_ab + m_ba) > 0
+        # Pairs without a loss have value 1 in every replicate: never candidates past the first,
+        # but tied at the minimum whenever it is 1 (triu order is lexicographic).
+        self.n_zero_loss = int(np.count_nonzero(~some))
+        self.zero_loss_head = np.stack([a[~some][:ZERO_LOSS_NAMED], b[~some][:ZERO_LOSS_NAMED]], axis=1)
         big = np.maximum(m_ab, m_ba) > LOSS_CAP
         self.heavy_pairs = np.stack([a[big], b[big]], axis=1)
         keep = some & ~big
@@ -155,6 +166,7 @@ class PairLosses:
         take = min(INITIAL_CANDIDATES, a.shape[0])
         if take == 0:
             self.initial_pairs = np.empty((0, 2), dtype=np.int64)
+            self.initial_zero_loss = 0
             return
         picks = [np.array([0])]  # the lexicographically first pair decides ties at value 1
         for balanced in (False, True):
@@ -163,6 +175,10 @@ class PairLosses:
         pick = np.unique(np.concatenate(picks))
         first = np.stack([a[pick], b[pick]], axis=1)
         self.initial_pairs = np.unique(np.concatenate([first, self.heavy_pairs]), axis=0)
+        initial = self.initial_pairs
+        self.initial_zero_loss = int(
+            np.count_nonzero((loss[initial[:, 0], initial[:, 1]] + loss[initial[:, 1], initial[:, 0]]) == 0)
+        )
 
     # ------------------------------------------------------------------ replicates
     def _matrix(self, pairs: np.ndarray, directions: tuple[int, ...]) -> sp.csr_matrix:
@@ -229,11 +245,12 @@ class PairLosses:
         top: np.ndarray | None = None  # per-class table T[c, m, r], built when many pairs need it
         open_group = np.ones(self.group_hi.shape[0], dtype=np.bool_)
         pooled, balanced = _Running.empty(n_rep), _Running.empty(n_rep)
+        ties = _Ties(), _Ties()
         n_candidates = 0
         new = self.initial_pairs
         while new.shape[0]:
             n_candidates += new.shape[0]
-            self._merge(new, w, pooled, balanced)
+            self._merge(new, w, pooled, balanced, ties)
             # Level 1: whole groups, with the largest top sums of any class.
             groups = np.flatnonzero(open_group)
             ub = top_any[self.group_hi[groups]] + top_any[self.group_lo[groups]]
@@ -255,10 +272,31 @@ class PairLosses:
             balanced=balanced.value,
             balanced_pairs=balanced.pair,
             n_candidates=np.full(n_rep, n_candidates),
+            pooled_shares=self._tie_shares(ties[0], pooled),
+            balanced_shares=self._tie_shares(ties[1], balanced),
         )
 
-    def _merge(self, pairs: np.ndarray, w: np.ndarray, pooled: _Running, balanced: _Running) -> None:
-        """Evaluate ``pairs`` (sorted by ``(a, b)``) exactly and keep each replicate's best."""
+    def _tie_shares(self, ties: _Ties, best: _Running) -> dict[tuple[int, int], float]:
+        """Per pair, the replicates in which it is the worst, ``1/t`` for each of ``t`` tied
+        pairs: the evaluated pairs that equal the final best (every pair that can tie was
+        evaluated: the bounds admit ties), and the pairs without any loss when the best is 1."""
+        pairs, replicate = ties.at(best.value)
+        at_one = best.value == 1.0
+        never_evaluated = self.n_zero_loss - self.initial_zero_loss
+        tied = np.bincount(replicate, minlength=best.value.shape[0]) + np.where(at_one, never_evaluated, 0)
+        weight = 1.0 / np.maximum(tied, 1)
+        unique, which = np.unique(pairs, axis=0, return_inverse=True)
+        totals = np.bincount(which.reshape(-1), weights=weight[replicate], minlength=unique.shape[0])
+        shares = {(int(a), int(b)): float(t) for (a, b), t in zip(unique, totals)}
+        if never_evaluated > 0 and at_one.any():
+            uniform = float(weight[at_one].sum())  # the same for every pair without a loss
+            for a, b in self.zero_loss_head:
+                shares.setdefault((int(a), int(b)), uniform)
+        return shares
+
+    def _merge(self, pairs: np.ndarray, w: np.ndarray, pooled: _Running, balanced: _Running, ties: tuple[_Ties, _Ties]) -> None:
+        """Evaluate ``pairs`` (sorted by ``(a, b)``) exactly and keep each replicate's best, and
+        in ``ties`` every pair that equals it (a later, lower best drops them)."""
         f, g = self._losses(pairs, w)
         n = self.support
         na, nb = n[pairs[:, 0]], n[pairs[:, 1]]
@@ -268,18 +306,24 @@ class PairLosses:
             # argmax takes the first, i.e. the smallest (a, b) among ties.
             rows = _first_extreme(f, largest=True)
             loss = f[rows, cols].astype(np.int64)
-            for running, variant in ((pooled, False), (balanced, True)):
+            # one support: the value falls with the loss alone, so the pairs of the batch with the
+            # largest loss tie, in both variants
+            i, r = np.nonzero(f == f[rows, cols][None, :])
+            for (running, variant), tie in zip(((pooled, False), (balanced, True)), ties):
                 value = pair_values(na[rows] - loss, nb[rows], na[rows], nb[rows], balanced=variant)
                 num, den = (loss, na[rows] + nb[rows]) if not variant else (loss * nb[rows], na[rows] * nb[rows])
                 running.update(value, pairs[rows], num, den)
+                tie.add(pairs[i], r, value[r], running.value)
             return
         f, g = f.astype(np.int64), g.astype(np.int64)
-        for running, variant in ((pooled, False), (balanced, True)):
+        for (running, variant), tie in zip(((pooled, False), (balanced, True)), ties):
             value = pair_values(na[:, None] - f, nb[:, None] - g, na[:, None], nb[:, None], balanced=variant)
             rows = _first_extreme(value, largest=False)  # first: the smallest (a, b) among ties
             fr, gr, nar, nbr = f[rows, cols], g[rows, cols], na[rows], nb[rows]
             num, den = (fr + gr, nar + nbr) if not variant else (fr * nbr + gr * nar, nar * nbr)
             running.update(value[rows, cols], pairs[rows], num, den)
+            i, r = np.nonzero(value == value[rows, cols][None, :])
+            tie.add(pairs[i], r, value[i, r], running.value)
 
     def _reaching_pairs(
         self,
@@ -328,6 +372,34 @@ class PairLosses:
         hit = np.concatenate(out)
         order = np.lexsort((self.pair_b[hit], self.pair_a[hit]))
         return np.stack([self.pair_a[hit][order], self.pair_b[hit][order]], axis=1)
+
+
+@dataclass
+class _Ties:
+    """The evaluated pairs that equalled their replicate's best when evaluated, with their
+    values: a pair that ties the final minimum was among them (it equalled the best of its
+    batch, and no earlier best was lower than the final one)."""
+
+    pairs: list[np.ndarray] = field(default_factory=list)
+    replicates: list[np.ndarray] = field(default_factory=list)
+    values: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, pairs: np.ndarray, replicates: np.ndarray, values: np.ndarray, best: np.ndarray) -> None:
+        """Keep the ``pairs[k]`` whose ``values[k]`` equal ``best`` of ``replicates[k]``."""
+        keep = values == best[replicates]
+        self.pairs.append(pairs[keep])
+        self.replicates.append(replicates[keep])
+        self.values.append(values[keep])
+
+    def at(self, best: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(pairs, replicates)`` of the kept pairs equal to the final ``best``, each
+        (pair, replicate) once (a pair may be evaluated twice: first as an initial candidate)."""
+        if not self.pairs:
+            return np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.int64)
+        pairs, replicates, values = (np.concatenate(x) for x in (self.pairs, self.replicates, self.values))
+        keep = values == best[replicates]
+        rows = np.unique(np.column_stack([replicates[keep], pairs[keep]]), axis=0)
+        return rows[:, 1:], rows[:, 0]
 
 
 @dataclass
