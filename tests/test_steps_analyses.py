@@ -458,9 +458,10 @@ def test_cleanex_fits_that_did_not_converge_are_marked_in_the_tables_and_the_log
 
     summary = _outputs(tmp_path, "summary")
     extrapolation_steps.extrapolation_summary_step(
-        table_paths={"capped": capped["csv_path"], "free": free["csv_path"]}, caption="S.", **summary
+        table_paths={"capped": capped["csv_path"], "free": free["csv_path"]}, caption="S. Source: the paper.", **summary
     )
     text = summary["markdown_path"].read_text()
+    assert text.startswith("S. † (n/m): n of the m CleaneX fits did not converge") and "plateaued). Source: the paper.\n" in text
     cleanex_row = next(line for line in text.splitlines() if line.startswith("| cleanex"))
     assert cleanex_row.count("†") == 1 and "† (3/3) |" in cleanex_row  # the capped model's cell only
     assert "n of the m CleaneX fits did not converge" in text

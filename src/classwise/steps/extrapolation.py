@@ -238,11 +238,13 @@ def extrapolation_summary_step(
     display = pd.DataFrame(cells).reindex(data.index).fillna("n/a")
     data, display = (table.reset_index(level="k1").rename_axis("method") for table in (data, display))
     display["k1"] = display["k1"].astype(str)
-    if marked:
-        caption = (
-            f"{caption} {NOT_CONVERGED_MARK} (n/m): n of the m CleaneX fits did not converge (stopped at "
-            "cleanex_max_steps before the loss plateaued)."
+    if marked:  # before the closing "Source: ..." sentence, which stays last
+        text, source_sep, source = caption.partition(" Source: ")
+        note = (
+            f"{NOT_CONVERGED_MARK} (n/m): n of the m CleaneX fits did not converge (stopped at cleanex_max_steps "
+            "before the loss plateaued)."
         )
+        caption = f"{text} {note}{source_sep}{source}"
     tables.write_tables(display, caption, {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}, data=data)
 
 
