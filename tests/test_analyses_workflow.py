@@ -160,6 +160,7 @@ def test_reference_report_agrees_with_the_library(run: tuple[Path, Path, dict[st
 
 
 def test_extrapolation_agrees_with_the_library(run: tuple[Path, Path, dict[str, int]]) -> None:
+    from classwise.extrapolation.methods import CleanexTraining
     from classwise.extrapolation.simulation import evaluate_methods
 
     results = run[0] / "results"
@@ -167,7 +168,8 @@ def test_extrapolation_agrees_with_the_library(run: tuple[Path, Path, dict[str, 
     scores, labels, _ = _view_scores(results, "original", "clean")
     evaluation = evaluate_methods(
         scores, labels, options["k1"], 10, options["repetitions"], 0,
-        methods=options["methods"], cleanex_steps=options["cleanex_steps"],
+        methods=options["methods"],
+        cleanex=CleanexTraining(options["cleanex_max_steps"], options["cleanex_tolerance"], options["cleanex_patience"]),
     )  # fmt: skip
     model_dir = results / "analyses" / "digits" / "original" / "linear"
     table = pd.read_csv(model_dir / "extrapolation.csv", index_col="method")

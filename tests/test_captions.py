@@ -51,9 +51,14 @@ def test_captions_follow_the_job_s_wildcards_and_settings() -> None:
         _job("evaluate_extrapolation", wildcards, extrapolation)
     )
     paper = {"shift": "clean", "k1": [10, 20], "k2": 100, "repetitions": 50, "methods": ["cleanex", "kde"]}
+    paper |= {"cleanex_max_steps": 3000, "cleanex_tolerance": 0.01, "cleanex_patience": 500}
     text = caption_of(_job("evaluate_extrapolation", wildcards, paper))
     assert "50 seeded samples of 10 and 20 classes, each extrapolated to 100 classes" in text and "over k = 2..100." in text
     assert "RMSE ratio to CleaneX's" in text
+    assert "fell by less than 0.01 of itself over 500 steps before 3000 steps († where some did not)" in text
+    simulation = {"sigma2": 0.1, "k2": 200, "repetitions": 3, "methods": ["naive", "cleanex"]} | paper
+    assert "'fits converged'" in caption_of(_job("simulate_extrapolation", {}, simulation))
+    assert "'fits converged'" not in caption_of(_job("simulate_extrapolation", {}, simulation | {"methods": ["naive"]}))
     assert "from 10 and 20 sampled classes to 100:" in caption_of(_job("summarise_extrapolation", wildcards, paper))
     assert title_of(_job("compute_worst_class_metrics", wildcards, {})) == "net, pets, original labels, clean"
 

@@ -12,6 +12,7 @@ from scipy.special import log_ndtr, ndtr, ndtri
 from classwise.errors import InputError
 from classwise.extrapolation.methods import (
     METHODS,
+    CleanexTraining,
     GaussianBasis,
     basis_centres,
     cleanex_fit,
@@ -58,7 +59,7 @@ def rmse(a: np.ndarray, b: np.ndarray) -> float:
 def test_every_method_returns_a_valid_curve(gaussian_case: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     scores, labels, _ = gaussian_case
     for method in METHODS:
-        curve = extrapolate(scores[:200], labels[:200], 60, method, cleanex_steps=20)
+        curve = extrapolate(scores[:200], labels[:200], 60, method, cleanex=CleanexTraining(max_steps=20))
         assert curve.shape == (59,)
         assert np.isfinite(curve).all() and (curve >= 0).all() and (curve <= 1).all()
         assert (np.diff(curve) <= 1e-12).all(), method
@@ -138,15 +139,15 @@ def test_cleanex_is_seeded_and_leaves_the_global_rng_alone(gaussian_case: tuple[
     torch.manual_seed(123)
     before = torch.rand(1)
     torch.manual_seed(123)
-    a = cleanex_fit(scores[:200], labels[:200], seed=7, steps=30)
+    a = cleanex_fit(scores[:200], labels[:200], seed=7, training=CleanexTraining(max_steps=30))
     after = torch.rand(1)
-    b = cleanex_fit(scores[:200], labels[:200], seed=7, steps=30)
-    c = cleanex_fit(scores[:200], labels[:200], seed=8, steps=30)
+    b = cleanex_fit(scores[:200], labels[:200], seed=7, training=CleanexTraining(max_steps=30))
+    c = cleanex_fit(scores[:200], labels[:200], seed=8, training=CleanexTraining(max_steps=30))
     assert torch.equal(before, after)
     np.testing.assert_array_equal(a.c, b.c)
     assert not np.array_equal(a.c, c.c)
     with pytest.raises(InputError, match="steps"):
-        cleanex_fit(scores, labels, steps=0)
+        cleanex_fit(scores, labels, training=CleanexTraining(max_steps=0))
 
 
 def test_cleanex_recovers_the_gaussian_curve() -> None:
@@ -154,7 +155,7 @@ def test_cleanex_recovers_the_gaussian_curve() -> None:
     # on this case: the loss leaves its plateau (~3e-3) after ~800 Adam steps; from
     # ~1,000 steps the extrapolation RMSE is 0.02-0.04 (naive: 0.2).
     scores, labels, truth = gaussian_marginal_case(n=200, n_classes=30, k_max=K_MAX)
-    fit = cleanex_fit(scores, labels, seed=0, steps=1500)
+    fit = cleanex_fit(scores, labels, seed=0, training=CleanexTraining(max_steps=1500, tolerance=0.0, patience=1500))
     assert fit.loss < 1e-4
     curve = power_curve(np.clip(fit.c, 0.0, 1.0), np.arange(2, K_MAX + 1))
     assert rmse(curve, truth) < 0.05
@@ -219,8 +220,8 @@ def test_cleanex_progress_bar_changes_nothing_but_the_stream() -> None:
     rng = np.random.default_rng(2)
     scores, labels = rng.normal(size=(30, 5)), np.arange(30) % 5
     stream = io.StringIO()
-    shown = cleanex_fit(scores, labels, seed=3, steps=20, progress=stream)
-    silent = cleanex_fit(scores, labels, seed=3, steps=20)
+    shown = cleanex_fit(scores, labels, seed=3, training=CleanexTraining(max_steps=20), progress=stream)
+    silent = cleanex_fit(scores, labels, seed=3, training=CleanexTraining(max_steps=20))
     np.testing.assert_array_equal(shown.c, silent.c)
     text = stream.getvalue()
     assert "CleaneX fit: 100%" in text and "20/20" in text and f"loss={silent.loss:.2e}" in text  # the final loss

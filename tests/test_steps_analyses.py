@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -350,7 +351,9 @@ def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
         k1=3,
         repetitions=2,
         methods=["naive", "kde", "cleanex"],
-        cleanex_steps=3,
+        cleanex_max_steps=3,
+        cleanex_tolerance=0.01,
+        cleanex_patience=100,
         ties="random",
         device="cpu",
         seed=1,
@@ -406,7 +409,16 @@ def _extrapolate(directory: Path, logits: Path, **settings: object) -> dict[str,
         "curves_path": directory / "curves.csv",
         "figure_path": directory / "figure.png",
     }
-    options = {"repetitions": 3, "methods": ["naive", "kde"], "cleanex_steps": 3, "ties": "random", "device": "cpu", "seed": 1}
+    options = {
+        "repetitions": 3,
+        "methods": ["naive", "kde"],
+        "cleanex_max_steps": 3,
+        "cleanex_tolerance": 0.01,
+        "cleanex_patience": 100,
+        "ties": "random",
+        "device": "cpu",
+        "seed": 1,
+    }
     extrapolation_steps.extrapolation_step(
         logits_path=logits,
         label_view="original",
@@ -417,6 +429,53 @@ def _extrapolate(directory: Path, logits: Path, **settings: object) -> dict[str,
         **{**options, **settings},
     )
     return outputs
+
+
+def test_cleanex_fits_that_did_not_converge_are_marked_in_the_tables_and_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    logits = _save(tmp_path / "clean.npz", 0, 1.5)
+    with caplog.at_level(logging.WARNING, logger="classwise.steps.extrapolation"):
+        capped = _extrapolate(tmp_path / "capped", logits, k1=3, methods=["naive", "cleanex"], cleanex_max_steps=3)
+    table = pd.read_csv(capped["csv_path"], index_col="method")
+    assert (table.loc["cleanex", ["fits", "converged", "steps_median", "steps_max"]] == [3, 0, 3, 3]).all()
+    assert table.loc["cleanex", "final_loss_max"] > 0 and table.loc["naive", ["fits", "converged"]].isna().all()
+    assert "| 0/3 † | 3 (3) |" in capped["markdown_path"].read_text()
+    assert "3 of 3 CleaneX fits did not converge (stopped at max_steps): repetitions [0, 1, 2]" in caplog.text
+    # Training that stops on a plateau at once (a 50 % fall needed within 2 steps): converged.
+    free = _extrapolate(
+        tmp_path / "free",
+        logits,
+        k1=3,
+        methods=["naive", "cleanex"],
+        cleanex_max_steps=200,
+        cleanex_tolerance=0.5,
+        cleanex_patience=2,
+    )
+    converged = pd.read_csv(free["csv_path"], index_col="method")
+    assert converged.loc["cleanex", "converged"] == 3 and converged.loc["cleanex", "steps_max"] < 100
+    assert "| 3/3 |" in free["markdown_path"].read_text()
+
+    summary = _outputs(tmp_path, "summary")
+    extrapolation_steps.extrapolation_summary_step(
+        table_paths={"capped": capped["csv_path"], "free": free["csv_path"]}, caption="S. Source: the paper.", **summary
+    )
+    text = summary["markdown_path"].read_text()
+    assert text.startswith("S. † (n/m): n of the m CleaneX fits did not converge") and "plateaued). Source: the paper.\n" in text
+    cleanex_row = next(line for line in text.splitlines() if line.startswith("| cleanex"))
+    assert cleanex_row.count("†") == 1 and "† (3/3) |" in cleanex_row  # the capped model's cell only
+    assert "n of the m CleaneX fits did not converge" in text
+    frame = pd.read_csv(summary["csv_path"], index_col="method")  # the CSV keeps the numbers
+    assert frame.loc["cleanex", "capped"] == table.loc["cleanex", "rmse_mean"]
+
+
+def test_the_extrapolation_step_writes_the_same_bytes_twice(tmp_path: Path) -> None:
+    logits = _save(tmp_path / "clean.npz", 0, 1.5)
+    settings = {"k1": 3, "methods": ["regression", "cleanex"], "cleanex_max_steps": 200, "cleanex_patience": 20}
+    first = _extrapolate(tmp_path / "first", logits, **settings)
+    second = _extrapolate(tmp_path / "second", logits, **settings)
+    for name in ("csv_path", "markdown_path", "curves_path"):
+        assert first[name].read_bytes() == second[name].read_bytes(), name
 
 
 def test_several_k1_and_a_k2_give_one_block_each_independent_of_the_others(tmp_path: Path) -> None:
@@ -514,7 +573,9 @@ def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: P
             k1=C,
             repetitions=1,
             methods=["naive"],
-            cleanex_steps=1,
+            cleanex_max_steps=1,
+            cleanex_tolerance=0.01,
+            cleanex_patience=100,
             ties="random",
             device="cpu",
             seed=0,
@@ -531,7 +592,17 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
     from classwise.extrapolation.simulation import run_simulation_benchmark
 
     outputs = _outputs(tmp_path, "simulation")
-    kwargs = dict(k2=12, sigma2=0.1, repetitions=2, methods=["naive", "kde"], cleanex_steps=1, device="cpu", seed=0)
+    kwargs = dict(
+        k2=12,
+        sigma2=0.1,
+        repetitions=2,
+        methods=["naive", "kde"],
+        cleanex_max_steps=1,
+        cleanex_tolerance=0.01,
+        cleanex_patience=100,
+        device="cpu",
+        seed=0,
+    )
     extrapolation_steps.simulation_step(
         k1s=[4, 6],
         caption="Simulation.",
@@ -558,6 +629,38 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
             **kwargs,
             **_outputs(tmp_path, "x"),
         )
+
+
+def test_the_simulation_records_each_cleanex_fit(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    outputs = _outputs(tmp_path, "simulation")
+    with caplog.at_level(logging.WARNING, logger="classwise.steps.extrapolation"):
+        extrapolation_steps.simulation_step(
+            k1s=[4],
+            k2=12,
+            sigma2=0.1,
+            repetitions=2,
+            methods=["naive", "cleanex"],
+            cleanex_max_steps=3,
+            cleanex_tolerance=0.01,
+            cleanex_patience=100,
+            device="cpu",
+            seed=0,
+            caption="Simulation.",
+            json_path=tmp_path / "s.json",
+            figure_path=tmp_path / "s.png",
+            **outputs,
+        )
+    document = json.loads((tmp_path / "s.json").read_text())
+    assert document["settings"]["cleanex_max_steps"] == 3 and document["settings"]["cleanex_patience"] == 100
+    records = {(r["method"], r["repetition"]): r for r in document["rmse_per_repetition"]["4"]}
+    for rep in (0, 1):
+        assert records["cleanex", rep]["steps"] == 3 and records["cleanex", rep]["converged"] is False
+        assert records["cleanex", rep]["final_loss"] > 0
+        assert records["naive", rep]["steps"] is None and records["naive", rep]["converged"] is None
+    table = pd.read_csv(outputs["csv_path"], index_col="method")
+    assert table.loc["cleanex", "converged"] == 0 and table.loc["cleanex", "fits"] == 2
+    assert "0/2 †" in outputs["markdown_path"].read_text()
+    assert "simulation, k1 = 4: 2 of 2 CleaneX fits did not converge" in caplog.text
 
 
 def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_path: Path) -> None:
@@ -587,7 +690,9 @@ def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_
                 k2=None,
                 repetitions=1,
                 methods=["naive", "cleanex"],
-                cleanex_steps=4,
+                cleanex_max_steps=4,
+                cleanex_tolerance=0.01,
+                cleanex_patience=100,
                 ties="random",
                 device="cpu",
                 seed=0,
@@ -617,7 +722,9 @@ def test_the_extrapolation_scripts_write_cleanex_progress_into_the_rule_log(tmp_
                 sigma2=0.1,
                 repetitions=1,
                 methods=["cleanex"],
-                cleanex_steps=4,
+                cleanex_max_steps=4,
+                cleanex_tolerance=0.01,
+                cleanex_patience=100,
                 device="cpu",
                 seed=0,
             )

@@ -1,14 +1,17 @@
 """``classwise extrapolate``: predict the accuracy curve on more classes than observed.
 
 ``classwise extrapolate SCORES.npz --k-max 2000 --method {naive,kde,regression,cleanex}
-[--seed 0] --out CURVE.csv``
+[--seed 0] [--max-steps 3000 --tolerance 0.01 --patience 500] --out CURVE.csv``
 
 ``SCORES.npz`` holds ``logits`` (N x K scores, higher = more likely; ``probs`` are accepted
 too, as by ``classwise metrics``) and ``labels`` (N integers in ``[0, K)``).  ``CURVE.csv``
 has the header ``k,accuracy`` and one row per ``k = 2..k_max``: the method's predicted
 expected accuracy (:func:`classwise.extrapolation.methods.extrapolate`, ties broken at
-random).  The curve is computed in full before anything is written, and written
-atomically, so a failure leaves no file.
+random).  ``--max-steps``, ``--tolerance`` and ``--patience`` say how long CleaneX trains
+(:class:`classwise.extrapolation.methods.CleanexTraining`); a fit that stops at
+``--max-steps`` before its loss plateaus is written all the same, with a warning on standard
+error.  The curve is computed in full before anything is written, and written atomically, so
+a failure leaves no file.
 """
 
 from __future__ import annotations
@@ -45,14 +48,26 @@ def format_curve(ks: np.ndarray, accuracy: np.ndarray) -> str:
 
 def extrapolate_command(args: argparse.Namespace) -> int:
     """Handler of ``classwise extrapolate``; raises :class:`InputError` on bad input."""
-    from classwise.extrapolation.methods import extrapolate
+    from classwise.extrapolation.methods import CleanexTraining, extrapolate_with_fit
     from classwise.logits_io import load_scores
 
+    training = CleanexTraining(max_steps=args.max_steps, tolerance=args.tolerance, patience=args.patience)
     scores_file = load_scores(args.scores)
     try:
-        curve = extrapolate(scores_file.scores, scores_file.labels, args.k_max, args.method, seed=args.seed, progress=sys.stderr)
+        result = extrapolate_with_fit(
+            scores_file.scores,
+            scores_file.labels,
+            args.k_max,
+            args.method,
+            seed=args.seed,
+            cleanex=training,
+            progress=sys.stderr,
+        )
     except InputError as exc:
         raise InputError(str(exc), path=args.scores) from exc  # the message already names the field
+    curve = result.curve
+    if result.fit is not None and not result.fit.converged:
+        print(f"classwise extrapolate: warning: the CleaneX fit {result.fit.describe()}", file=sys.stderr)
     if not np.isfinite(curve).all():
         raise InputError(f"method {args.method!r} produced a non-finite accuracy", path=args.scores, field=scores_file.kind)
     text = format_curve(np.arange(2, args.k_max + 1), curve)
@@ -63,7 +78,7 @@ def extrapolate_command(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``extrapolate`` on an ``argparse`` sub-parsers object; returns its parser."""
-    from classwise.extrapolation.methods import METHODS
+    from classwise.extrapolation.methods import METHODS, CleanexTraining
 
     parser = subparsers.add_parser(
         "extrapolate",
@@ -78,6 +93,25 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--method", choices=METHODS, required=True, help="extrapolation method")
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of cleanex's weights and regression's width selection (default 0)"
+    )
+    defaults = CleanexTraining()
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=defaults.max_steps,
+        help=f"cleanex: the most Adam steps (default {defaults.max_steps})",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=defaults.tolerance,
+        help=f"cleanex: stop when the loss falls by less than this share over --patience steps (default {defaults.tolerance:g})",
+    )
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=defaults.patience,
+        help=f"cleanex: steps of the plateau test (default {defaults.patience})",
     )
     parser.add_argument("--out", required=True, help="output CSV with columns k,accuracy")
     parser.set_defaults(handler=extrapolate_command)

@@ -39,15 +39,26 @@ scores below the correct one; they differ in how the distribution of ``C_x`` is 
     standardised by the mean and standard deviation of the whole ``N x K`` score matrix.
     An MLP ``K -> 512 -> 128 -> 1`` (ReLU) with a sigmoid output ``q_x`` that estimates
     ``1 - C_x``; ``Ĉ_x = 1 - q_x``.  Loss ``mean_{k=2..K} (mean_x Ĉ_x^(k-1) - A_k)^2``
-    with the exact observed ``A_k``; full-batch Adam, learning rate ``1e-4``, ``steps``
-    updates, fresh weights seeded by ``seed``.  The notebook trains 10,000 steps with
-    Adam's ``beta2 = 0.999``; we default to ``beta2 = 0.99`` and 3,000 steps, which reach
-    the same fit several times sooner (:data:`DEFAULT_BETA2`).  Prediction
-    ``mean_x Ĉ_x^(k-1)``.  Runs on the CPU unless ``device`` says otherwise.
+    with the exact observed ``A_k``; full-batch Adam, learning rate ``1e-4``, fresh weights
+    seeded by ``seed``.  Prediction ``mean_x Ĉ_x^(k-1)``.  Runs on the CPU unless ``device``
+    says otherwise.  Two departures from the notebook, both about how long training takes,
+    not what it fits:
+
+    * the output bias starts at ``logit(1 - A_2)``, so that the first prediction is the
+      observed 2-class accuracy: with the default initialisation every ``Ĉ_x`` starts near
+      0.5, and at learning rate ``1e-4`` Adam needs about 600 steps to climb to the
+      ``Ĉ_x`` of 0.99 of an accurate classifier (the digits demo, measured) before the fit
+      of the curve's shape begins;
+    * training stops on a loss plateau (:class:`CleanexTraining`): when the loss has fallen
+      by less than a share ``tolerance`` over ``patience`` steps, or after ``max_steps``
+      (the notebook trains a fixed 10,000 steps with Adam's ``beta2 = 0.999``; we use
+      ``beta2 = 0.99``, :data:`DEFAULT_BETA2`).  The fit records the steps it took, its
+      final loss and whether it converged (:class:`CleanexFit`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
@@ -70,19 +81,28 @@ from classwise.extrapolation.rroc import (
     subsample_classes,
 )
 
+log = logging.getLogger(__name__)
+
 METHODS: tuple[str, ...] = ("naive", "kde", "regression", "cleanex")
 #: ClassEx's candidate widths of the Gaussian basis functions.
 DEFAULT_BANDWIDTHS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11))
-#: Default number of CleaneX Adam steps (the notebook uses 10,000 with beta2 = 0.999; see
+#: CleaneX's default cap on Adam steps (the notebook trains 10,000 with beta2 = 0.999; see
 #: :data:`DEFAULT_BETA2`): enough to converge on the paper's simulation, and a few seconds
 #: for a few hundred samples on a CPU.
-DEFAULT_CLEANEX_STEPS = 3000
+DEFAULT_CLEANEX_MAX_STEPS = 3000
+#: The plateau: the loss fell by less than this share of itself over ``patience`` steps.
+DEFAULT_CLEANEX_TOLERANCE = 0.01
+#: Steps over which the loss must fall by ``tolerance`` for training to go on.
+DEFAULT_CLEANEX_PATIENCE = 500
 #: Adam's second-moment decay for CleaneX.  The notebook uses TensorFlow's default 0.999;
 #: then the memory of the large gradients of the first ~100 steps keeps Adam's steps tiny
 #: and training sits on a plateau (loss ~1e-5, curve far from converged) for ~5,000 steps.
 #: With 0.99 the plateau ends after ~1,500 steps and the fit reaches the same loss
 #: (~1e-8) and extrapolation error (measured on the paper's simulation, k1 = 100).
 DEFAULT_BETA2 = 0.99
+#: The output bias starts at ``logit(1 - A_2)`` with ``1 - A_2`` clipped to this and one
+#: minus this (a perfect classifier's ``A_2 = 1`` has no finite logit).
+_INITIAL_ERROR_FLOOR = 1e-6
 
 
 def _ks_to(k_max: int) -> np.ndarray:
@@ -236,13 +256,55 @@ def regression_curve(
 
 
 # ------------------------------------------------------------------------------- cleanex
+def _positive_int(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InputError(f"expected a positive integer, got {value!r}", field=field)
+    return int(value)
+
+
+@dataclass(frozen=True)
+class CleanexTraining:
+    """How long CleaneX trains: until the loss has fallen by less than a share ``tolerance``
+    of itself over the last ``patience`` steps (a plateau: the fit converged), or at most
+    ``max_steps`` Adam steps (then it did not converge).
+
+    The comparison is of the lowest loss so far, so Adam's step-to-step jitter near the
+    minimum neither stops training nor keeps it going.  A plateau can also be a saddle that
+    more steps would leave (measured on the paper's simulation, docs/analyses.md): the fit's
+    final loss tells the two apart only by comparison with other fits.
+    """
+
+    max_steps: int = DEFAULT_CLEANEX_MAX_STEPS
+    tolerance: float = DEFAULT_CLEANEX_TOLERANCE
+    patience: int = DEFAULT_CLEANEX_PATIENCE
+
+    def __post_init__(self) -> None:
+        _positive_int(self.max_steps, "max_steps")
+        _positive_int(self.patience, "patience")
+        if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, (int, float)) or not 0 <= self.tolerance < 1:
+            raise InputError(f"expected a number in [0, 1), got {self.tolerance!r}", field="tolerance")
+
+
 @dataclass(frozen=True)
 class CleanexFit:
-    """A trained CleaneX estimate: ``c`` = ``Ĉ_x`` per sample, ``loss`` = final training MSE."""
+    """A trained CleaneX estimate: ``c`` = ``Ĉ_x`` per sample; ``loss`` = the training loss of
+    the returned ``c`` (the mean squared error of its curve against the observed one,
+    ``k = 2..K``); ``steps`` = the Adam steps taken; ``converged`` = training stopped on a
+    loss plateau rather than at ``max_steps`` (:class:`CleanexTraining`)."""
 
     c: np.ndarray
     loss: float
     steps: int
+    converged: bool
+
+    def curve(self, k_max: int) -> np.ndarray:
+        """``mean_x Ĉ_x^(k-1)`` for ``k = 2..k_max``."""
+        return power_curve(np.clip(self.c, 0.0, 1.0), _ks_to(k_max))
+
+    def describe(self) -> str:
+        """One line for a log: steps, final loss, and whether the fit converged."""
+        state = "converged" if self.converged else "did NOT converge (stopped at max_steps)"
+        return f"{self.steps} steps, loss {self.loss:.2e}, {state}"
 
 
 def cleanex_inputs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -264,12 +326,30 @@ def _progress_interval(stream: IO[str] | None) -> float:
     return 0.1 if callable(isatty) and isatty() else 5.0
 
 
+class _Plateau:
+    """The stopping rule of :class:`CleanexTraining`, fed one loss per step."""
+
+    def __init__(self, tolerance: float, patience: int):
+        self.tolerance, self.patience = tolerance, patience
+        self.best = float("inf")
+        self.reference = float("inf")  # the best loss when the loss last fell by ``tolerance``
+        self.since = 0  # steps since then
+
+    def reached(self, loss: float) -> bool:
+        self.best = min(self.best, loss)
+        if self.best < self.reference * (1.0 - self.tolerance):
+            self.reference, self.since = self.best, 0
+        else:
+            self.since += 1
+        return self.since >= self.patience
+
+
 def cleanex_fit(
     scores: np.ndarray,
     labels: np.ndarray,
     *,
     seed: int = 0,
-    steps: int | None = None,
+    training: CleanexTraining | None = None,
     lr: float = 1e-4,
     beta2: float = DEFAULT_BETA2,
     ties: Ties = "random",
@@ -278,39 +358,47 @@ def cleanex_fit(
 ) -> CleanexFit:
     """Train CleaneX on the observed classes and return ``Ĉ_x`` (see the module docstring).
 
-    ``steps=None`` means :data:`DEFAULT_CLEANEX_STEPS` (looked up at call time).
-    Seeded: weights are drawn with ``torch.manual_seed(seed)`` inside
-    ``torch.random.fork_rng`` (the caller's global torch RNG state is left untouched);
-    training is full-batch, so nothing else is random. ``progress`` receives a tqdm bar of the
-    steps and the loss (a fit takes tens of seconds at the default step count).
+    ``training`` (default :class:`CleanexTraining`'s defaults) says when to stop. Seeded:
+    weights are drawn with ``torch.manual_seed(seed)`` inside ``torch.random.fork_rng`` (the
+    caller's global torch RNG state is left untouched); training is full-batch, so nothing
+    else is random, and the same seed, data and thread count give the same bytes.
+    ``progress`` receives a tqdm bar of the steps and the loss (a fit takes seconds to tens of
+    seconds). A fit that stops at ``max_steps`` without converging is logged as a warning.
     """
     require("torch", "tqdm", extra="models", feature="the CleaneX extrapolation")
     import torch
     from tqdm import tqdm
 
     check_ties(ties)
-    steps = DEFAULT_CLEANEX_STEPS if steps is None else steps
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise InputError(f"expected a positive integer, got {steps!r}", field="steps")
+    training = CleanexTraining() if training is None else training
+    if not isinstance(training, CleanexTraining):
+        raise InputError(f"expected a CleanexTraining, got {training!r}", field="training")
     s, y = check_scores(scores, labels)
     n_classes = s.shape[1]
-    target = torch.as_tensor(expected_accuracy(s, y, np.arange(2, n_classes + 1), ties), dtype=torch.float32, device=device)
+    observed = expected_accuracy(s, y, np.arange(2, n_classes + 1), ties)
+    target = torch.as_tensor(observed, dtype=torch.float32, device=device)
     inputs = torch.as_tensor(cleanex_inputs(s, y), dtype=torch.float32, device=device)
     exponents = torch.arange(1, n_classes, dtype=torch.float32, device=device)[None, :]  # k - 1 = 1..K-1
     devices = [torch.device(device)] if torch.device(device).type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(int(seed))
-        model = torch.nn.Sequential(
-            torch.nn.Linear(n_classes, 512),
-            torch.nn.ReLU(),
-            torch.nn.Linear(512, 128),
-            torch.nn.ReLU(),
-            torch.nn.Linear(128, 1),
-        ).to(device)
+        hidden = [torch.nn.Linear(n_classes, 512), torch.nn.ReLU(), torch.nn.Linear(512, 128), torch.nn.ReLU()]
+        output = torch.nn.Linear(128, 1)
+    error = float(np.clip(1.0 - observed[0], _INITIAL_ERROR_FLOOR, 1.0 - _INITIAL_ERROR_FLOOR))
+    with torch.no_grad():  # start at the observed 2-class accuracy (module docstring)
+        output.bias.fill_(float(np.log(error / (1.0 - error))))
+    model = torch.nn.Sequential(*hidden, output).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, beta2))
-    loss_value = float("nan")
+
+    def curve_loss() -> torch.Tensor:
+        logit = model(inputs)  # q_x = sigmoid(logit) estimates 1 - C_x
+        log_c = torch.nn.functional.logsigmoid(-logit)  # log Ĉ_x = log(1 - q_x), stable
+        return torch.mean((torch.exp(log_c * exponents).mean(dim=0) - target) ** 2)
+
+    plateau = _Plateau(float(training.tolerance), int(training.patience))
+    converged, steps = False, 0
     bar = tqdm(
-        total=int(steps),
+        total=int(training.max_steps),
         desc="CleaneX fit",
         unit="step",
         file=progress,
@@ -318,21 +406,34 @@ def cleanex_fit(
         mininterval=_progress_interval(progress),
     )
     with bar:
-        for step in range(int(steps)):
+        while steps < training.max_steps and not converged:
             optimiser.zero_grad(set_to_none=True)
-            logit = model(inputs)  # q_x = sigmoid(logit) estimates 1 - C_x
-            log_c = torch.nn.functional.logsigmoid(-logit)  # log Ĉ_x = log(1 - q_x), stable
-            predicted = torch.exp(log_c * exponents).mean(dim=0)
-            loss = torch.mean((predicted - target) ** 2)
+            loss = curve_loss()
             loss.backward()
             optimiser.step()
-            loss_value = float(loss.detach())
-            if step % _LOSS_SHOWN_EVERY == 0 or step == int(steps) - 1:
+            loss_value = float(loss.detach())  # the loss before this step's update
+            converged = plateau.reached(loss_value)
+            if steps % _LOSS_SHOWN_EVERY == 0:
                 bar.set_postfix(loss=f"{loss_value:.2e}", refresh=False)
+            steps += 1
             bar.update()
-    with torch.no_grad():
-        c_hat = torch.sigmoid(-model(inputs)).squeeze(1).double().cpu().numpy()
-    return CleanexFit(c=c_hat, loss=loss_value, steps=int(steps))
+        with torch.no_grad():
+            final_loss = float(curve_loss())
+            c_hat = torch.sigmoid(-model(inputs)).squeeze(1).double().cpu().numpy()
+        if converged:  # the bar ends at 100 % of the steps taken
+            bar.total = steps
+        bar.set_postfix(loss=f"{final_loss:.2e}", converged=converged, refresh=False)
+    fit = CleanexFit(c=c_hat, loss=final_loss, steps=steps, converged=converged)
+    if not converged:
+        log.warning(
+            "CleaneX fit did not converge: stopped at max_steps = %d before its loss plateaued (a fall of less than "
+            "tolerance = %g of itself over patience = %d steps); final loss %.2e, its curve is a partial fit",
+            steps,
+            training.tolerance,
+            training.patience,
+            final_loss,
+        )
+    return fit
 
 
 def cleanex_curve(
@@ -341,18 +442,62 @@ def cleanex_curve(
     k_max: int,
     *,
     seed: int = 0,
-    steps: int | None = None,
+    training: CleanexTraining | None = None,
     ties: Ties = "random",
     device: str = "cpu",
     progress: IO[str] | None = None,
 ) -> np.ndarray:
     """``mean_x Ĉ_x^(k-1)`` for ``k = 2..k_max`` with CleaneX's ``Ĉ_x`` (:func:`cleanex_fit`)."""
-    ks = _ks_to(k_max)
-    fit = cleanex_fit(scores, labels, seed=seed, steps=steps, ties=ties, device=device, progress=progress)
-    return power_curve(np.clip(fit.c, 0.0, 1.0), ks)
+    _ks_to(k_max)  # a bad k_max fails before training
+    return cleanex_fit(scores, labels, seed=seed, training=training, ties=ties, device=device, progress=progress).curve(k_max)
 
 
 # -------------------------------------------------------------------------------- facade
+@dataclass(frozen=True)
+class Extrapolation:
+    """A method's predicted curve for ``k = 2..k_max``; ``fit`` = CleaneX's training record
+    (steps, final loss, converged), ``None`` for the methods that do not train."""
+
+    curve: np.ndarray
+    fit: CleanexFit | None = None
+
+
+def extrapolate_with_fit(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    k_max: int,
+    method: str,
+    *,
+    seed: int = 0,
+    ties: Ties = "random",
+    cleanex: CleanexTraining | None = None,
+    device: str = "cpu",
+    progress: IO[str] | None = None,
+) -> Extrapolation:
+    """Predicted expected accuracy for ``k = 2..k_max`` by ``method`` (one of :data:`METHODS`),
+    with CleaneX's training record.
+
+    ``scores`` (N, K): higher = more likely; ``labels`` (N,) in ``[0, K)``.  ``seed`` matters
+    for ``cleanex`` (weights) and ``regression`` (width selection); ``ties`` is the tie
+    convention of the observed ``C_x`` and ``A_k`` (:mod:`classwise.extrapolation.rroc`;
+    ``kde`` has no ties to break); ``cleanex`` says how long CleaneX trains (default
+    :class:`CleanexTraining`'s defaults). ``progress`` receives CleaneX's progress bar (the
+    other methods take well under a second).
+    """
+    check_ties(ties)
+    if method == "naive":
+        return Extrapolation(naive_curve(scores, labels, k_max, ties=ties))
+    if method == "kde":
+        return Extrapolation(kde_curve(scores, labels, k_max))
+    if method == "regression":
+        return Extrapolation(regression_curve(scores, labels, k_max, ties=ties, seed=seed))
+    if method == "cleanex":
+        _ks_to(k_max)  # a bad k_max fails before training
+        fit = cleanex_fit(scores, labels, seed=seed, training=cleanex, ties=ties, device=device, progress=progress)
+        return Extrapolation(fit.curve(k_max), fit)
+    raise InputError(f"expected one of {list(METHODS)}, got {method!r}", field="method")
+
+
 def extrapolate(
     scores: np.ndarray,
     labels: np.ndarray,
@@ -361,24 +506,11 @@ def extrapolate(
     *,
     seed: int = 0,
     ties: Ties = "random",
-    cleanex_steps: int | None = None,
+    cleanex: CleanexTraining | None = None,
     device: str = "cpu",
     progress: IO[str] | None = None,
 ) -> np.ndarray:
-    """Predicted expected accuracy for ``k = 2..k_max`` by ``method`` (one of :data:`METHODS`).
-
-    ``scores`` (N, K): higher = more likely; ``labels`` (N,) in ``[0, K)``.  ``seed`` matters
-    for ``cleanex`` (weights) and ``regression`` (width selection); ``ties`` is the tie convention of the observed ``C_x`` and
-    ``A_k`` (:mod:`classwise.extrapolation.rroc`; ``kde`` has no ties to break). ``progress``
-    receives CleaneX's progress bar (the other methods take well under a second).
-    """
-    check_ties(ties)
-    if method == "naive":
-        return naive_curve(scores, labels, k_max, ties=ties)
-    if method == "kde":
-        return kde_curve(scores, labels, k_max)
-    if method == "regression":
-        return regression_curve(scores, labels, k_max, ties=ties, seed=seed)
-    if method == "cleanex":
-        return cleanex_curve(scores, labels, k_max, seed=seed, steps=cleanex_steps, ties=ties, device=device, progress=progress)
-    raise InputError(f"expected one of {list(METHODS)}, got {method!r}", field="method")
+    """The curve of :func:`extrapolate_with_fit`, without CleaneX's training record."""
+    return extrapolate_with_fit(
+        scores, labels, k_max, method, seed=seed, ties=ties, cleanex=cleanex, device=device, progress=progress
+    ).curve

@@ -12,7 +12,10 @@ import pandas as pd
 
 from classwise.extrapolation.simulation import Evaluation, reference_comparison
 
-__all__ = ["curves_frame", "rmse_table"]
+__all__ = ["FIT_SUMMARY_COLUMNS", "curves_frame", "rmse_table"]
+
+#: The convergence columns of :func:`rmse_table` (from :meth:`Evaluation.fit_summary`).
+FIT_SUMMARY_COLUMNS: tuple[str, ...] = ("fits", "converged", "steps_median", "steps_max", "final_loss_max")
 
 
 def curves_frame(evaluations: Sequence[Evaluation]) -> pd.DataFrame:
@@ -46,7 +49,9 @@ def curves_frame(evaluations: Sequence[Evaluation]) -> pd.DataFrame:
 def rmse_table(evaluation: Evaluation) -> pd.DataFrame:
     """Per method: RMSE mean / median / sd over the repetitions, the mean predicted accuracy at
     the largest k beside the true one, and, when CleaneX ran, the median of each other method's
-    RMSE ratio to CleaneX's and the share of repetitions CleaneX wins (Figure 3 E)."""
+    RMSE ratio to CleaneX's and the share of repetitions CleaneX wins (Figure 3 E), and its
+    fits' convergence: ``fits``, ``converged`` (how many stopped on a loss plateau),
+    ``steps_median``, ``steps_max``, ``final_loss_max`` (NaN for the methods that do not train)."""
     summary = evaluation.summary().set_index("method")
     k_max = int(evaluation.ks[-1])
     frame = pd.DataFrame(
@@ -66,5 +71,7 @@ def rmse_table(evaluation: Evaluation) -> pd.DataFrame:
         comparison = reference_comparison(evaluation.rmse, "cleanex")
         frame["ratio_to_cleanex_median"] = comparison["ratio_median"].reindex(frame.index)
         frame["cleanex_wins"] = comparison["reference_wins"].reindex(frame.index)
+        for column in FIT_SUMMARY_COLUMNS:
+            frame[column] = summary[column]
     frame.index.name = "method"
     return frame

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError
-from classwise.extrapolation.methods import DEFAULT_CLEANEX_STEPS, METHODS, extrapolate
+from classwise.extrapolation.methods import METHODS, CleanexTraining, extrapolate_with_fit
 from classwise.extrapolation.rroc import Ties, check_scores, expected_accuracy, subsample_classes
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,10 @@ def simulate_scores(
     return scores, labels.astype(np.int64)
 
 
+#: The columns of :attr:`Evaluation.fits`.
+FIT_COLUMNS: tuple[str, ...] = ("repetition", "method", "steps", "final_loss", "converged")
+
+
 @dataclass
 class Evaluation:
     """Result of :func:`evaluate_methods`.
@@ -80,7 +84,8 @@ class Evaluation:
     ``predicted[method]`` = ``(repetitions, k_max-1)`` predicted curves; ``observed`` =
     ``(repetitions, k1-1)`` exact curves on the sampled classes (``k = 2..k1``);
     ``rmse`` = long table with columns ``repetition, method, rmse, seconds`` (seconds =
-    the method's run time).
+    the method's run time); ``fits`` = one row per trained fit (CleaneX), columns
+    ``repetition, method, steps, final_loss, converged``.
     """
 
     k1: int
@@ -89,9 +94,12 @@ class Evaluation:
     observed: np.ndarray
     predicted: dict[str, np.ndarray] = field(default_factory=dict)
     rmse: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fits: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(FIT_COLUMNS)))
 
     def summary(self) -> pd.DataFrame:
-        """Per method: RMSE mean, median, sd (ddof 1; 0 for one repetition), repetitions, mean seconds."""
+        """Per method: RMSE mean, median, sd (ddof 1; 0 for one repetition), repetitions, mean
+        seconds, and for a method that trains (CleaneX) its fits' convergence
+        (:meth:`fit_summary`; NaN for the others)."""
         grouped = self.rmse.groupby("method", sort=False)["rmse"]
         out = pd.DataFrame(
             {
@@ -101,9 +109,25 @@ class Evaluation:
                 "repetitions": grouped.size(),
                 "seconds_mean": self.rmse.groupby("method", sort=False)["seconds"].mean(),
             }
-        ).reset_index()
+        )
+        out = out.join(self.fit_summary()).reset_index()
         out.insert(0, "k1", self.k1)
         return out
+
+    def fit_summary(self) -> pd.DataFrame:
+        """Per method that trains: ``fits``, ``converged`` (how many of them stopped on a loss
+        plateau), ``steps_median``, ``steps_max`` and ``final_loss_max``."""
+        grouped = self.fits.groupby("method", sort=False)
+        return pd.DataFrame(
+            {
+                "fits": grouped.size(),
+                "converged": grouped["converged"].sum(),
+                "steps_median": grouped["steps"].median(),
+                "steps_max": grouped["steps"].max(),
+                "final_loss_max": grouped["final_loss"].max(),
+            },
+            index=pd.Index(list(dict.fromkeys(self.fits["method"])), name="method"),
+        ).astype({"fits": float, "converged": float, "steps_median": float, "steps_max": float, "final_loss_max": float})
 
 
 #: Figure 3 (E) of the paper draws the RMSE ratios capped at this value.
@@ -153,7 +177,7 @@ def evaluate_methods(
     seed: int,
     *,
     methods: Sequence[str] = METHODS,
-    cleanex_steps: int | None = None,
+    cleanex: CleanexTraining | None = None,
     ties: Ties = "random",
     device: str = "cpu",
     progress: IO[str] | None = None,
@@ -163,6 +187,8 @@ def evaluate_methods(
     Needs ``2 <= k1 <= K`` and ``2 <= k_max <= K`` (the truth is the exact curve on all
     ``K`` classes).  Class subsets come from ``numpy.random.default_rng(seed)``; in repetition
     ``r`` the methods get ``seed * 1000 + r`` (CleaneX's weights, regression's width selection).
+    ``cleanex`` says how long CleaneX trains; every fit's steps, final loss and convergence
+    go to :attr:`Evaluation.fits` and the repetition's log line.
     """
     s, y = check_scores(scores, labels)
     n_classes = s.shape[1]
@@ -179,7 +205,7 @@ def evaluate_methods(
     rng = np.random.default_rng(seed)
     observed = np.empty((int(repetitions), int(k1) - 1))
     predicted = {m: np.empty((int(repetitions), ks.size)) for m in methods}
-    rows = []
+    rows, fits = [], []
     for rep in range(int(repetitions)):
         classes = rng.choice(n_classes, size=int(k1), replace=False)
         sub_scores, sub_labels = subsample_classes(s, y, classes)
@@ -189,25 +215,40 @@ def evaluate_methods(
         done = []
         for method in methods:
             start = time.perf_counter()
-            curve = extrapolate(
+            result = extrapolate_with_fit(
                 sub_scores,
                 sub_labels,
                 int(k_max),
                 method,
                 seed=int(seed) * 1000 + rep,
                 ties=ties,
-                cleanex_steps=cleanex_steps,
+                cleanex=cleanex,
                 device=device,
                 progress=progress,
             )
-            predicted[method][rep] = curve
+            predicted[method][rep] = result.curve
             seconds = time.perf_counter() - start
-            rmse = float(np.sqrt(np.mean((curve - truth) ** 2)))
+            rmse = float(np.sqrt(np.mean((result.curve - truth) ** 2)))
             rows.append({"repetition": rep, "method": method, "rmse": rmse, "seconds": seconds})
-            done.append(f"{method} {rmse:.4f} ({seconds:.1f} s)")
+            note = ""
+            if result.fit is not None:
+                fit = result.fit
+                fits.append(
+                    {"repetition": rep, "method": method, "steps": fit.steps, "final_loss": fit.loss, "converged": fit.converged}
+                )
+                note = f", {fit.describe()}"
+            done.append(f"{method} {rmse:.4f} ({seconds:.1f} s{note})")
         # One line per repetition: a long run (hours at the paper's size) shows where it is.
         log.info("k1 = %d, repetition %d/%d, RMSE: %s", int(k1), rep + 1, int(repetitions), ", ".join(done))
-    return Evaluation(k1=int(k1), ks=ks, true_curve=truth, observed=observed, predicted=predicted, rmse=pd.DataFrame(rows))
+    return Evaluation(
+        k1=int(k1),
+        ks=ks,
+        true_curve=truth,
+        observed=observed,
+        predicted=predicted,
+        rmse=pd.DataFrame(rows),
+        fits=pd.DataFrame(fits, columns=list(FIT_COLUMNS)),
+    )
 
 
 @dataclass
@@ -223,11 +264,13 @@ class SimulationBenchmark:
         return pd.concat([e.summary() for e in self.evaluations.values()], ignore_index=True)
 
     def to_json(self) -> dict[str, object]:
-        """Plain-JSON form: settings, seconds, and the summary rows."""
+        """Plain-JSON form: settings, seconds, and the summary rows (``None`` where a column does
+        not apply: the fit columns of a method that does not train)."""
+        summary = self.summary().astype(object)
         return {
             "settings": self.settings,
             "seconds": round(self.seconds, 3),
-            "rmse": self.summary().to_dict(orient="records"),
+            "rmse": summary.where(summary.notna(), None).to_dict(orient="records"),
         }
 
 
@@ -238,7 +281,7 @@ def run_simulation_benchmark(
     k2: int = PAPER_K2,
     sigma2: float = PAPER_SIGMA2,
     repetitions: int = 5,
-    cleanex_steps: int | None = None,
+    cleanex: CleanexTraining | None = None,
     methods: Sequence[str] = METHODS,
     device: str = "cpu",
     progress: IO[str] | None = None,
@@ -260,12 +303,13 @@ def run_simulation_benchmark(
             repetitions,
             seed + int(k1),
             methods=methods,
-            cleanex_steps=cleanex_steps,
+            cleanex=cleanex,
             device=device,
             progress=progress,
         )
         for k1 in k1s
     }
+    training = CleanexTraining() if cleanex is None else cleanex
     settings: dict[str, object] = {
         "seed": seed,
         "k1": [int(k) for k in k1s],
@@ -274,7 +318,9 @@ def run_simulation_benchmark(
         "per_class": PAPER_PER_CLASS,
         "sigma2": sigma2,
         "repetitions": repetitions,
-        "cleanex_steps": DEFAULT_CLEANEX_STEPS if cleanex_steps is None else cleanex_steps,
+        "cleanex_max_steps": training.max_steps,
+        "cleanex_tolerance": training.tolerance,
+        "cleanex_patience": training.patience,
         "methods": list(methods),
     }
     return SimulationBenchmark(evaluations=evaluations, settings=settings, seconds=time.perf_counter() - start)

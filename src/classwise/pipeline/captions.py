@@ -69,11 +69,20 @@ def _k2(p: Mapping[str, Any]) -> tuple[str, str]:
     return ("all classes", "C") if k2 is None else (f"{k2} classes", str(k2))
 
 
+def _cleanex_fits(p: Mapping[str, Any]) -> str:
+    """What the CleaneX columns say, with the job's stopping rule."""
+    return (
+        " 'fits converged': the CleaneX fits whose loss fell by less than "
+        f"{p['cleanex_tolerance']:g} of itself over {p['cleanex_patience']} steps before "
+        f"{p['cleanex_max_steps']} steps († where some did not); their steps (median and max) and largest final loss."
+    )
+
+
 def _extrapolation(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
     target, end = _k2(p)
     comparison = (
         " With CleaneX: each other method's RMSE ratio to CleaneX's (median; above 1, CleaneX is better) and the "
-        "share of repetitions in which CleaneX has the lower RMSE."
+        f"share of repetitions in which CleaneX has the lower RMSE.{_cleanex_fits(p)}"
         if "cleanex" in p.get("methods", ())
         else ""
     )
@@ -207,7 +216,7 @@ CAPTIONS: dict[str, Text] = {
         "Simulated accuracy extrapolation: prototypes in d = 5 dimensions, "
         f"10 points per class, sigma2 = {p['sigma2']:g}; extrapolation "
         f"from k1 sampled classes to k2 = {p['k2']}; RMSE over "
-        f"{p['repetitions']} repetitions.",
+        f"{p['repetitions']} repetitions.{_cleanex_fits(p) if 'cleanex' in p.get('methods', ()) else ''}",
         "slavutsky2021",
         "Figure 2 (its simulation)",
     ),

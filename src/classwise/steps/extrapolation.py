@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,12 +26,61 @@ from classwise.errors import InputError
 from classwise.steps.metrics import load_view
 from classwise.steps.threads import limit_threads
 
+if TYPE_CHECKING:
+    from classwise.extrapolation.methods import CleanexTraining
+    from classwise.extrapolation.simulation import Evaluation
+
 log = logging.getLogger(__name__)
 
 
 def _k1_values(k1: int | Sequence[int]) -> list[int]:
     """``analyses.extrapolation.k1`` as a list: one value or several."""
     return [int(k1)] if isinstance(k1, (int, np.integer)) else [int(k) for k in k1]
+
+
+#: Marks a summary cell whose CleaneX fits did not all converge.
+NOT_CONVERGED_MARK = "†"
+
+
+def _cleanex_training(max_steps: int, tolerance: float, patience: int) -> CleanexTraining:
+    from classwise.extrapolation.methods import CleanexTraining
+
+    return CleanexTraining(max_steps=int(max_steps), tolerance=float(tolerance), patience=int(patience))
+
+
+def _fits_cells(fits: pd.Series, converged: pd.Series) -> pd.Series:
+    """``3/3`` (converged / fits) for a method that trains, with the mark when some did not;
+    empty for the others (NaN fits)."""
+
+    def cell(n_fits: float, n_converged: float) -> str:
+        if np.isnan(n_fits):
+            return ""
+        text = f"{int(n_converged)}/{int(n_fits)}"
+        return text if n_converged == n_fits else f"{text} {NOT_CONVERGED_MARK}"
+
+    return pd.Series([cell(f, c) for f, c in zip(fits, converged, strict=True)], index=fits.index, dtype=object)
+
+
+def _steps_cells(median: pd.Series, maximum: pd.Series) -> pd.Series:
+    """``median (max)`` steps of a method's fits; empty for the methods that do not train."""
+    cells = ["" if np.isnan(m) else f"{m:g} ({int(x)})" for m, x in zip(median, maximum, strict=True)]
+    return pd.Series(cells, index=median.index, dtype=object)
+
+
+def _log_unconverged(evaluation: Evaluation, where: str) -> None:
+    """A warning per evaluation whose fits did not all converge, naming the repetitions."""
+    fits = evaluation.fits
+    failed = fits[~fits["converged"].astype(bool)]
+    if len(failed):
+        log.warning(
+            "%s, k1 = %d: %d of %d CleaneX fits did not converge (stopped at max_steps): repetitions %s; "
+            "raise cleanex_max_steps or read their curves as partial fits",
+            where,
+            evaluation.k1,
+            len(failed),
+            len(fits),
+            failed["repetition"].tolist(),
+        )
 
 
 def _rmse_display(frame: pd.DataFrame) -> pd.DataFrame:
@@ -48,6 +97,9 @@ def _rmse_display(frame: pd.DataFrame) -> pd.DataFrame:
             lambda v: "" if pd.isna(v) else tables.decimals(v, 2)
         )
         columns["CleaneX wins"] = frame["cleanex_wins"].map(lambda v: "" if pd.isna(v) else f"{100 * v:.0f}%")
+        columns["fits converged"] = _fits_cells(frame["fits"], frame["converged"])
+        columns["steps: median (max)"] = _steps_cells(frame["steps_median"], frame["steps_max"])
+        columns["final loss (max)"] = frame["final_loss_max"].map(lambda v: "" if pd.isna(v) else f"{v:.1e}")
     display = pd.DataFrame(columns, index=frame.index)
     if frame["k1"].nunique() > 1:
         display.insert(0, "k1", frame["k1"].astype(str))
@@ -62,7 +114,9 @@ def extrapolation_step(
     k1: int | Sequence[int],
     repetitions: int,
     methods: Sequence[str],
-    cleanex_steps: int,
+    cleanex_max_steps: int,
+    cleanex_tolerance: float,
+    cleanex_patience: int,
     ties: str,
     device: str,
     seed: int,
@@ -88,8 +142,11 @@ def extrapolation_step(
     ImageNet-R's 200 of 1,000 classes): a class without samples has no accuracy to extrapolate,
     and dropping its column is what a marginal classifier allows. The scores are the raw logits
     (a linear head scores each class independently of the others, as the method assumes; a
-    softmax would not). Writes the RMSE table (one block of rows per ``k1``), every curve
-    (``curves_path``) and the Figure-3-shaped figure.
+    softmax would not). CleaneX trains until its loss plateaus (``cleanex_tolerance`` over
+    ``cleanex_patience`` steps) or for ``cleanex_max_steps`` steps
+    (:class:`~classwise.extrapolation.methods.CleanexTraining`); the table counts the fits that
+    converged, and the log warns of those that did not. Writes the RMSE table (one block of
+    rows per ``k1``), every curve (``curves_path``) and the Figure-3-shaped figure.
     """
     from classwise.extrapolation.results import curves_frame, rmse_table
     from classwise.extrapolation.rroc import check_ties, with_images_only
@@ -120,6 +177,7 @@ def extrapolation_step(
     if view.kind != "logits":
         log.warning("extrapolating from probabilities: the method assumes marginal scores such as logits")
     checked_ties = check_ties(ties)
+    cleanex = _cleanex_training(cleanex_max_steps, cleanex_tolerance, cleanex_patience)
     evaluations = [
         evaluate_methods(
             scores,
@@ -129,7 +187,7 @@ def extrapolation_step(
             int(repetitions),
             int(seed),
             methods=tuple(methods),
-            cleanex_steps=int(cleanex_steps),
+            cleanex=cleanex,
             ties=checked_ties,
             device=device,
             progress=progress,
@@ -139,6 +197,7 @@ def extrapolation_step(
     for evaluation in evaluations:
         seconds = evaluation.rmse.groupby("method", sort=False)["seconds"].sum()
         log.info("k1 = %d, seconds per method: %s", evaluation.k1, {m: round(float(s), 2) for m, s in seconds.items()})
+        _log_unconverged(evaluation, str(logits_path))
     frame = pd.concat([rmse_table(evaluation) for evaluation in evaluations])
     log.info("RMSE:\n%s", frame.to_string())
     tables.write_csv(curves_path, curves_frame(evaluations), index=False)
@@ -157,9 +216,11 @@ def extrapolation_summary_step(
     latex_path: str | Path,
 ) -> None:
     """RMSE per ``k1`` and method (rows) and model (columns) from the per-model tables:
-    ``mean ± sd``; the CSV holds the means."""
+    ``mean ± sd``; the CSV holds the means. A cell whose CleaneX fits did not all converge is
+    marked ``†`` (with the count) and the caption says what the mark means."""
     means: dict[str, pd.Series] = {}
     cells: dict[str, pd.Series] = {}
+    marked = False
     for model, path in table_paths.items():
         frame = pd.read_csv(path)
         missing = [c for c in ("method", "k1", "rmse_mean", "rmse_sd") if c not in frame.columns]
@@ -168,11 +229,31 @@ def extrapolation_summary_step(
         frame = frame.set_index(["k1", "method"])
         means[model] = frame["rmse_mean"]
         cells[model] = frame["rmse_mean"].map(tables.decimals) + " ± " + frame["rmse_sd"].map(tables.decimals)
+        if "fits" in frame.columns:
+            unconverged = (frame["fits"] - frame["converged"]).fillna(0.0)
+            for key in unconverged.index[unconverged > 0]:
+                cells[model][key] += f" {NOT_CONVERGED_MARK} ({int(unconverged[key])}/{int(frame['fits'][key])})"
+                marked = True
     data = pd.DataFrame(means)
     display = pd.DataFrame(cells).reindex(data.index).fillna("n/a")
     data, display = (table.reset_index(level="k1").rename_axis("method") for table in (data, display))
     display["k1"] = display["k1"].astype(str)
+    if marked:  # before the closing "Source: ..." sentence, which stays last
+        text, source_sep, source = caption.partition(" Source: ")
+        note = (
+            f"{NOT_CONVERGED_MARK} (n/m): n of the m CleaneX fits did not converge (stopped at cleanex_max_steps "
+            "before the loss plateaued)."
+        )
+        caption = f"{text} {note}{source_sep}{source}"
     tables.write_tables(display, caption, {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}, data=data)
+
+
+def _with_fits(evaluation: Evaluation) -> pd.DataFrame:
+    """Per repetition and method: the RMSE and, for a fit (CleaneX), its steps, final loss and
+    convergence (``None`` for the methods that do not train: plain JSON)."""
+    fits = evaluation.fits.astype({"steps": int, "final_loss": float, "converged": bool})
+    merged = evaluation.rmse[["repetition", "method", "rmse"]].merge(fits, on=["repetition", "method"], how="left")
+    return merged.astype(object).where(merged.notna(), None)
 
 
 def simulation_step(
@@ -182,7 +263,9 @@ def simulation_step(
     sigma2: float,
     repetitions: int,
     methods: Sequence[str],
-    cleanex_steps: int,
+    cleanex_max_steps: int,
+    cleanex_tolerance: float,
+    cleanex_patience: int,
     device: str,
     seed: int,
     caption: str,
@@ -195,8 +278,10 @@ def simulation_step(
     progress: IO[str] | None = None,
 ) -> None:
     """The rROC paper's simulation (:func:`~classwise.extrapolation.simulation.run_simulation_benchmark`):
-    RMSE per (k1, method) as a table, the settings, per-repetition RMSEs and run time as JSON,
-    and the RMSE boxes (Figure 2 shape)."""
+    RMSE per (k1, method) as a table (with the CleaneX fits that converged), the settings,
+    per-repetition RMSEs (and each CleaneX fit's steps, final loss and convergence) and run time
+    as JSON, and the RMSE boxes (Figure 2 shape)."""
+    from classwise.extrapolation.results import FIT_SUMMARY_COLUMNS
     from classwise.extrapolation.simulation import run_simulation_benchmark
     from classwise.plots.extrapolation import plot_simulation
 
@@ -211,14 +296,17 @@ def simulation_step(
         k2=int(k2),
         sigma2=float(sigma2),
         repetitions=int(repetitions),
-        cleanex_steps=int(cleanex_steps),
+        cleanex=_cleanex_training(cleanex_max_steps, cleanex_tolerance, cleanex_patience),
         methods=tuple(methods),
         device=device,
         progress=progress,
     )
     log.info("simulation took %.1f s on %s thread(s)", benchmark.seconds, threads)
+    for evaluation in benchmark.evaluations.values():
+        _log_unconverged(evaluation, "simulation")
     summary = benchmark.summary()
-    data = summary[["k1", "method", "repetitions", "rmse_mean", "rmse_median", "rmse_sd"]].set_index("k1")
+    data = summary[["k1", "method", "repetitions", "rmse_mean", "rmse_median", "rmse_sd", *FIT_SUMMARY_COLUMNS]]
+    data = data.set_index("k1")
     display = pd.DataFrame(
         {
             "method": data["method"],
@@ -226,6 +314,8 @@ def simulation_step(
             "RMSE mean": data["rmse_mean"].map(tables.decimals),
             "RMSE median": data["rmse_median"].map(tables.decimals),
             "RMSE sd": data["rmse_sd"].map(tables.decimals),
+            "fits converged": _fits_cells(data["fits"], data["converged"]),
+            "steps: median (max)": _steps_cells(data["steps_median"], data["steps_max"]),
         },
         index=data.index,
     )
@@ -234,8 +324,7 @@ def simulation_step(
     # RMSEs depend on the threads as well as on the seed.
     document["settings"] = {**benchmark.settings, "threads": None if threads is None else int(threads)}
     document["rmse_per_repetition"] = {
-        str(k1): evaluation.rmse[["repetition", "method", "rmse"]].to_dict(orient="records")
-        for k1, evaluation in benchmark.evaluations.items()
+        str(k1): _with_fits(evaluation).to_dict(orient="records") for k1, evaluation in benchmark.evaluations.items()
     }
     write_json(json_path, document)
     plot_simulation(
