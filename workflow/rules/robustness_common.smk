@@ -109,7 +109,8 @@ def flat_classwise_logits(wildcards):
 
 def unpaired_shifts(dataset):
     """The shifts of `dataset` (full label space) whose images are not the base dataset's
-    samples (natural shift sets): compared with clean unpaired, never matched by sample id."""
+    samples (natural shift sets): compared with clean unpaired, never matched by sample id.
+    """
     return [s for s in full_label_space_shifts(dataset) if not SHIFTS[s].paired]
 
 
