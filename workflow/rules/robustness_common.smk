@@ -156,31 +156,48 @@ _plan_robustness()
 
 
 def robustness_outputs():
-    outputs = []
+    """Every table and figure of the robustness analyses, planned (output records)."""
+    planned = []
     for dataset in DATASETS:
-        tables = f"{OUT}/tables/{dataset}/robustness"
-        figures = f"{OUT}/figures/{dataset}/robustness"
+        each = {"dataset": dataset}
         has_clean = "clean" in view_shifts(dataset, "original")
         if full_label_space_shifts(dataset):
-            outputs += [f"{figures}/classwise_robustness.png", f"{tables}/classwise.md"]
+            planned += [
+                Planned(name, each)
+                for name in (
+                    "classwise_table",
+                    "classwise_robustness_figure",
+                    "prediction_similarity",
+                    "shift_summary_table",
+                    "corruption_errors_table",
+                    "class_shift_accuracy",
+                    "class_shift_cfps",
+                    "worst_classes_by_shift",
+                    "accuracy_spread",
+                )
+            ]
+            planned += [
+                Planned("mean_confusion", {**each, "shift": shift})
+                for shift in attacked_shifts(dataset)
+            ]
         if shifts_of_kind(dataset, "corruption"):
-            outputs.append(f"{figures}/corruption_grid.png")
+            planned.append(Planned("corruption_grid", each))
         if has_clean:
-            for shift in adversarial_shifts(dataset):
-                outputs += [
-                    f"{tables}/robust_fairness_{shift}.md",
-                    f"{figures}/robust_fairness_{shift}.png",
-                ]
+            planned += [
+                Planned(name, {**each, "shift": shift})
+                for shift in adversarial_shifts(dataset)
+                for name in ("robust_fairness_table", "robust_fairness_figure")
+            ]
         if transformed_shifts(dataset) and has_clean:
-            outputs += [
-                f"{tables}/transformation_tests_{model}.md"
+            planned += [
+                Planned("transformation_tests", {**each, "model": model})
                 for model in dataset_models(dataset)
             ]
         if transfer_pairs(dataset) and has_clean:
-            outputs.append(f"{tables}/transfer_matrix.md")
+            planned.append(Planned("transfer_matrix", each))
         if targeted_shifts(dataset) and targeted_models(dataset) and has_clean:
-            outputs += [
-                f"{figures}/targeted_success.png",
-                f"{tables}/targeted_success.md",
+            planned += [
+                Planned("targeted_success_table", each),
+                Planned("targeted_success_figure", each),
             ]
-    return outputs
+    return planned
