@@ -5,15 +5,18 @@ beside it and what it mirrors."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from paths import REPO
+from results_readme import listed_files
 from snakemake.iocontainers import Namedlist
 
 from classwise.outputs import OUTPUTS, Output, Planned, Setting, listed_file, output, record_of, report_captions, target
 from classwise.pipeline.captions import TITLES, title_of
 from classwise.references import REFERENCES
+from classwise.steps.reports import results_readme_step
 
 #: Wildcard values that look like parts of other records' paths: a model named like a table, a view
 #: named like the robustness folder, a shift with dots.
@@ -109,3 +112,28 @@ def test_the_figures_of_a_rule_share_its_title() -> None:
         params=Namedlist(fromdict={}),
     )
     assert title_of(job) == "digits: class-wise clean vs robust accuracy under pgd"
+
+
+def test_the_readme_lists_each_output_with_the_files_beside_it(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    planned = [
+        Planned("worst_class_table", {"dataset": "d", "labels": "original", "shift": "clean"}),
+        Planned("robust_fairness_table", {"dataset": "d", "shift": "pgd_linf_eps0.1"}),
+        Planned("confusion_counts", {"dataset": "d", "labels": "original", "model": "m", "shift": "clean"}),
+        Planned("mean_confusion", {"dataset": "d", "shift": "pgd_linf_eps0.1"}),
+    ]
+    results_readme_step(
+        description="", output_dir=root, outputs=[listed_file(p, str(root)) for p in planned], readme_path=root / "README.md"
+    )
+    text = (root / "README.md").read_text()
+    assert "| `tables/d/robustness/robust_fairness_pgd_linf_eps0.1.md` | [Medi et al., 2024](" in text
+    assert text.count(" | `.csv`, `.tex`, `.json` |") == 1 and text.count(" | `.csv`, `.tex` |") == 1
+    assert "| `metrics/d/original/m/clean/confusion.csv` | one model's confusion matrix as counts (true x predicted) |  |" in text
+    assert listed_files(text) == {
+        "tables/d/original/clean/worst_class.md",
+        "tables/d/original/clean/worst_class.csv",
+        "tables/d/original/clean/worst_class.tex",
+        *(f"tables/d/robustness/robust_fairness_pgd_linf_eps0.1.{suffix}" for suffix in ("md", "csv", "tex", "json")),
+        "metrics/d/original/m/clean/confusion.csv",
+        "figures/d/robustness/mean_confusion/pgd_linf_eps0.1.png",
+    }
