@@ -8,10 +8,11 @@
 #   results/figures/{dataset}/{labels}/{shift}/                per-class bars, confusion heatmaps,
 #                                                              reliability diagrams (Figure 1)
 # Each table comes as Markdown (.md), CSV (.csv) and LaTeX booktabs (.tex).
-# `snakemake --report` (make report) puts the CSVs and figures marked with report() below, in
-# analyses.smk, robustness.smk and metrics.smk into one HTML file, one category per paper and
-# one subcategory per dataset; the captions are the .rst files of workflow/report/, which show
-# each CSV with the classwise-table directive registered here.
+# Every output is an output record (classwise.outputs), declared with outputs_of(name).
+# `snakemake --report` (make report) puts the CSVs and figures the records mark for the report
+# into one HTML file, one category per paper and one subcategory per dataset; the captions are
+# the .rst files of workflow/report/, written from the records, which show each CSV with the
+# classwise-table directive registered here.
 from classwise.pipeline.report import register_directives
 
 register_directives()
