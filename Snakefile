@@ -28,6 +28,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/analyses_common.smk"
 include: "workflow/rules/robustness_common.smk"
 include: "workflow/rules/gates_common.smk"
+include: "workflow/rules/outputs_common.smk"
 include: "workflow/rules/resources.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/inference.smk"
@@ -41,8 +42,6 @@ include: "workflow/rules/gates.smk"
 rule all:
     default_target: True
     input:
-        final_outputs(),
+        requested(planned_outputs()),
         f"{OUT}/README.md",
-        analysis_outputs(),
-        robustness_outputs(),
         gate_outputs(),

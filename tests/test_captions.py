@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from paths import REPO
 from snakemake.iocontainers import Namedlist
 
-from classwise.pipeline.captions import CAPTIONS, TITLES, caption_of, title_of
+from classwise.pipeline.captions import CAPTIONS, TITLES, caption_of, captioned, title_of
 
 
 def _job(rule: str, wildcards: dict[str, str], params: dict[str, object]) -> SimpleNamespace:
@@ -19,7 +19,8 @@ def _job(rule: str, wildcards: dict[str, str], params: dict[str, object]) -> Sim
 def test_no_rule_passes_a_caption_or_title_as_a_parameter() -> None:
     for path in (REPO / "workflow" / "rules").glob("*.smk"):
         for line in path.read_text().splitlines():
-            assert not re.match(r"^\s+(caption|title)=(lambda|\(|f?\")", line) or 'caption="../report/' in line, (path, line)
+            report_caption = re.search(r'caption=f?"\.\./report/', line)  # the report's caption file, not a parameter
+            assert not re.match(r"^\s+(caption|title)=(lambda|\(|f?\")", line) or report_caption, (path, line)
 
 
 def test_no_report_caption_reads_a_caption_from_the_job_s_params() -> None:
@@ -30,12 +31,16 @@ def test_no_report_caption_reads_a_caption_from_the_job_s_params() -> None:
 
 
 def test_every_script_asking_for_a_caption_or_title_has_one() -> None:
+    """Each ``caption_of(snakemake[, part])`` of a rule's script names one captioned record of the rule."""
+    asked = 0
     for script in (REPO / "scripts").glob("*.py"):
         text = script.read_text()
-        if "caption_of(snakemake)" in text:
-            assert script.stem in CAPTIONS, script.name
+        for part in re.findall(r'caption_of\(snakemake(?:, "(\w+)")?\)', text):
+            assert captioned(script.stem, part).name in CAPTIONS, (script.name, part)
+            asked += 1
         if "title_of(snakemake)" in text:
             assert script.stem in TITLES, script.name
+    assert asked == len(CAPTIONS)  # every caption is asked for
 
 
 def test_captions_follow_the_job_s_wildcards_and_settings() -> None:

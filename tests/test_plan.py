@@ -13,7 +13,14 @@ from torch import nn
 
 from classwise.errors import InputError
 from classwise.models.pickled import pickled_model_class
-from classwise.pipeline.plan import check_runs, dataset_classes, resolve_analyses, resolve_comparisons, resolve_views
+from classwise.pipeline.plan import (
+    check_runs,
+    dataset_classes,
+    resolve_analyses,
+    resolve_comparisons,
+    resolve_robustness,
+    resolve_views,
+)
 from classwise.shifts.spec import expand_shifts
 
 ANALYSES = {
@@ -358,3 +365,66 @@ def test_models_are_compared_on_datasets_of_two_or_more_with_the_bootstrap_on(tm
     off = resolve_comparisons(_plan(config), {"replicates": 0, "confidence": 0.95, "seed": 0})
     assert off.compared == []
     assert off.notes == ["intervals, worst-class probabilities and model comparisons: off (metrics.bootstrap.replicates is 0)"]
+
+
+# --- robustness (resolve_robustness) ------------------------------------------------------------
+
+ROBUST_SHIFTS = {
+    "clean": True,
+    "corruptions": ["gaussian_noise"],
+    "severities": [3],
+    "pgd": [{"norm": "linf", "eps": 0.1}],
+    "pgd_targeted": {"norm": "linf", "eps": 0.1, "targets": [1]},
+    "transfer": [{"source": "lin", "attack": "pgd_linf_eps0.1"}],
+}
+
+
+def _robustness(shifts: dict[str, Any], targeted_models: list[str]):
+    config = {
+        "datasets": {"digits": {"source": "sklearn_digits"}},
+        "models": {name: {"source": "train", "train_on": "digits", "architecture": name} for name in ("lin", "mlp")},
+        "shifts": shifts,
+    }
+    expanded = expand_shifts(shifts)
+    plan = _plan(config)
+    resolve_views(plan, config, copy.deepcopy(config), shifts=expanded, source="my.yaml")
+    runs = resolve_robustness(
+        plan, {"targeted_models": targeted_models}, shifts=expanded, models=list(config["models"]), source="my.yaml"
+    )
+    return plan, runs["digits"]
+
+
+def test_robustness_runs_each_analysis_over_the_shifts_it_reads() -> None:
+    plan, runs = _robustness(ROBUST_SHIFTS, ["mlp"])
+    attack, transfer = "pgd_linf_eps0.1", "transfer_lin_pgd_linf_eps0.1"
+    assert runs.full_label_space == ["clean", "gaussian_noise_s3", attack, transfer]  # never the targeted attacks
+    assert runs.attacked == [attack, transfer] and runs.adversarial == runs.robust_fairness == [attack]
+    assert runs.corruptions == runs.transformed == ["gaussian_noise_s3"]
+    assert runs.transfers == [("lin", "lin", transfer), ("lin", "mlp", transfer)]
+    assert runs.targeted == ["pgd_targeted_1"] and runs.targeted_models == ["mlp"]
+    assert (
+        runs.classwise and runs.corruption_grid and runs.transformation_tests and runs.transfer_matrix and runs.targeted_attacks
+    )
+    assert plan.notes == []
+
+
+def test_without_clean_the_analyses_comparing_with_it_are_skipped_with_a_note() -> None:
+    plan, runs = _robustness({**ROBUST_SHIFTS, "clean": False}, ["mlp"])
+    assert runs.classwise and runs.corruption_grid  # these read no clean images
+    assert runs.robust_fairness == [] and not runs.transformation_tests and not runs.transfer_matrix and not runs.targeted_attacks
+    assert [note.split(":")[0] for note in plan.notes] == [
+        "transformation tests on digits",
+        "robust fairness on digits",
+        "transfer matrix on digits",
+        "targeted attacks on digits",
+    ]
+    assert all("clean is not evaluated on it" in note or "which is not evaluated on it" in note for note in plan.notes)
+
+
+def test_targeted_attacks_without_a_targeted_model_are_skipped_and_an_unknown_one_is_an_error() -> None:
+    plan, runs = _robustness({"clean": True, "pgd_targeted": ROBUST_SHIFTS["pgd_targeted"]}, [])
+    assert not runs.targeted_attacks and not runs.corruption_grid and runs.attacked == []
+    assert plan.notes == ["targeted attacks on digits: skipped, no model of robustness.targeted_models is evaluated on it"]
+    with pytest.raises(InputError, match=r"names models \['cnn'\]") as error:
+        _robustness(ROBUST_SHIFTS, ["cnn"])
+    assert error.value.field == "robustness.targeted_models"

@@ -16,6 +16,7 @@ from snakemake.iocontainers import Namedlist
 
 from classwise.data.shift_sets.base import COMMON_CORRUPTIONS
 from classwise.errors import InputError
+from classwise.outputs import OUTPUTS
 from classwise.pipeline.captions import CAPTIONS, caption_of
 from classwise.pipeline.report import register_directives
 from classwise.references import REFERENCES, Reference, cite, reference
@@ -152,34 +153,34 @@ def test_only_the_registry_s_corruption_shifts_are_made_on_the_fly() -> None:
 BOOTSTRAP = {"replicates": 200, "confidence": 0.95, "seed": 0}
 #: Each caption's source and locator, and the parameters its job has.
 CAPTION_SOURCES: dict[str, tuple[str, str, dict]] = {
-    "run_subset_tests": (
+    "subset_tests": (
         "test_catalogue",
         "Subset Performance",
         {"options": {"shift": "SHIFT", "n_resamples": 99, "correction": "holm", "alpha": 0.05, "min_effect": 0.02}},
     ),
-    "run_reference_tests": ("test_catalogue", "Model Performance", {"reference": "clean", "shifts": ["clean", "SHIFT"]}),
-    "summarise_reference_tests": ("test_catalogue", "Model Performance", {"reference": "clean"}),
-    "evaluate_extrapolation": ("slavutsky2021", "Figure 3", {"shift": "SHIFT", "k1": 5, "repetitions": 3}),
-    "summarise_extrapolation": ("slavutsky2021", "Figure 3 (D)", {"k1": 5, "repetitions": 3}),
-    "simulate_extrapolation": ("slavutsky2021", "Figure 2", {"sigma2": 1.0, "k2": 200, "repetitions": 3}),
-    "run_transformation_tests": ("test_catalogue", "Transformations", {"shifts": ["SHIFT"]}),
-    "aggregate_worst_class_tables": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
-    "aggregate_worst_class_tables/intervals": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
-    "compare_models": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
-    "aggregate_decisiveness_tables": ("george2020", "Table 1", {"bootstrap": BOOTSTRAP}),
-    "aggregate_decisiveness_tables/intervals": ("george2020", "Table 1", {"bootstrap": BOOTSTRAP}),
-    "aggregate_decisiveness_tables/gamma_sweep": ("george2020", "Table 2", {"bootstrap": BOOTSTRAP}),
-    "analyse_robust_fairness": ("medi2024", "Figure 3", {}),
-    "analyse_transfer_attacks": ("medi2024", "Figure 3", {}),
+    "reference_tests": ("test_catalogue", "Model Performance", {"reference": "clean", "shifts": ["clean", "SHIFT"]}),
+    "reference_tests_summary": ("test_catalogue", "Model Performance", {"reference": "clean"}),
+    "extrapolation_table": ("slavutsky2021", "Figure 3", {"shift": "SHIFT", "k1": 5, "repetitions": 3}),
+    "extrapolation_summary": ("slavutsky2021", "Figure 3 (D)", {"k1": 5, "repetitions": 3}),
+    "simulation_table": ("slavutsky2021", "Figure 2", {"sigma2": 1.0, "k2": 200, "repetitions": 3}),
+    "transformation_tests": ("test_catalogue", "Transformations", {"shifts": ["SHIFT"]}),
+    "worst_class_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
+    "worst_class_intervals_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
+    "model_comparison_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
+    "decisiveness_table": ("george2020", "Table 1", {"bootstrap": BOOTSTRAP}),
+    "decisiveness_intervals_table": ("george2020", "Table 1", {"bootstrap": BOOTSTRAP}),
+    "gamma_sweep_table": ("george2020", "Table 2", {"bootstrap": BOOTSTRAP}),
+    "robust_fairness_table": ("medi2024", "Figure 3", {}),
+    "transfer_matrix": ("medi2024", "Figure 3", {}),
 }
 #: The captions whose table can hold a corruption made on the fly (the others: attacks, summaries).
 CAPTIONS_WITH_SHIFTS = {key for key, (_, _, params) in CAPTION_SOURCES.items() if "SHIFT" in repr(params)} | {
-    "aggregate_worst_class_tables",
-    "aggregate_worst_class_tables/intervals",
-    "compare_models",
-    "aggregate_decisiveness_tables",
-    "aggregate_decisiveness_tables/intervals",
-    "aggregate_decisiveness_tables/gamma_sweep",
+    "worst_class_table",
+    "worst_class_intervals_table",
+    "model_comparison_table",
+    "decisiveness_table",
+    "decisiveness_intervals_table",
+    "gamma_sweep_table",
 }
 
 
@@ -193,7 +194,7 @@ def _job(rule: str, shift: str, params: dict) -> SimpleNamespace:
 def test_every_table_caption_cites_its_source_and_says_when_its_corruptions_are_classwise_s(key: str) -> None:
     assert set(CAPTIONS) == set(CAPTION_SOURCES)
     source, locator, params = CAPTION_SOURCES[key]
-    rule, _, table = key.partition("/")
+    rule, table = OUTPUTS[key].rule, OUTPUTS[key].part
     corrupted = caption_of(_job(rule, "gaussian_noise_s3", params), table)
     clean = caption_of(_job(rule, "clean", params), table)
     for text in (corrupted, clean):
@@ -220,7 +221,8 @@ def test_the_cleaned_label_table_cites_table_2() -> None:
 #: Each report caption's source (the landing page, workflow.rst, names several).
 REPORT_SOURCES = {
     "accuracy_spread": "medi2024",
-    "class_shift_matrix": "medi2024",
+    "class_shift_accuracy": "medi2024",
+    "class_shift_cfps": "medi2024",
     "classwise_robustness_figure": "medi2024",
     "classwise_table": "medi2024",
     "confusion_figure": "medi2024",
@@ -346,9 +348,11 @@ def test_the_landing_page_and_the_report_categories_cite_the_sources() -> None:
     landing = (REPO / "workflow" / "report" / "workflow.rst").read_text()
     assert "Table 1 of :classwise-cite:`bitterwolf2022`" in landing
     rules = "".join(path.read_text() for path in (REPO / "workflow" / "rules").glob("*.smk"))
-    used = set(re.findall(r'category=REFERENCES\["(\w+)"\]\.category', rules))
+    used = {record.category for record in OUTPUTS.values() if record.category is not None}
     assert used == set(REFERENCES)
     assert not re.search(r"\bcategory=\"", rules)
+    # the rules' report categories are the records' (outputs_of in workflow/rules/outputs_common.smk)
+    assert "category=REFERENCES[record.category].category" in rules
     assert REFERENCES["bitterwolf2022"].category == "Worst-class metrics (Bitterwolf et al., 2022)"
 
 

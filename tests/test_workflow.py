@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import yaml
 from paths import REPO
+from results_readme import listed_files, written_files
 from snakemake_runner import run_snakemake as snakemake
 from snakemake_runner import scheduled_jobs
 
@@ -162,6 +163,19 @@ def test_label_view_reuses_the_clean_logits_with_its_own_labels(finished_run: Pa
     # Only the clean shift is evaluated under the view, and no inference reran for it.
     assert not (results / "tables" / "digits" / "cleaned_cl" / "gaussian_noise_s3").exists()
     assert (finished_run / "results" / "README.md").read_text().startswith("# Results")
+
+
+def test_the_readme_lists_every_table_figure_and_data_file_the_run_wrote(finished_run: Path) -> None:
+    """Every .md, .csv, .tex and .png of the run (paper tables, robustness, analyses, per-model
+    numbers, label views, features) is a row of results/README.md or a file beside one; and the
+    README lists nothing the run did not write."""
+    results = finished_run / "results"
+    listed = listed_files((results / "README.md").read_text())
+    written = written_files(results)
+    assert {path.split("/")[0] for path in written} >= {"tables", "figures", "analyses", "metrics", "labels", "features"}
+    assert any(path.startswith("tables/digits/robustness/") for path in written)
+    assert sorted(written - listed) == []
+    assert sorted(path for path in listed if not (results / path).is_file()) == []
 
 
 def test_class_wise_robustness_outputs(finished_run: Path) -> None:

@@ -18,7 +18,7 @@ rule compute_image_features:
         data=prepared_dataset,
         metadata=metadata_file,
     output:
-        features=f"{OUT}/features/{{dataset}}.csv",
+        **outputs_of("image_features"),
     log:
         f"{OUT}/logs/compute_image_features/{{dataset}}.log",
     conda:
@@ -38,32 +38,8 @@ rule run_subset_tests:
         labels=view_labels,
         features=f"{OUT}/features/{{dataset}}.csv",
     output:
-        markdown=f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests.md",
-        csv=report(
-            f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests.csv",
-            caption="../report/subset_tests.rst",
-            category=REFERENCES["test_catalogue"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "subset tests",
-                "label view": "{labels}",
-                "shift": ANALYSES["subset_tests"]["shift"],
-                "model": "{model}",
-            },
-        ),
-        latex=f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests.tex",
-        rows=report(
-            f"{ANALYSES_DIR}/{VIEW_MODEL}/subset_tests_all.csv",
-            caption="../report/subset_tests_all.rst",
-            category=REFERENCES["test_catalogue"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "subset tests, every subset",
-                "label view": "{labels}",
-                "shift": ANALYSES["subset_tests"]["shift"],
-                "model": "{model}",
-            },
-        ),
+        **outputs_of("subset_tests"),
+        **outputs_of("subset_tests_all"),
     log:
         f"{OUT}/logs/run_subset_tests/{VIEW_MODEL}.log",
     conda:
@@ -89,20 +65,7 @@ rule run_reference_tests:
         ],
         labels=view_labels,
     output:
-        markdown=f"{ANALYSES_DIR}/{VIEW_MODEL}/reference_tests.md",
-        csv=report(
-            f"{ANALYSES_DIR}/{VIEW_MODEL}/reference_tests.csv",
-            caption="../report/reference_tests.rst",
-            category=REFERENCES["test_catalogue"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "reference tests",
-                "label view": "{labels}",
-                "shift": "all",
-                "model": "{model}",
-            },
-        ),
-        latex=f"{ANALYSES_DIR}/{VIEW_MODEL}/reference_tests.tex",
+        **outputs_of("reference_tests"),
     log:
         f"{OUT}/logs/run_reference_tests/{VIEW_MODEL}.log",
     conda:
@@ -124,20 +87,7 @@ rule summarise_reference_tests:
             wildcards, "reference_tests.csv", "reference_tests"
         ),
     output:
-        markdown=f"{ANALYSES_DIR}/{VIEW}/reference_tests_summary.md",
-        csv=report(
-            f"{ANALYSES_DIR}/{VIEW}/reference_tests_summary.csv",
-            caption="../report/reference_tests_summary.rst",
-            category=REFERENCES["test_catalogue"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "reference tests summary",
-                "label view": "{labels}",
-                "shift": "all",
-                "model": "all",
-            },
-        ),
-        latex=f"{ANALYSES_DIR}/{VIEW}/reference_tests_summary.tex",
+        **outputs_of("reference_tests_summary"),
     log:
         f"{OUT}/logs/summarise_reference_tests/{VIEW}.log",
     conda:
@@ -156,33 +106,9 @@ rule evaluate_extrapolation:
         ),
         labels=view_labels,
     output:
-        markdown=f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.md",
-        csv=report(
-            f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.csv",
-            caption="../report/extrapolation_table.rst",
-            category=REFERENCES["slavutsky2021"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "extrapolation RMSE table (Figure 3D)",
-                "label view": "{labels}",
-                "shift": ANALYSES["extrapolation"]["shift"],
-                "model": "{model}",
-            },
-        ),
-        latex=f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.tex",
-        curves=f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation_curves.csv",
-        figure=report(
-            f"{ANALYSES_DIR}/{VIEW_MODEL}/extrapolation.png",
-            caption="../report/extrapolation_figure.rst",
-            category=REFERENCES["slavutsky2021"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "extrapolation curves (Figure 3)",
-                "label view": "{labels}",
-                "shift": ANALYSES["extrapolation"]["shift"],
-                "model": "{model}",
-            },
-        ),
+        **outputs_of("extrapolation_table"),
+        **outputs_of("extrapolation_curves"),
+        **outputs_of("extrapolation_figure"),
     log:
         f"{OUT}/logs/evaluate_extrapolation/{VIEW_MODEL}.log",
     conda:
@@ -211,20 +137,7 @@ rule summarise_extrapolation:
             wildcards, "extrapolation.csv", "extrapolation"
         ),
     output:
-        markdown=f"{ANALYSES_DIR}/{VIEW}/extrapolation_summary.md",
-        csv=report(
-            f"{ANALYSES_DIR}/{VIEW}/extrapolation_summary.csv",
-            caption="../report/extrapolation_summary.rst",
-            category=REFERENCES["slavutsky2021"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "extrapolation summary (Figure 3D)",
-                "label view": "{labels}",
-                "shift": ANALYSES["extrapolation"]["shift"],
-                "model": "all",
-            },
-        ),
-        latex=f"{ANALYSES_DIR}/{VIEW}/extrapolation_summary.tex",
+        **outputs_of("extrapolation_summary"),
     log:
         f"{OUT}/logs/summarise_extrapolation/{VIEW}.log",
     conda:
@@ -240,33 +153,8 @@ rule summarise_extrapolation:
 
 rule simulate_extrapolation:
     output:
-        markdown=f"{ANALYSES_DIR}/extrapolation_simulation.md",
-        csv=report(
-            f"{ANALYSES_DIR}/extrapolation_simulation.csv",
-            caption="../report/simulation_table.rst",
-            category=REFERENCES["slavutsky2021"].category,
-            subcategory="simulation",
-            labels={
-                "result": "simulation RMSE table (Figure 2)",
-                "label view": "-",
-                "shift": "-",
-                "model": "-",
-            },
-        ),
-        latex=f"{ANALYSES_DIR}/extrapolation_simulation.tex",
-        json=f"{ANALYSES_DIR}/extrapolation_simulation.json",
-        figure=report(
-            f"{ANALYSES_DIR}/extrapolation_simulation.png",
-            caption="../report/simulation_figure.rst",
-            category=REFERENCES["slavutsky2021"].category,
-            subcategory="simulation",
-            labels={
-                "result": "simulation figure (Figure 2)",
-                "label view": "-",
-                "shift": "-",
-                "model": "-",
-            },
-        ),
+        **outputs_of("simulation_table"),
+        **outputs_of("simulation_figure"),
     log:
         f"{OUT}/logs/simulate_extrapolation.log",
     conda:

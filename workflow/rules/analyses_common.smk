@@ -121,26 +121,37 @@ def per_model_analyses(wildcards, filename, section):
 
 
 def analysis_outputs():
-    """Every table and figure of the enabled analyses."""
-    outputs = []
+    """Every table, figure and data file of the enabled analyses, planned (output records)."""
+    planned = []
     for dataset in DATASETS:
-        for labels in analysed_views(dataset, "subset_tests"):
-            outputs += [
-                f"{ANALYSES_DIR}/{dataset}/{labels}/{model}/subset_tests.md"
+        subset_views = analysed_views(dataset, "subset_tests")
+        if subset_views:
+            planned.append(Planned("image_features", {"dataset": dataset}))
+        for labels in subset_views:
+            planned += [
+                Planned(name, {"dataset": dataset, "labels": labels, "model": model})
                 for model in analysis_models(dataset, "subset_tests")
+                for name in ("subset_tests", "subset_tests_all")
             ]
         for labels in reference_views(dataset):
-            outputs.append(
-                f"{ANALYSES_DIR}/{dataset}/{labels}/reference_tests_summary.md"
-            )
+            view = {"dataset": dataset, "labels": labels}
+            planned.append(Planned("reference_tests_summary", view))
+            planned += [
+                Planned("reference_tests", {**view, "model": model})
+                for model in analysis_models(dataset, "reference_tests")
+            ]
         for labels in analysed_views(dataset, "extrapolation"):
-            outputs.append(
-                f"{ANALYSES_DIR}/{dataset}/{labels}/extrapolation_summary.md"
-            )
-            outputs += [
-                f"{ANALYSES_DIR}/{dataset}/{labels}/{model}/extrapolation.png"
+            view = {"dataset": dataset, "labels": labels}
+            planned.append(Planned("extrapolation_summary", view))
+            planned += [
+                Planned(name, {**view, "model": model})
                 for model in analysis_models(dataset, "extrapolation")
+                for name in (
+                    "extrapolation_table",
+                    "extrapolation_curves",
+                    "extrapolation_figure",
+                )
             ]
     if ANALYSES["simulation"]["enabled"]:
-        outputs.append(f"{ANALYSES_DIR}/extrapolation_simulation.md")
-    return outputs
+        planned += [Planned("simulation_table"), Planned("simulation_figure")]
+    return planned

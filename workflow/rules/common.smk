@@ -21,6 +21,7 @@ from classwise.data.shift_sets import (
 from classwise.labels.real import REAL_URL
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
+from classwise.outputs import Planned
 from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
 from classwise.references import REFERENCES  # the report's categories, one per source
 from classwise.shifts.spec import expand_shifts
@@ -429,44 +430,41 @@ def per_model_metrics(wildcards, filename, models=None):
 
 
 def final_outputs():
-    """Every table and figure of every (dataset, label view, shift); with the bootstrap on,
-    the interval tables, the worst-class figures and, on datasets of two models or more, the
-    model comparisons."""
-    outputs = []
+    """Every table and figure of every (dataset, label view, shift), planned (output records of
+    classwise.outputs with their wildcards), with each model's per-class numbers and each label
+    view's labels; with the bootstrap on, the interval tables, the worst-class figures and, on
+    datasets of two models or more, the model comparisons."""
+    planned = []
     for dataset in DATASETS:
         for labels in views_of(dataset):
+            if labels != "original" and view_shifts(dataset, labels):
+                planned.append(
+                    Planned("label_view", {"dataset": dataset, "labels": labels})
+                )
             for shift in view_shifts(dataset, labels):
-                tables = f"{OUT}/tables/{dataset}/{labels}/{shift}"
-                figures = f"{OUT}/figures/{dataset}/{labels}/{shift}"
+                each = {"dataset": dataset, "labels": labels, "shift": shift}
                 # decisiveness needs scores (not for models with hard predictions only)
                 # and one true class per image (not under a ReaL view)
                 label_sets = (dataset, labels) in PLAN.label_set_views
                 scored = [] if label_sets else scored_models(dataset, [shift])
-                outputs.append(f"{tables}/worst_class.md")
+                names = ["worst_class_table", "per_class_recall", "per_class_cfps"]
                 if scored:
-                    outputs += [f"{tables}/decisiveness.md", f"{tables}/gamma_sweep.md"]
-                outputs += [
-                    f"{figures}/per_class_recall.png",
-                    f"{figures}/per_class_cfps.png",
-                ]
+                    names += ["decisiveness_table", "gamma_sweep_table"]
                 if BOOTSTRAP_ON:
-                    outputs += [
-                        f"{tables}/worst_class_intervals.md",
-                        f"{figures}/worst_probability.png",
-                    ]
+                    names += ["worst_class_intervals_table", "worst_probability_figure"]
                     if scored:
-                        outputs.append(f"{tables}/decisiveness_intervals.md")
+                        names.append("decisiveness_intervals_table")
                 if dataset in PLAN.compared and not label_sets:
-                    outputs.append(f"{tables}/model_comparison.md")
+                    names.append("model_comparison_table")
+                planned += [Planned(name, each) for name in names]
                 for model in dataset_models(dataset):
-                    outputs.append(f"{figures}/confusion_{model}.png")
+                    per_model = {**each, "model": model}
+                    names = [
+                        "confusion_figure",
+                        "per_class_numbers",
+                        "confusion_counts",
+                    ]
                     if model in scored:
-                        outputs.append(f"{figures}/reliability_{model}.png")
-    return outputs
-
-
-def described_outputs():
-    """Every output of the default target that results/README.md describes or sits beside: the
-    tables and figures, the analyses' and the robustness outputs (describe_results waits for
-    them)."""
-    return [*final_outputs(), *analysis_outputs(), *robustness_outputs()]
+                        names.append("reliability_figure")
+                    planned += [Planned(name, per_model) for name in names]
+    return planned

@@ -16,8 +16,7 @@ rule check_gates:
     input:
         metrics=gate_metrics(),
     output:
-        markdown=f"{OUT}/gates.md",
-        json=f"{OUT}/gates.json",
+        **outputs_of("gates"),
     log:
         f"{OUT}/logs/check_gates.log",
     conda:

@@ -43,12 +43,7 @@ def gate_metrics():
 
 def every_other_output():
     """Every output of the default target besides the gates (enforce_gates waits for them)."""
-    return [
-        *final_outputs(),
-        f"{OUT}/README.md",
-        *analysis_outputs(),
-        *robustness_outputs(),
-    ]
+    return [*requested(planned_outputs()), f"{OUT}/README.md"]
 
 
 def gate_outputs():

@@ -13,21 +13,10 @@ rule compute_worst_class_metrics:
     input:
         unpack(metric_inputs),
     output:
+        **outputs_of("per_class_numbers"),
+        **outputs_of("confusion_counts"),
+        **outputs_of("confusion_figure"),
         metrics=f"{METRICS}/worst_class.json",
-        per_class=f"{METRICS}/per_class.csv",
-        confusion=f"{METRICS}/confusion.csv",
-        confusion_figure=report(
-            f"{FIGURES}/confusion_{{model}}.png",
-            caption="../report/confusion_figure.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "confusion matrix (Figure 4, per model)",
-                "label view": "{labels}",
-                "shift": "{shift}",
-                "model": "{model}",
-            },
-        ),
     log:
         f"{OUT}/logs/compute_worst_class_metrics/{VIEW_MODEL_SHIFT}.log",
     conda:
@@ -46,19 +35,8 @@ rule compute_decisiveness_metrics:
     input:
         unpack(metric_inputs),
     output:
+        **outputs_of("reliability_figure"),
         metrics=f"{METRICS}/decisiveness.json",
-        figure=report(
-            f"{FIGURES}/reliability_{{model}}.png",
-            caption="../report/reliability_figure.rst",
-            category=REFERENCES["george2020"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "reliability figure (Figure 1)",
-                "label view": "{labels}",
-                "shift": "{shift}",
-                "model": "{model}",
-            },
-        ),
     log:
         f"{OUT}/logs/compute_decisiveness_metrics/{VIEW_MODEL_SHIFT}.log",
     conda:

@@ -91,7 +91,7 @@ rule build_label_view:
     input:
         unpack(label_view_inputs),
     output:
-        view=f"{OUT}/labels/{{dataset}}/{{labels}}.csv",
+        **outputs_of("label_view"),
     log:
         f"{OUT}/logs/build_label_view/{{dataset}}/{{labels}}.log",
     conda:

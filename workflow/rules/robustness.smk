@@ -17,133 +17,16 @@ rule analyse_classwise_robustness:
         # the sample ids: every comparison is made on the samples both sides hold
         flat_classwise_logits,
     output:
-        table_markdown=f"{ROBUST_TABLES}/classwise.md",
-        table_csv=report(
-            f"{ROBUST_TABLES}/classwise.csv",
-            caption="../report/classwise_table.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "class-wise robustness table (Figures 1-3)",
-                "label view": "original",
-                "shift": "all",
-                "model": "all",
-            },
-        ),
-        table_latex=f"{ROBUST_TABLES}/classwise.tex",
-        figure=report(
-            f"{ROBUST_FIGURES}/classwise_robustness.png",
-            caption="../report/classwise_robustness_figure.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "class-wise robustness figure (Figures 1-3)",
-                "label view": "original",
-                "shift": "all",
-                "model": "all",
-            },
-        ),
-        similarity=report(
-            f"{ROBUST_FIGURES}/prediction_similarity.png",
-            caption="../report/prediction_similarity.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "prediction similarity (Figure 7)",
-                "label view": "original",
-                "shift": "clean",
-                "model": "all",
-            },
-        ),
-        mean_confusion=report(
-            directory(f"{ROBUST_FIGURES}/mean_confusion"),
-            caption="../report/mean_confusion.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            patterns=["{shift}.png"],
-            labels={
-                "result": "mean confusion under attack (Figure 4)",
-                "label view": "original",
-                "shift": "{shift}",
-                "model": "all",
-            },
-        ),
-        shift_summary_markdown=f"{ROBUST_TABLES}/shift_summary.md",
-        shift_summary_csv=report(
-            f"{ROBUST_TABLES}/shift_summary.csv",
-            caption="../report/shift_summary_table.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "shift summary (A and WCA per shift)",
-                "label view": "original",
-                "shift": "all",
-                "model": "all",
-            },
-        ),
-        shift_summary_latex=f"{ROBUST_TABLES}/shift_summary.tex",
-        corruption_errors_markdown=f"{ROBUST_TABLES}/corruption_errors.md",
-        corruption_errors_csv=report(
-            f"{ROBUST_TABLES}/corruption_errors.csv",
-            caption="../report/corruption_errors_table.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "corruption errors per class",
-                "label view": "original",
-                "shift": "all",
-                "model": "all",
-            },
-        ),
-        corruption_errors_latex=f"{ROBUST_TABLES}/corruption_errors.tex",
-        class_shift_accuracy=report(
-            f"{ROBUST_TABLES}/class_shift_accuracy.csv",
-            caption="../report/class_shift_matrix.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "class x shift accuracy matrix",
-                "label view": "original",
-                "shift": "all",
-                "model": "all",
-            },
-        ),
-        class_shift_cfps=report(
-            f"{ROBUST_TABLES}/class_shift_cfps.csv",
-            caption="../report/class_shift_matrix.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "class x shift CFPS matrix",
-                "label view": "original",
-                "shift": "all",
-                "model": "all",
-            },
-        ),
-        worst_classes_figure=report(
-            f"{ROBUST_FIGURES}/worst_classes_by_shift.png",
-            caption="../report/worst_classes_by_shift.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "the worst classes across shifts",
-                "label view": "original",
-                "shift": "all",
-                "model": "all",
-            },
-        ),
-        spread_figure=report(
-            f"{ROBUST_FIGURES}/accuracy_spread.png",
-            caption="../report/accuracy_spread.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "spread of class-wise accuracy per shift",
-                "label view": "original",
-                "shift": "all",
-                "model": "all",
-            },
-        ),
+        **outputs_of("classwise_table"),
+        **outputs_of("classwise_robustness_figure"),
+        **outputs_of("prediction_similarity"),
+        **outputs_of("mean_confusion"),
+        **outputs_of("shift_summary_table"),
+        **outputs_of("corruption_errors_table"),
+        **outputs_of("class_shift_accuracy"),
+        **outputs_of("class_shift_cfps"),
+        **outputs_of("worst_classes_by_shift"),
+        **outputs_of("accuracy_spread"),
     log:
         f"{OUT}/logs/analyse_classwise_robustness/{{dataset}}.log",
     conda:
@@ -167,20 +50,7 @@ rule run_transformation_tests:
             for shift in transformed_shifts(wildcards.dataset)
         ],
     output:
-        markdown=f"{ROBUST_TABLES}/transformation_tests_{{model}}.md",
-        csv=report(
-            f"{ROBUST_TABLES}/transformation_tests_{{model}}.csv",
-            caption="../report/transformation_tests.rst",
-            category=REFERENCES["test_catalogue"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "transformation tests",
-                "label view": "original",
-                "shift": "all",
-                "model": "{model}",
-            },
-        ),
-        latex=f"{ROBUST_TABLES}/transformation_tests_{{model}}.tex",
+        **outputs_of("transformation_tests"),
     log:
         f"{OUT}/logs/run_transformation_tests/{{dataset}}/{{model}}.log",
     conda:
@@ -202,32 +72,8 @@ rule analyse_targeted_attacks:
             for model in targeted_models(wildcards.dataset)
         ],
     output:
-        markdown=f"{ROBUST_TABLES}/targeted_success.md",
-        csv=report(
-            f"{ROBUST_TABLES}/targeted_success.csv",
-            caption="../report/targeted_success_table.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "targeted attack success table (Figure 5)",
-                "label view": "original",
-                "shift": "targeted PGD",
-                "model": "all",
-            },
-        ),
-        latex=f"{ROBUST_TABLES}/targeted_success.tex",
-        figure=report(
-            f"{ROBUST_FIGURES}/targeted_success.png",
-            caption="../report/targeted_success_figure.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "targeted attack success (Figure 5)",
-                "label view": "original",
-                "shift": "targeted PGD",
-                "model": "all",
-            },
-        ),
+        **outputs_of("targeted_success_table"),
+        **outputs_of("targeted_success_figure"),
     log:
         f"{OUT}/logs/analyse_targeted_attacks/{{dataset}}.log",
     conda:
@@ -252,33 +98,8 @@ rule analyse_robust_fairness:
             for model in dataset_models(wildcards.dataset)
         ],
     output:
-        markdown=f"{ROBUST_TABLES}/robust_fairness_{{shift}}.md",
-        csv=report(
-            f"{ROBUST_TABLES}/robust_fairness_{{shift}}.csv",
-            caption="../report/robust_fairness_table.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "robust fairness table (Figure 3 under attack)",
-                "label view": "original",
-                "shift": "{shift}",
-                "model": "all",
-            },
-        ),
-        latex=f"{ROBUST_TABLES}/robust_fairness_{{shift}}.tex",
-        json=f"{ROBUST_TABLES}/robust_fairness_{{shift}}.json",
-        figure=report(
-            f"{ROBUST_FIGURES}/robust_fairness_{{shift}}.png",
-            caption="../report/robust_fairness_figure.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "class-wise clean vs robust accuracy (Figure 3 under attack)",
-                "label view": "original",
-                "shift": "{shift}",
-                "model": "all",
-            },
-        ),
+        **outputs_of("robust_fairness_table"),
+        **outputs_of("robust_fairness_figure"),
     log:
         f"{OUT}/logs/analyse_robust_fairness/{{dataset}}/{{shift}}.log",
     conda:
@@ -299,20 +120,7 @@ rule analyse_transfer_attacks:
         ],
         transferred=transferred_logits,
     output:
-        markdown=f"{ROBUST_TABLES}/transfer_matrix.md",
-        csv=report(
-            f"{ROBUST_TABLES}/transfer_matrix.csv",
-            caption="../report/transfer_matrix.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "transfer matrix (Figure 3 under transfer attacks)",
-                "label view": "original",
-                "shift": "transfer",
-                "model": "all",
-            },
-        ),
-        latex=f"{ROBUST_TABLES}/transfer_matrix.tex",
+        **outputs_of("transfer_matrix"),
     log:
         f"{OUT}/logs/analyse_transfer_attacks/{{dataset}}.log",
     conda:
@@ -331,18 +139,7 @@ rule plot_corruption_grid:
     input:
         data=prepared_dataset,
     output:
-        figure=report(
-            f"{ROBUST_FIGURES}/corruption_grid.png",
-            caption="../report/corruption_grid.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "corruption grid (no paper figure)",
-                "label view": "-",
-                "shift": "corruptions",
-                "model": "-",
-            },
-        ),
+        **outputs_of("corruption_grid"),
     log:
         f"{OUT}/logs/plot_corruption_grid/{{dataset}}.log",
     conda:

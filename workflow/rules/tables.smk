@@ -8,10 +8,11 @@
 #   results/figures/{dataset}/{labels}/{shift}/                per-class bars, confusion heatmaps,
 #                                                              reliability diagrams (Figure 1)
 # Each table comes as Markdown (.md), CSV (.csv) and LaTeX booktabs (.tex).
-# `snakemake --report` (make report) puts the CSVs and figures marked with report() below, in
-# analyses.smk, robustness.smk and metrics.smk into one HTML file, one category per paper and
-# one subcategory per dataset; the captions are the .rst files of workflow/report/, which show
-# each CSV with the classwise-table directive registered here.
+# Every output is an output record (classwise.outputs), declared with outputs_of(name).
+# `snakemake --report` (make report) puts the CSVs and figures the records mark for the report
+# into one HTML file, one category per paper and one subcategory per dataset; the captions are
+# the .rst files of workflow/report/, written from the records, which show each CSV with the
+# classwise-table directive registered here.
 from classwise.pipeline.report import register_directives
 
 register_directives()
@@ -25,40 +26,8 @@ rule aggregate_worst_class_tables:
         unpack(lambda wildcards: per_model_metrics(wildcards, "worst_class.json")),
     output:
         # beside the paper's table, the same with each number's interval
-        **bootstrap_outputs(
-            {
-                "intervals_markdown": f"{TABLES}/worst_class_intervals.md",
-                "intervals_csv": report(
-                    f"{TABLES}/worst_class_intervals.csv",
-                    caption="../report/worst_class_intervals_table.rst",
-                    category=REFERENCES["bitterwolf2022"].category,
-                    subcategory="{dataset}",
-                    labels={
-                        "result": "worst-class metrics with intervals (Table 1)",
-                        "label view": "{labels}",
-                        "shift": "{shift}",
-                        "model": "all",
-                    },
-                ),
-                "intervals_latex": f"{TABLES}/worst_class_intervals.tex",
-            }
-        ),
-        markdown=f"{TABLES}/worst_class.md",
-        csv=report(
-            f"{TABLES}/worst_class.csv",
-            caption="../report/worst_class_table.rst",
-            category=REFERENCES["bitterwolf2022"].category,
-            subcategory="{dataset}",
-            # Table 2 of the paper is the same table on cleaned labels
-            labels=lambda wildcards: {
-                "result": "worst-class metrics (Table %d)"
-                % (1 if wildcards.labels == "original" else 2),
-                "label view": wildcards.labels,
-                "shift": wildcards.shift,
-                "model": "all",
-            },
-        ),
-        latex=f"{TABLES}/worst_class.tex",
+        **bootstrap_outputs(outputs_of("worst_class_intervals_table")),
+        **outputs_of("worst_class_table"),
     log:
         f"{OUT}/logs/aggregate_worst_class_tables/{VIEW_SHIFT}.log",
     conda:
@@ -74,20 +43,7 @@ rule compare_models:
     input:
         unpack(comparison_inputs),
     output:
-        markdown=f"{TABLES}/model_comparison.md",
-        csv=report(
-            f"{TABLES}/model_comparison.csv",
-            caption="../report/model_comparison_table.rst",
-            category=REFERENCES["bitterwolf2022"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "model comparison (Table 1 metrics)",
-                "label view": "{labels}",
-                "shift": "{shift}",
-                "model": "all",
-            },
-        ),
-        latex=f"{TABLES}/model_comparison.tex",
+        **outputs_of("model_comparison_table"),
     log:
         f"{OUT}/logs/compare_models/{VIEW_SHIFT}.log",
     conda:
@@ -113,52 +69,9 @@ rule aggregate_decisiveness_tables:
         ),
     output:
         # beside the paper's Table 1, the same with each number's interval
-        **bootstrap_outputs(
-            {
-                "intervals_markdown": f"{TABLES}/decisiveness_intervals.md",
-                "intervals_csv": report(
-                    f"{TABLES}/decisiveness_intervals.csv",
-                    caption="../report/decisiveness_intervals_table.rst",
-                    category=REFERENCES["george2020"].category,
-                    subcategory="{dataset}",
-                    labels={
-                        "result": "decisiveness table with intervals (Table 1)",
-                        "label view": "{labels}",
-                        "shift": "{shift}",
-                        "model": "all",
-                    },
-                ),
-                "intervals_latex": f"{TABLES}/decisiveness_intervals.tex",
-            }
-        ),
-        table_markdown=f"{TABLES}/decisiveness.md",
-        table_csv=report(
-            f"{TABLES}/decisiveness.csv",
-            caption="../report/decisiveness_table.rst",
-            category=REFERENCES["george2020"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "decisiveness table (Table 1)",
-                "label view": "{labels}",
-                "shift": "{shift}",
-                "model": "all",
-            },
-        ),
-        table_latex=f"{TABLES}/decisiveness.tex",
-        sweep_markdown=f"{TABLES}/gamma_sweep.md",
-        sweep_csv=report(
-            f"{TABLES}/gamma_sweep.csv",
-            caption="../report/gamma_sweep_table.rst",
-            category=REFERENCES["george2020"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "gamma sweep table (Table 2)",
-                "label view": "{labels}",
-                "shift": "{shift}",
-                "model": "all",
-            },
-        ),
-        sweep_latex=f"{TABLES}/gamma_sweep.tex",
+        **bootstrap_outputs(outputs_of("decisiveness_intervals_table")),
+        **outputs_of("decisiveness_table"),
+        **outputs_of("gamma_sweep_table"),
     log:
         f"{OUT}/logs/aggregate_decisiveness_tables/{VIEW_SHIFT}.log",
     conda:
@@ -179,46 +92,9 @@ rule plot_class_wise_figures:
             wildcards, "worst_class.json"
         ).values(),
     output:
-        **bootstrap_outputs(
-            {
-                "worst_probability": report(
-                    f"{FIGURES}/worst_probability.png",
-                    caption="../report/worst_probability_figure.rst",
-                    category=REFERENCES["bitterwolf2022"].category,
-                    subcategory="{dataset}",
-                    labels={
-                        "result": "worst-class probabilities (Table 1 metrics)",
-                        "label view": "{labels}",
-                        "shift": "{shift}",
-                        "model": "all",
-                    },
-                )
-            }
-        ),
-        recall=report(
-            f"{FIGURES}/per_class_recall.png",
-            caption="../report/per_class_recall.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "class-wise accuracy (Figures 1, 3)",
-                "label view": "{labels}",
-                "shift": "{shift}",
-                "model": "all",
-            },
-        ),
-        cfps=report(
-            f"{FIGURES}/per_class_cfps.png",
-            caption="../report/per_class_cfps.rst",
-            category=REFERENCES["medi2024"].category,
-            subcategory="{dataset}",
-            labels={
-                "result": "class-wise CFPS (Figures 2, 3)",
-                "label view": "{labels}",
-                "shift": "{shift}",
-                "model": "all",
-            },
-        ),
+        **bootstrap_outputs(outputs_of("worst_probability_figure")),
+        **outputs_of("per_class_recall"),
+        **outputs_of("per_class_cfps"),
     log:
         f"{OUT}/logs/plot_class_wise_figures/{VIEW_SHIFT}.log",
     conda:
@@ -235,7 +111,7 @@ rule describe_results:
         # Written once every output it describes is, so that a run whose job failed leaves no
         # README describing it; ancient, since its text is the plan's (its params): a rerun of
         # those outputs does not rewrite it.
-        ancient(described_outputs()),
+        ancient(requested(planned_outputs())),
     output:
         readme=f"{OUT}/README.md",
     log:
@@ -244,7 +120,7 @@ rule describe_results:
         "../../envs/metrics.yaml"
     params:
         description=config["description"],
-        outputs=final_outputs(),
+        outputs=listed_outputs(),
         notes=PLAN.notes,
     script:
         "../../scripts/describe_results.py"

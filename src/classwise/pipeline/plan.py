@@ -571,3 +571,125 @@ def resolve_comparisons(plan: Plan, bootstrap: Mapping[str, Any]) -> Plan:
         else:
             plan.notes.append(f"model comparison on {dataset}: skipped, it evaluates one model ({models[0]})")
     return plan
+
+
+@dataclass(frozen=True)
+class RobustnessRuns:
+    """The robustness analyses of one dataset (workflow/rules/robustness.smk): the shifts of its
+    original labels each reads and whether it runs. Those that compare with the clean images
+    (transformation tests, robust fairness, the transfer matrix, targeted attacks) need clean."""
+
+    #: The shifts whose outputs score every class (not a class subset such as ImageNet-R's): the
+    #: class-wise robustness figures and tables and the view across shifts run when there is one.
+    full_label_space: list[str]
+    #: The untargeted attacks whose images attack a model (PGD, AutoAttack, transfer): a mean
+    #: confusion figure each.
+    attacked: list[str]
+    #: The untargeted attacks of the model itself (PGD, AutoAttack): a robust-fairness table each.
+    adversarial: list[str]
+    #: The corruptions made on the fly: the corruption grid draws them.
+    corruptions: list[str]
+    #: What the transformation tests compare with clean, sample by sample: the corruptions made
+    #: on the fly and published corrupted copies of the dataset (CIFAR-10-C, ImageNet-C).
+    transformed: list[str]
+    #: (source model, target model, shift) of every transfer attack: the transfer matrix.
+    transfers: list[tuple[str, str, str]]
+    #: The targeted attacks (one shift per target class) and the models they run for (those of
+    #: ``robustness.targeted_models`` evaluated on the dataset).
+    targeted: list[str]
+    targeted_models: list[str]
+    has_clean: bool
+
+    @property
+    def classwise(self) -> bool:
+        return bool(self.full_label_space)
+
+    @property
+    def corruption_grid(self) -> bool:
+        return bool(self.corruptions)
+
+    @property
+    def robust_fairness(self) -> list[str]:
+        """The attacks with a robust-fairness table (none without clean)."""
+        return self.adversarial if self.has_clean else []
+
+    @property
+    def transformation_tests(self) -> bool:
+        return bool(self.transformed) and self.has_clean
+
+    @property
+    def transfer_matrix(self) -> bool:
+        return bool(self.transfers) and self.has_clean
+
+    @property
+    def targeted_attacks(self) -> bool:
+        return bool(self.targeted) and bool(self.targeted_models) and self.has_clean
+
+
+def resolve_robustness(
+    plan: Plan, robustness: Mapping[str, Any], *, shifts: Mapping[str, Any], models: Sequence[str], source: str = "config"
+) -> dict[str, RobustnessRuns]:
+    """Dataset -> its robustness analyses (:class:`RobustnessRuns`), from the shifts of its original
+    labels (``plan.view_shifts``, filled by :func:`resolve_views`) and ``robustness``, the config's
+    section; one note in ``plan.notes`` per analysis that cannot run, or leaves shifts out. A
+    ``robustness.targeted_models`` entry that is no model of the config is an :class:`InputError`."""
+    unknown = [model for model in robustness["targeted_models"] if model not in models]
+    if unknown:
+        raise InputError(
+            f"names models {unknown}, expected some of {list(models)}", path=source, field="robustness.targeted_models"
+        )
+    resolved = {}
+    for dataset, evaluated in plan.models.items():
+        original = plan.view_shifts[(dataset, "original")]
+        transformed = [
+            s
+            for s in original
+            if shifts[s].kind == "corruption" or (shifts[s].kind == "dataset" and shifts[s].paired and not shifts[s].restricted)
+        ]
+        runs = RobustnessRuns(
+            full_label_space=[s for s in original if not shifts[s].restricted],
+            attacked=[s for s in original if shifts[s].adversarial_images],
+            adversarial=[s for s in original if shifts[s].adversarial],
+            corruptions=[s for s in original if shifts[s].kind == "corruption"],
+            transformed=transformed,
+            transfers=[
+                (shifts[s].params["source"], model, s) for s in original if shifts[s].kind == "transfer" for model in evaluated
+            ],
+            targeted=[s for s in plan.shifts[dataset] if "target" in shifts[s].params],
+            targeted_models=[model for model in robustness["targeted_models"] if model in evaluated],
+            has_clean="clean" in original,
+        )
+        _robustness_notes(plan.notes, dataset, runs, restricted=[s for s in original if shifts[s].restricted])
+        resolved[dataset] = runs
+    return resolved
+
+
+def _robustness_notes(notes: list[str], dataset: str, runs: RobustnessRuns, *, restricted: Sequence[str]) -> None:
+    """One line per robustness analysis of ``dataset`` that cannot run, or leaves shifts out."""
+    without_clean = not runs.has_clean
+    if restricted:
+        notes.append(
+            f"class-wise robustness and reference tests on {dataset}: leave out {list(restricted)}, whose "
+            "logits score a class subset only (their own tables and figures are written)"
+        )
+    if runs.transformed and without_clean:
+        notes.append(
+            f"transformation tests on {dataset}: skipped, they compare each corruption "
+            "with the clean shift, which is not evaluated on it"
+        )
+    if runs.adversarial and without_clean:
+        notes.append(
+            f"robust fairness on {dataset}: skipped, it compares each attack with the clean shift, which is not evaluated on it"
+        )
+    if runs.transfers and without_clean:
+        notes.append(
+            f"transfer matrix on {dataset}: skipped, it reads each target's clean accuracy "
+            "on the attacked samples, and clean is not evaluated on it"
+        )
+    if runs.targeted and not runs.targeted_models:
+        notes.append(f"targeted attacks on {dataset}: skipped, no model of robustness.targeted_models is evaluated on it")
+    elif runs.targeted and without_clean:
+        notes.append(
+            f"targeted attacks on {dataset}: skipped, their success rates leave out the "
+            "samples predicted as the target on clean images, and clean is not evaluated on it"
+        )

@@ -15,6 +15,7 @@ from classwise.atomic import write_text
 from classwise.errors import InputError
 from classwise.metrics.catalogue import paper_rows
 from classwise.metrics.suite import BootstrapSettings, skipped_worst_class_metrics
+from classwise.outputs import record_of
 from classwise.references import REFERENCES, cite
 from classwise.shifts.corruptions import own_definitions_note
 
@@ -219,26 +220,9 @@ def per_class_figures_step(
     )
 
 
-#: Output file name -> the source it mirrors (a key of :data:`classwise.references.REFERENCES`,
-#: or ``None`` for a result no paper has) and which of its tables or figures, for the run's README.
-MIRRORS: dict[str, tuple[str | None, str]] = {
-    "worst_class": ("bitterwolf2022", "Table 1 (original labels) / Table 2 (cleaned labels)"),
-    "worst_class_intervals": (None, "the worst_class table with each number's interval (not in the paper)"),
-    "model_comparison": (None, "every pair of models on the worst_class metrics, paired bootstrap (not in the paper)"),
-    "worst_probability": (None, "how often each class is the worst across bootstrap replicates (not in the paper)"),
-    "decisiveness": ("george2020", "Table 1 (reported / measured)"),
-    "decisiveness_intervals": (None, "the decisiveness table with each number's interval (not in the paper)"),
-    "gamma_sweep": ("george2020", "Table 2 (effect of gamma)"),
-    "reliability": ("george2020", "Figure 1"),
-    "per_class_recall": ("medi2024", "Figure 1 (class-wise accuracy; Figure 3 under a shift)"),
-    "per_class_cfps": ("medi2024", "Figure 2 (class false positive score; Figure 3 under a shift)"),
-    "confusion": ("medi2024", "Figure 4 (confusion matrix)"),
-}
-
-
-def _mirrored(stem: str) -> str:
-    """The README's "mirrors" cell of an output: a Markdown citation with its locator, a note, or ""."""
-    key, what = MIRRORS.get(stem, (None, ""))
+def _mirrored(mirrors: tuple[str | None, str]) -> str:
+    """The README's "mirrors" cell of an output: a Markdown citation with its locator, or what it is."""
+    key, what = mirrors
     return cite(key, what, style="markdown") if key else what
 
 
@@ -250,28 +234,33 @@ def results_readme_step(
     readme_path: str | Path,
     notes: Sequence[str] = (),
 ) -> None:
-    """``<output_dir>/README.md``: what the run reproduces, which file mirrors which paper table
-    (a linked short citation), the note on corruptions made on the fly when an output is of one
-    (``tables/<dataset>/<labels>/<shift>/...``), one line per analysis the config's defaults could
-    not apply (skipped or adapted), and the full references of the sources cited (in the table or,
-    by their short citation, in ``description``)."""
+    """``<output_dir>/README.md``: what the run reproduces; every output of ``outputs`` (one file
+    of each planned output: the workflow lists them all) with what it mirrors (a linked short
+    citation, from its record in :mod:`classwise.outputs`) and the files written beside it (a
+    table's CSV and LaTeX); the note on corruptions made on the fly when an output is of one; one
+    line per analysis the config's defaults could not apply (skipped or adapted); and the full
+    references of the sources cited (in the table or, by their short citation, in ``description``)."""
     root = Path(output_dir)
     lines = ["# Results", ""]
     if description.strip():
         lines += [description.strip(), ""]
-    lines += ["| file | mirrors |", "|:--|:--|"]
+    lines += ["| file | mirrors | also written as |", "|:--|:--|:--|"]
     cited: set[str] = set()
-    folders: set[str] = set()
+    shifts: set[str] = set()
     for output in sorted(outputs):
         relative = Path(output).relative_to(root) if Path(output).is_relative_to(root) else Path(output)
-        stem = relative.stem.split("_")[0] if relative.stem.startswith(("reliability_", "confusion_")) else relative.stem
-        key = MIRRORS.get(stem, (None, ""))[0]
-        if key:
-            cited.add(key)
-        folders.add(relative.parent.name)
-        lines.append(f"| `{relative}` | {_mirrored(stem)} |")
+        found = record_of(relative.as_posix())
+        if found is None:
+            lines.append(f"| `{relative}` |  |  |")
+            continue
+        record, wildcards = found
+        if record.mirrors[0]:
+            cited.add(record.mirrors[0])
+        shifts |= {wildcards["shift"]} if "shift" in wildcards else set()
+        beside = ", ".join(f"`{suffix}`" for suffix in record.suffixes if suffix != relative.suffix)
+        lines.append(f"| `{relative}` | {_mirrored(record.mirrors)} | {beside} |")
     cited |= {key for key, reference in REFERENCES.items() if reference.authors and reference.short in description}
-    corruptions = own_definitions_note(folders)
+    corruptions = own_definitions_note(shifts)
     if corruptions:
         lines += ["", corruptions]
     if notes:

@@ -1,0 +1,154 @@
+"""One record per kind of output file (a table, a figure, a data file): the rule that writes it,
+where, in which formats, what it mirrors and how the report and its own caption describe it.
+
+A record's :attr:`~Output.path` is a template below the run's output directory, without a suffix,
+over the workflow's wildcards (``tables/{dataset}/{labels}/{shift}/worst_class``); its
+:attr:`~Output.files` name the rule's outputs and their suffixes. Filled with a job's wildcards,
+the record gives that job's files (:class:`Planned`); with the wildcards left in, the paths a
+rule declares (``workflow/rules/outputs_common.smk``); matched against a file's path, the record
+and wildcards that made it (:func:`classwise.outputs.record_of`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A caption or title from a job's wildcards and parameters (never from parameters of its own:
+#: Snakemake reruns a job whose parameters change, and rewording a caption must rerun nothing).
+Text = Callable[[Mapping[str, str], Mapping[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A report label read from the config, by its keys from the top: ``Setting("analyses",
+    "extrapolation", "shift")``."""
+
+    keys: tuple[str, ...]
+
+    def __init__(self, *keys: str) -> None:
+        object.__setattr__(self, "keys", keys)
+
+    def of(self, config: Mapping[str, Any]) -> str:
+        value: Any = config
+        for key in self.keys:
+            value = value[key]
+        return str(value)
+
+
+#: A label of the HTML report: text with wildcards in braces, a value of the config, or a function
+#: Snakemake calls with the job's wildcards.
+Label = str | Setting | Callable[..., str]
+
+_WILDCARD = re.compile(r"\{(\w+)\}")
+
+#: The suffixes of the file kinds: a table is written as Markdown (with CSV and LaTeX beside it).
+TABLE_SUFFIX, FIGURE_SUFFIX = ".md", ".png"
+
+
+@dataclass(frozen=True)
+class Output:
+    """A kind of output file of the workflow, one record each (:data:`classwise.outputs.OUTPUTS`)."""
+
+    #: The record's key; the report caption is ``workflow/report/<name>.rst``.
+    name: str
+    #: The Snakemake rule that writes it.
+    rule: str
+    #: Below the output directory, without a suffix, wildcards in braces.
+    path: str
+    #: The rule's named outputs of this record -> their suffixes. The first is the file a run lists
+    #: and requests; the others are written beside it.
+    files: Mapping[str, str]
+    #: What it mirrors, for ``results/README.md``: a key of :data:`classwise.references.REFERENCES`
+    #: and the table or figure there (cited with :func:`classwise.references.cite`), or ``None``
+    #: and what the output is when no source has it.
+    mirrors: tuple[str | None, str]
+    #: The named output the HTML report shows ("" for a file the report leaves out).
+    shown: str = ""
+    #: The report's caption of :attr:`shown`: Jinja over the job (``snakemake.wildcards``, ...),
+    #: then reStructuredText with classwise's directives (:mod:`classwise.pipeline.report`).
+    report: str = ""
+    #: The source whose report category holds it (a key of ``REFERENCES``).
+    category: str | None = None
+    subcategory: str = "{dataset}"
+    #: The report's labels of the shown file: a mapping of labels, or a function of the wildcards.
+    labels: Mapping[str, Label] | Callable[..., Mapping[str, str]] = field(default_factory=dict)
+    #: The caption a table's files carry (Markdown, LaTeX), from the job's wildcards and parameters.
+    caption: Text | None = None
+    #: Which of its rule's captioned tables this is, as the rule's script asks for its caption
+    #: (``caption_of(snakemake, part)``; "" for the rule's first).
+    part: str = ""
+    #: The title a figure carries (one per rule: each of the rule's figures that has one shares it).
+    title: Text | None = None
+    #: One file per job's wildcard value inside one folder per job (the mean confusion figures,
+    #: one per attack): the rule declares the folder, whose files are :attr:`path` with the
+    #: remaining wildcards filled.
+    directory: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.files:
+            raise ValueError(f"output {self.name!r} names no file")
+        if bool(self.shown) != bool(self.report) or bool(self.shown) != (self.category is not None):
+            raise ValueError(f"output {self.name!r}: a shown file, its report caption and category come together")
+        if self.shown and self.shown not in self.files:
+            raise ValueError(f"output {self.name!r} shows {self.shown!r}, not one of its files {list(self.files)}")
+
+    @property
+    def kind(self) -> str:
+        """``table`` (a Markdown file first), ``figure`` (a PNG) or ``data``."""
+        first = next(iter(self.files.values()))
+        return {TABLE_SUFFIX: "table", FIGURE_SUFFIX: "figure"}.get(first, "data")
+
+    @property
+    def suffixes(self) -> list[str]:
+        return list(self.files.values())
+
+    @property
+    def wildcards(self) -> list[str]:
+        """The wildcards of :attr:`path`, in order."""
+        return _WILDCARD.findall(self.path)
+
+    @property
+    def folder(self) -> str:
+        """The folder a :attr:`directory` record's rule declares (its path up to the last ``/``)."""
+        return self.path.rsplit("/", 1)[0]
+
+    @property
+    def pattern(self) -> str:
+        """A :attr:`directory` record's file name inside its folder (the report's ``patterns``)."""
+        return self.path.rsplit("/", 1)[1] + self.suffixes[0]
+
+    def report_labels(
+        self, config: Mapping[str, Any]
+    ) -> Mapping[str, str | Callable[..., str]] | Callable[..., Mapping[str, str]]:
+        """The report's labels of the shown file, the values of the config filled in."""
+        if callable(self.labels):
+            return self.labels
+        return {name: value.of(config) if isinstance(value, Setting) else value for name, value in self.labels.items()}
+
+    def fill(self, wildcards: Mapping[str, str]) -> str:
+        """:attr:`path` with the given wildcards filled, the others left in braces."""
+        return _WILDCARD.sub(lambda match: str(wildcards.get(match[1], match[0])), self.path)
+
+    def files_of(self, out: str, wildcards: Mapping[str, str]) -> dict[str, str]:
+        """Named output -> the file under ``out`` for ``wildcards`` (those left out stay in braces)."""
+        stem = f"{out}/{self.fill(wildcards)}"
+        return {key: stem + suffix for key, suffix in self.files.items()}
+
+    def matcher(self) -> re.Pattern[str]:
+        """A path below the output directory of one of this record's files: groups are its
+        wildcards (none holds a ``/``) and ``suffix``."""
+        parts = _WILDCARD.split(self.path)
+        regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/]+?)" for i, part in enumerate(parts))
+        suffixes = "|".join(re.escape(suffix) for suffix in self.suffixes)
+        return re.compile(f"{regex}(?P<suffix>{suffixes})")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One job's output of a record: the record's name and the job's wildcards."""
+
+    name: str
+    wildcards: Mapping[str, str] = field(default_factory=dict)

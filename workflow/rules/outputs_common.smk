@@ -1,0 +1,47 @@
+# The output records (classwise.outputs) as rules' outputs, and every output the run plans: what
+# `rule all` requests and results/README.md lists (included by the Snakefile after the other
+# *_common.smk files, whose final_outputs, analysis_outputs and robustness_outputs plan them).
+from classwise.outputs import listed_file, output, target
+
+
+def outputs_of(name):
+    """The named outputs of the record `name` for a rule's `output:`, wildcards left in: each of
+    its files, the one the report shows marked with report() (its caption workflow/report/<name>.rst,
+    its category and labels); a record of one file per wildcard value in a folder declares the folder.
+    """
+    record = output(name)
+    files = record.files_of(OUT, {})
+    if record.directory:
+        files = {key: directory(f"{OUT}/{record.folder}") for key in files}
+    outputs = {}
+    for key, path in files.items():
+        if key != record.shown:
+            outputs[key] = path
+            continue
+        outputs[key] = report(
+            path,
+            caption=f"../report/{record.name}.rst",
+            category=REFERENCES[record.category].category,
+            subcategory=record.subcategory,
+            labels=record.report_labels(config),
+            **({"patterns": [record.pattern]} if record.directory else {}),
+        )
+    return outputs
+
+
+def planned_outputs():
+    """Every output of the run, planned: the tables, figures and data files of every (dataset,
+    label view, shift), of the analyses and of robustness."""
+    return [*final_outputs(), *analysis_outputs(), *robustness_outputs()]
+
+
+def requested(planned):
+    """What a run requests of planned outputs: one file of each (a folder for a folder of files)."""
+    return [target(p, OUT) for p in planned]
+
+
+def listed_outputs():
+    """The file results/README.md lists for each planned output (and the gates' report when the
+    config has gates); the files beside it come from its record."""
+    gates = [Planned("gates")] if GATES else []
+    return [listed_file(p, OUT) for p in [*planned_outputs(), *gates]]
