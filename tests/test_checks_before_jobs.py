@@ -189,7 +189,7 @@ def test_a_dry_run_stops_at_a_predictions_file_s_missing_id_and_writes_nothing(t
     config = _predictions_config(tmp_path, {"clean": _csv(tmp_path / "net.csv", ["a", "b", "c", "d"])})
     configfile = tmp_path / "my.yaml"
     configfile.write_text(yaml.safe_dump(config))
-    result = run_snakemake(tmp_path, configfile, "--dry-run", timeout=300)
+    result = run_snakemake(tmp_path, configfile, "--dry-run")
     assert result.returncode != 0
     assert (
         f"{configfile}: field 'models.net.files.clean': {tmp_path / 'net.csv'}: field 'sample_id': 1 of the 5 samples "
