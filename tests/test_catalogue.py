@@ -112,3 +112,19 @@ def test_an_entry_without_a_replicate_kernel_gets_no_interval(monkeypatch: pytes
     evaluation = suite.evaluate(logits, labels, k=2, ns=(2,), bootstrap=10)
     assert evaluation.bootstrap is not None
     assert "WCA" in evaluation.metrics and "WCA" not in evaluation.bootstrap and "A" in evaluation.bootstrap
+
+
+def test_the_front_door_evaluates_and_the_metrics_package_exports_its_functions() -> None:
+    import classwise
+    import classwise.metrics as metrics
+
+    logits, labels = _random_scores(n=90, c=5)
+    evaluation = classwise.evaluate(logits, labels, k=2, ns=(2,))
+    stats = metrics.compute_stats(logits, labels)
+    assert evaluation.metrics["WCA"] == metrics.worst_class_accuracy(stats)
+    assert evaluation.metrics["A"].value == pytest.approx(np.mean(logits.argmax(axis=1) == labels))
+    for name in metrics.__all__:
+        assert getattr(metrics, name) is not None, name
+    assert callable(metrics.robust_fairness)  # the function, not its module
+    with pytest.raises(AttributeError):
+        metrics.no_such_metric  # noqa: B018

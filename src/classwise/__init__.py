@@ -2,13 +2,21 @@
 
 The library is pure and typed: metrics are functions of cached (logits, labels)
 arrays; the Snakemake workflow in ``workflow/`` only wires library calls together.
+
+The front door::
+
+    import classwise
+    evaluation = classwise.evaluate(logits, labels)          # every metric of the catalogue
+    evaluation.metrics["WCA"].value, evaluation.to_json()
+
+and every metric function by name in :mod:`classwise.metrics`.
 """
 
 from typing import Any
 
 from classwise.errors import InputError
 
-__all__ = ["InputError", "__version__", "autoattack", "pgd_attack", "robust_fairness"]
+__all__ = ["InputError", "__version__", "autoattack", "evaluate", "pgd_attack", "robust_fairness"]
 __version__ = "0.1.0"
 
 
@@ -18,8 +26,8 @@ def __getattr__(name: str) -> Any:
         from classwise._extras import import_module
 
         return getattr(import_module(f"classwise.shifts.{'pgd' if name == 'pgd_attack' else 'autoattack'}"), name)
-    if name == "robust_fairness":  # numpy only, but imported on first use like the rest of the API
-        from classwise.metrics import robust_fairness
+    if name in ("robust_fairness", "evaluate"):  # numpy and scipy: imported on first use like the rest of the API
+        import classwise.metrics
 
-        return robust_fairness
+        return getattr(classwise.metrics, name)
     raise AttributeError(f"module 'classwise' has no attribute {name!r}")
