@@ -13,6 +13,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # The torch/torchvision pair that imports together on the project's machines (from local disk).
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
+# An extra package index for torch, e.g. PyTorch's CPU-only wheels on a machine without a GPU:
+#   make install TORCH_INDEX=https://download.pytorch.org/whl/cpu   (docs/install.md; untested here)
+TORCH_INDEX ?=
 # auto: uv when it can be had (on PATH, or bootstrapped with pip), pip when not or when uv fails;
 # uv or pip forces one (tools/install_env.py).
 INSTALLER ?= auto
@@ -38,7 +41,7 @@ SITE ?= results/site
 .PHONY: install run report test lint docs bench soak clean
 
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) tools/install_env.py --venv $(VENV) --installer $(INSTALLER) -- $(TORCH_PINS) -e ".[dev]"
+	$(PYTHON) tools/install_env.py --venv $(VENV) --installer $(INSTALLER) -- $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) $(TORCH_PINS) -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.installed
