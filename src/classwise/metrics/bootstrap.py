@@ -334,7 +334,7 @@ def _replicates(
 ) -> dict[str, MetricReplicates]:
     """Every catalogue metric's replicates that the model has the statistics for: the
     superclass metrics with superclasses, the pair metrics with pairs, ``W{n}CR`` for
-    ``1 <= n < C``."""
+    ``1 <= n <`` the classes with samples (as the suite: a larger n pools every class)."""
     blocks = _run_blocks(lambda chunk: _block(model, draws, chunk), b, workers)
     names = ("hits1", "hitsk", "predicted", "precision_hits", "term_sums", "zeros", "n_correct_bins", "n_all_bins")
     counts = {name: _stack(blocks, name) for name in names}
@@ -348,7 +348,7 @@ def _replicates(
         superclass_names=supers.names if supers else (), superclass_counts=supers.counts if supers else None,
         superclass_members=supers.members if supers else None, nelson_shifts=model.shifts, gamma=model.gamma,
     )  # fmt: skip
-    valid_ns = [m for m in ns if 1 <= m < model.c]
+    valid_ns = [m for m in ns if 1 <= m < model.valid.shape[0]]
     out: dict[str, MetricReplicates] = {}
     for entry in catalogue.CATALOGUE:
         if entry.replicate is None or (entry.needs_superclasses and supers is None):
@@ -441,7 +441,7 @@ def minimum_bounds(stats: ClassificationStats, *, k: int, ns: Sequence[int], con
     hits1 = stats.hits[valid]
     hitsk = wc._topk_hits(stats, k)[valid]
     out = {"WCA": minimum_bound(hits1, support, confidence), f"WCA@{k}": minimum_bound(hitsk, support, confidence)}
-    for m in (m for m in ns if 1 <= m < stats.n_classes):
+    for m in (m for m in ns if 1 <= m < valid.shape[0]):  # a larger n pools every class with samples
         bound = minimum_bound(hits1, support, confidence, n_smallest=m)
         out[f"W{m}CR"] = out[f"W{m}CR_exact"] = bound
         out[f"W{m}CR@{k}"] = minimum_bound(hitsk, support, confidence, n_smallest=m)
