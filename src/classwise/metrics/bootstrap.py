@@ -393,6 +393,11 @@ def _plain(x: Any) -> Any:
     return x.item() if hasattr(x, "item") else x
 
 
+#: Decimals a replicate count of :func:`worst_probability` is rounded to: float noise (1e-16 per
+#: term) goes, and a share that differs by less than 1e-9 replicates reads as equal anyway.
+SHARE_DECIMALS = 9
+
+
 def worst_probability(
     worst: list[tuple[Any, ...]], top: int = TOP_WORST, *, shares: Mapping[tuple[Any, ...], float] | None = None
 ) -> list[tuple[tuple[Any, ...], float]]:
@@ -403,7 +408,10 @@ def worst_probability(
     without them, each replicate counts for the element it names.  Replicates that name
     nothing (CFPS_max without errors) count in the denominator."""
     counts: Mapping[tuple[Any, ...], float] = shares if shares is not None else Counter(w for w in worst if w)
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], _sort_key(item[0])))
+    # sums of 1/t added in different orders differ in the last bits: equal shares must rank (and
+    # read) as equal, by the class index
+    rounded = {classes: round(count, SHARE_DECIMALS) for classes, count in counts.items()}
+    ranked = sorted(rounded.items(), key=lambda item: (-item[1], _sort_key(item[0])))
     return [(classes, count / len(worst)) for classes, count in ranked[:top]]
 
 
