@@ -136,6 +136,20 @@ def test_tie_shares_equal_a_brute_force_over_the_replicates() -> None:
     assert any(0 < share % (1 / b) for share in got["WCA"] * b), "no replicate tied: the test would not test ties"
 
 
+def test_a_tie_of_more_pairs_than_listed_counts_them_all_and_lists_the_first() -> None:
+    # a perfect classifier on 50 classes ties all 1,225 pairs at 1: n_tied counts them, tied
+    # lists the lexicographically first MAX_TIED_LISTED (the whole list is never built)
+    from classwise.metrics import worst_class as wc
+
+    c = 50
+    labels = np.repeat(np.arange(c), 2)
+    stats = compute_stats(np.eye(c)[labels], labels)
+    pairs = [list(pair) for pair in itertools.combinations(range(c), 2)]
+    for balanced in (False, True):
+        details = wc.worst_pair_accuracy(stats, balanced=balanced).details
+        assert details["n_tied"] == len(pairs) and details["tied"] == pairs[: wc.MAX_TIED_LISTED]
+
+
 def test_equal_shares_rank_by_class_index_whatever_the_order_of_their_replicates() -> None:
     # classes 0 and 1 are each the worst in four replicates, tied with 9, 4, 2 and 6 others, in
     # opposite orders: both shares are exactly 1/10 + 1/5 + 1/3 + 1/7 (their float sums differ in
