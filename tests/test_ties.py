@@ -238,3 +238,17 @@ def test_pair_tie_shares_equal_a_brute_force_over_the_replicates(make) -> None:
         assert [(pair, pytest.approx(share / b)) for pair, share in ranked] == summary, name
         for pair, share in got.items():
             assert share == pytest.approx(expected[pair]), (name, pair)
+
+
+def test_a_transfer_cell_declares_a_tied_worst_class() -> None:
+    from classwise.logits_io import ScoresFile
+    from classwise.robustness.transfer import transfer_matrix
+
+    clean_logits, labels = _all_correct(n_per_class=2, c=4)
+    attacked_logits, _ = _all_wrong(n_per_class=2, c=4)
+    ids, names = np.array([f"s{i}" for i in range(labels.size)]), np.array(list("abcd"))
+    clean = ScoresFile(clean_logits, labels, "logits", ids, names)
+    attacked = ScoresFile(attacked_logits, labels, "logits", ids, names)
+    cells = transfer_matrix({"t": clean}, {("s", "pgd", "t"): attacked})
+    assert cells.loc[0, "worst_class_tied"] == 4
+    assert tables.transfer_matrix_table(cells).loc["s / pgd", "t"] == "0.0000 (a; 4 tied: 0.0000)"
