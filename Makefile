@@ -2,7 +2,8 @@
 #   make run     the default workflow (config/config.yaml, the embedded demo) into results/
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
-#   make bench   speed and memory benchmarks (install, metrics, many predictions files, PGD, AutoAttack, bootstrap, pipeline, demo) -> results/bench/
+#   make bench   speed and memory benchmarks (install, metrics, predictions files, PGD, AutoAttack, bootstrap, pipeline,
+#                demo) -> results/bench/
 #   make docs    the documentation site (docs/ and the docstrings, mkdocs) -> results/site/index.html
 #   make soak    CI's suite on fresh clones beside CPU hogs, repeatedly -> results/soak/ (docs/development.md)
 SHELL := /bin/bash

@@ -892,5 +892,7 @@ def _inferred_class_count(outputs: UserOutputs, labels: np.ndarray, path: Path) 
             field=outputs.value_field,
         )
     if outputs.values.dtype.kind in "US":
-        raise InputError("gives classes by name: give the class names with --classes NAMES.txt", path=path)
+        raise InputError(
+            "gives classes by name: give the class names with --classes NAMES.txt", path=path, field=outputs.value_field
+        )
     return int(max(labels.max(initial=0), outputs.values.max(initial=0))) + 1
