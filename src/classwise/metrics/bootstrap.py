@@ -218,7 +218,7 @@ def _prepare(
         support_valid=stats.support[valid],
         hits1=_indicator(position[labels], valid.shape[0], rank == 0),
         hitsk=_indicator(position[labels], valid.shape[0], rank < k),
-        predicted=_indicator(stats.predictions, c),
+        predicted=_indicator(stats.predictions, c, ~stats.abstained if stats.n_abstained else None),  # abstentions: no class
         precision_hits=_indicator(stats.predictions, c, rank == 0),
         superclasses=supers,
         terms=np.ascontiguousarray(np.stack(terms)),

@@ -431,6 +431,7 @@ def import_predictions_step(
         dataset=dataset_name,
         cache_path=logits_path,
         metadata=metadata,
+        abstain=model_cfg.get("abstain"),
     )
 
 
