@@ -31,6 +31,7 @@ from classwise.data.sources import (
     dataset_classes,
     dataset_classes_with_images,
     dataset_image_shape,
+    dataset_notes,
     has_images,
 )
 from classwise.errors import InputError, field_path
@@ -148,6 +149,7 @@ def check_runs(
         shifts=evaluated_shifts(config, shifts, shift_sets or {}, source=source),
         classes_with_images={name: dataset_classes_with_images(name, dataset) for name, dataset in datasets.items()},
         with_images={name: has_images(dataset) for name, dataset in datasets.items()},
+        notes=[note for name, dataset in datasets.items() for note in dataset_notes(name, dataset)],
     )
     for name, model in models.items():
         model_source(model).check_run(name, model, datasets, source, shifts=list(shifts))
