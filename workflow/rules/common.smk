@@ -11,6 +11,7 @@ from classwise.pipeline.config_checks import (
     shift_shards,
 )
 from classwise.data.sources import dataset_source, input_files, job_parameters
+from classwise.execution import Execution
 from classwise.data.shift_sets import (
     archive_record,
     downloaded_files,
@@ -48,6 +49,9 @@ check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
 # Into how many jobs each shift's inference is split (inference.shards, an entry's shards):
 # a shift of one job is infer's, one of more is infer_shard's and merge_logit_shards'.
 SHARDS = shift_shards(config, list(SHIFTS), source=CONFIG_SOURCE)
+# How inference runs (inference.device, precision, channels_last), checked; infer's `device`
+# parameter is the device alone at fp32 and channels first, so earlier runs' logits stay cached.
+EXECUTION = Execution.from_config(config["inference"], source=CONFIG_SOURCE)
 # Which models run on which dataset and under which shifts, checked (checkpoints, train
 # splits, class counts).
 PLAN = check_runs(config, shifts=SHIFTS, source=CONFIG_SOURCE, shift_sets=SHIFT_SETS)

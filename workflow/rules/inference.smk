@@ -34,7 +34,7 @@ rule infer:
         shift=infer_shift,
         seed=config["seed"],
         batch_size=config["inference"]["batch_size"],
-        device=config["inference"]["device"],
+        device=EXECUTION.parameter(),
     script:
         "../../scripts/infer.py"
 
@@ -64,7 +64,7 @@ rule infer_shard:
         shift=infer_shift,
         seed=config["seed"],
         batch_size=config["inference"]["batch_size"],
-        device=config["inference"]["device"],
+        device=EXECUTION.parameter(),
     script:
         "../../scripts/infer_shard.py"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import platform
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -223,6 +224,17 @@ def _batches(evaluation: Any, data_config: Any, batch_size: int, workers: int, *
     return evaluation.iter_batches(batch_size, transform, workers=workers), len(evaluation)
 
 
+@dataclass(frozen=True)
+class InferTarget:
+    """One model of an inference job and the logits file it writes: its name, its config (the
+    ``models:`` entry), the weights it loads (as :func:`infer_step`'s ``checkpoint_path``)."""
+
+    name: str
+    config: Mapping[str, Any] | None
+    weights: str | Path | None
+    logits_path: str | Path
+
+
 def infer_step(
     *,
     model_name: str,
@@ -233,7 +245,7 @@ def infer_step(
     shift: Mapping[str, Any],
     seed: int,
     batch_size: int,
-    device: str,
+    device: str | Mapping[str, Any],
     logits_path: str | Path,
     progress: TextIO | None = None,
     threads: int | None = None,
@@ -250,9 +262,13 @@ def infer_step(
     logits keep only a class subset's columns when it is restricted: :mod:`classwise.class_subsets`)
     and makes each batch (:mod:`classwise.shifts.kinds`). Image-file datasets are decoded batch
     by batch with the model's own resize, crop and interpolation (its resolved data config,
-    recorded in the sidecar); the perturbation of each sample is seeded by its id, so batching
-    never changes the logits. ``threads`` caps torch's intra-op threads (the job's Snakemake
-    threads). An adversarial shift with ``per_class`` attacks only a class-stratified subset of
+    recorded in the sidecar), ahead of the model on a background thread
+    (:func:`classwise.inference.stream_logits`); the perturbation of each sample is seeded by its
+    id, so batching never changes the logits. ``threads`` caps torch's intra-op threads and the
+    decoding threads (the job's Snakemake threads). ``device`` is the rule's parameter: the
+    device, or with a precision or layout other than the defaults the mapping of
+    :meth:`classwise.execution.Execution.parameter` (recorded under ``inference`` in the
+    sidecar then). An adversarial shift with ``per_class`` attacks only a class-stratified subset of
     the samples, drawn from ``sample_seed(seed, "per_class")`` (the same for every shift and
     model), recorded under ``attacked_subset`` in the sidecar; the logits' ``sample_ids`` say
     which. A transfer shift's source model must take the same input as ``model_name``.
@@ -261,24 +277,80 @@ def infer_step(
     shape than a classwise checkpoint takes, a model with another number of outputs than the
     dataset has classes (checked on the first batch), NaN or infinite logits (naming the first
     sample ids). Unreadable images follow the dataset's ``on_bad_image``: an error naming the
-    file, or ``skip``, which lists them under ``skipped_images`` in the sidecar.
+    file, or ``skip``, which lists them under ``skipped_images`` in the sidecar. A CUDA
+    out-of-memory error halves the batch size and goes on (:mod:`classwise.inference`).
 
     ``shard=(k, S)`` runs only shard ``k`` of ``S`` (1-based) of the set, whole batches
     (:func:`classwise.sharding.shard_range`, on the set after its ``per_class`` subset), and
     writes a shard file to ``logits_path`` instead (:func:`classwise.sharding.save_shard`);
     :func:`merge_shards_step` makes the cached file of the ``S`` shards, byte for byte this
     step's unsharded output. A shard with no batch (fewer batches than shards) writes no rows."""
+    _infer(
+        [InferTarget(model_name, model_cfg, checkpoint_path, logits_path)],
+        dataset_name=dataset_name,
+        dataset_cfg=dataset_cfg,
+        shift=shift,
+        seed=seed,
+        batch_size=batch_size,
+        device=device,
+        progress=progress,
+        threads=threads,
+        source_cfg=source_cfg,
+        source_weights=source_weights,
+        shard=shard,
+    )
+
+
+def _infer(
+    targets: list[InferTarget],
+    *,
+    dataset_name: str,
+    dataset_cfg: Mapping[str, Any],
+    shift: Mapping[str, Any],
+    seed: int,
+    batch_size: int,
+    device: str | Mapping[str, Any],
+    progress: TextIO | None,
+    threads: int | None,
+    source_cfg: Mapping[str, Any] | None,
+    source_weights: str | Path | None,
+    shard: tuple[int, int] | None,
+) -> None:
+    """The inference of ``targets`` (one model, or several of one data config) on one shift."""
     limit_threads(threads)
-    from classwise.inference import predict_logits, resolve_device
+    from tqdm import tqdm
+
+    from classwise.execution import Execution
+    from classwise.inference import resolve_device, stream_logits
     from classwise.shifts.spec import ShiftSpec
 
+    execution = Execution.from_parameter(device)
     spec = ShiftSpec.from_json(shift)
+    if not targets:
+        raise InputError("expected at least one model", field="models")
+    if len(targets) > 1 and spec.uses_a_model:
+        raise InputError(
+            f"shift {spec.name!r} runs a model to make its images (an attack): each model needs its own inference",
+            field="shift",
+        )
     evaluation, subset = spec.shift_kind.evaluation_images(spec, _DatasetImages(dataset_name, dataset_cfg))
     evaluation, attacked_subset = _attacked_samples(evaluation, spec, seed)
-    model, model_meta, data_config = load_inference_model(model_name, model_cfg or {"source": "train"}, checkpoint_path, device)
-    source_model = _source_model(spec, source_cfg, source_weights, data_config, model_name, device)
-    weights = None if checkpoint_path is None else str(checkpoint_path)
-    _check_input_shape(evaluation, model_name, model_meta, data_config, weights, dataset_name)
+    loaded = [
+        load_inference_model(target.name, target.config or {"source": "train"}, target.weights, execution.device)
+        for target in targets
+    ]
+    data_config = loaded[0][2]
+    for target, (_, _, other) in zip(targets[1:], loaded[1:], strict=True):
+        if other != data_config:  # frozen dataclasses (or None): compared field by field
+            raise InputError(
+                f"model {target.name!r} preprocesses images otherwise than {targets[0].name!r} (data config): "
+                "one decode feeds only models of the same data config",
+                field="models",
+            )
+    source_model = _source_model(spec, source_cfg, source_weights, data_config, targets[0].name, execution.device)
+    weights = [None if target.weights is None else str(target.weights) for target in targets]
+    for target, (_, model_meta, model_data_config), path in zip(targets, loaded, weights, strict=True):
+        _check_input_shape(evaluation, target.name, model_meta, model_data_config, path, dataset_name)
     position: dict[str, Any] | None = None
     if shard is not None:  # whole batches of the set (after its per_class subset): classwise.sharding
         from classwise.sharding import Shard, shard_range
@@ -286,44 +358,68 @@ def infer_step(
         start, stop = shard_range(len(evaluation), batch_size, shard)
         position = {"shard": Shard.of(shard), "start": start, "stop": stop, "samples": len(evaluation)}
         evaluation = evaluation.subset(np.arange(start, stop))
-    batches, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
-    outputs = _Outputs(evaluation, model_name, weights, dataset_name)
-    for batch in outputs.tracked(batches, total, f"{model_name} {spec.name}", progress):
-        logits = predict_logits(
-            model,
-            batch,
-            spec,
-            base_seed=seed,
-            batch_size=batch_size,
-            device=device,
-            attack_log=progress,
-            source_model=source_model,
-        )
-        outputs.add(logits, batch)
-    arrays, input_shape = outputs.arrays(subset, sharded=position is not None)
-    metadata = {
-        "dataset": {"name": dataset_name, **_json_safe(dict(dataset_cfg))},
-        "model": model_meta,
-        "preprocessing": {
-            "input": "float32 in [0, 1], channels first",
-            "normalisation": "inside the model",
-            "input_shape": input_shape,
-            "data_config": None if data_config is None else data_config.to_dict(),
-        },
-        "shift": spec.to_json(),
-        **({} if subset is None else {"class_subset": {"class_indices": subset.tolist(), "of": len(evaluation.class_names)}}),
-        **({} if attacked_subset is None else {"attacked_subset": attacked_subset}),
-        "seed": seed,
-        "device": resolve_device(device).type,
-        "skipped_images": outputs.skipped(),
-        "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
-    }
+    chunks, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
+    outputs = [_Outputs(evaluation, t.name, w, dataset_name) for t, w in zip(targets, weights, strict=True)]
+    names = ", ".join(target.name for target in targets)
+    bar = tqdm(total=total, desc=f"{names} {spec.name}", unit="img", file=progress, disable=progress is None)
+    with stream_logits(
+        [model for model, _, _ in loaded],
+        chunks,
+        spec,
+        n_classes=len(evaluation.class_names),
+        base_seed=seed,
+        batch_size=batch_size,
+        device=execution.device,
+        precision=execution.precision,
+        channels_last=execution.channels_last,
+        attack_log=progress,
+        source_model=source_model,
+        names=[target.name for target in targets],
+    ) as batches:
+        for batch, logits in batches:
+            for gathered, model_logits in zip(outputs, logits, strict=True):
+                gathered.add(model_logits, batch)
+            bar.update(len(batch.labels))
+    bar.close()
+    for target, gathered, (_, model_meta, model_data_config) in zip(targets, outputs, loaded, strict=True):
+        arrays, input_shape = gathered.arrays(subset, sharded=position is not None)
+        metadata = {
+            "dataset": {"name": dataset_name, **_json_safe(dict(dataset_cfg))},
+            "model": model_meta,
+            "preprocessing": {
+                "input": "float32 in [0, 1], channels first",
+                "normalisation": "inside the model",
+                "input_shape": input_shape,
+                "data_config": None if model_data_config is None else model_data_config.to_dict(),
+            },
+            "shift": spec.to_json(),
+            **({} if subset is None else {"class_subset": {"class_indices": subset.tolist(), "of": len(evaluation.class_names)}}),
+            **({} if attacked_subset is None else {"attacked_subset": attacked_subset}),
+            "seed": seed,
+            "device": resolve_device(execution.device).type,
+            **execution.sidecar(),
+            "skipped_images": gathered.skipped(),
+            "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
+        }
+        _write_logits(target.logits_path, arrays, metadata, subset, position, batch_size, progress)
+
+
+def _write_logits(
+    path: str | Path,
+    arrays: dict[str, Any],
+    metadata: dict[str, Any],
+    subset: np.ndarray | None,
+    position: dict[str, Any] | None,
+    batch_size: int,
+    progress: TextIO | None,
+) -> None:
+    """The cached logits file and sidecar, or a shard file (``position``)."""
     if position is None:
-        save_logits(logits_path, **arrays, metadata=metadata, class_indices=subset)
+        save_logits(path, **arrays, metadata=metadata, class_indices=subset)
         return
     from classwise.sharding import save_shard
 
-    save_shard(logits_path, **position, batch_size=batch_size, **arrays, metadata=metadata, class_indices=subset)
+    save_shard(path, **position, batch_size=batch_size, **arrays, metadata=metadata, class_indices=subset)
     if progress is not None:
         print(
             f"shard {position['shard'].name}: samples [{position['start']}, {position['stop']}) of {position['samples']}, "
@@ -396,15 +492,6 @@ class _Outputs:
         self.labels: list[np.ndarray] = []
         self.sample_ids: list[np.ndarray] = []
         self.input_shape: list[int] | None = None
-
-    def tracked(self, batches: Any, total: int, description: str, progress: TextIO | None) -> Any:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc=description, unit="img", file=progress, disable=progress is None)
-        for batch in batches:
-            yield batch
-            bar.update(len(batch))
-        bar.close()
 
     def add(self, logits: np.ndarray, batch: Any) -> None:
         _check_outputs(logits, batch, self.model_name, self.weights, self.dataset, len(self.evaluation.class_names))

@@ -131,6 +131,13 @@ class ShiftSpec:
         return self.shift_kind.source_model(self)
 
     @property
+    def uses_a_model(self) -> bool:
+        """Whether making its images runs a model (an attack on the model evaluated or on a source
+        model): a job makes them beside the model; the images of the others are made on the CPU
+        ahead of the model, once for every model that takes the same images."""
+        return self.shift_kind.uses_a_model(self)
+
+    @property
     def shift_set(self) -> str | None:
         """The ``datasets.<name>.shift_sets`` key of a published shift set (images read from its
         files, not made from the dataset's), else ``None``."""
@@ -276,6 +283,9 @@ class ShiftKind:
     def shift_set(self, spec: ShiftSpec) -> str | None:
         return None
 
+    def uses_a_model(self, spec: ShiftSpec) -> bool:
+        return self.attacks_the_model or self.source_model(spec) is not None
+
     def transformed(self, spec: ShiftSpec) -> bool:
         return self.corrupted_on_the_fly
 
@@ -291,7 +301,9 @@ class ShiftKind:
 
     def shifted_batch(self, spec: ShiftSpec, batch: Batch, run: Run) -> torch.Tensor:
         """The batch as the model sees it under the shift, a float32 tensor on ``run.device``; by
-        default the images as they are."""
+        default the images as they are. For a shift that runs no model (:meth:`uses_a_model`),
+        inference calls it on a background thread with ``run.device`` the CPU, ahead of the
+        model, and copies the images to the model's device itself."""
         import torch
 
         return torch.from_numpy(np.ascontiguousarray(batch.images)).to(run.device)
