@@ -128,8 +128,9 @@ def bench_case(
 
     def run(model: Any, prefetch: int) -> np.ndarray:
         chunks = dataset.iter_batches(batch_size, transform, workers=decode_threads)
-        options = {"n_classes": n_classes, "base_seed": 0, "batch_size": batch_size, "device": "cpu", "prefetch": prefetch}
-        with stream_logits([model], chunks, spec, **options) as batches:
+        with stream_logits(
+            [model], chunks, spec, n_classes=n_classes, base_seed=0, batch_size=batch_size, device="cpu", prefetch=prefetch
+        ) as batches:
             return np.concatenate([logits for _, (logits,) in batches])
 
     run(stand_in_model(0.0, n_classes), 0)  # warm-up, untimed: imports (albumentations), caches
