@@ -3,7 +3,7 @@
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
 #   make bench   speed and memory benchmarks (install, metrics, predictions files, PGD, AutoAttack, bootstrap, pipeline,
-#                inference overlap, demo) -> results/bench/
+#                inference overlap, precision, demo) -> results/bench/
 #   make docs    the documentation site (docs/ and the docstrings, mkdocs) -> results/site/index.html
 #   make soak    CI's suite on fresh clones beside CPU hogs, repeatedly -> results/soak/ (docs/development.md)
 SHELL := /bin/bash
@@ -78,6 +78,7 @@ bench: install
 	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json
 	$(BIN)/python -m classwise.bench.pipeline --out results/bench/pipeline.json
 	$(BIN)/python -m classwise.bench.inference --out results/bench/inference.json
+	$(BIN)/python -m classwise.bench.precision --out results/bench/precision.json
 	$(BIN)/python -m classwise.bench.demo --out results/bench/demo.json
 
 soak:
