@@ -196,3 +196,21 @@ def test_a_dry_run_stops_at_a_predictions_file_s_missing_id_and_writes_nothing(t
         "of dataset 'ids' have no row in this file, e.g. ['e']"
     ) in result.stdout + result.stderr
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize(
+    ("inference", "expected"), [({"precision": "fp64"}, "fp64"), ({"channels_last": "yes"}, "yes")], ids=["precision", "layout"]
+)
+def test_a_dry_run_stops_at_a_bad_precision_or_layout_and_writes_nothing(
+    tmp_path: Path, inference: dict[str, Any], expected: str
+) -> None:
+    config = _predictions_config(tmp_path, {"clean": _csv(tmp_path / "net.csv", IDS)})
+    config["inference"] = inference
+    configfile = tmp_path / "my.yaml"
+    configfile.write_text(yaml.safe_dump(config))
+    result = run_snakemake(tmp_path, configfile, "--dry-run")
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert f"{configfile}: field 'inference.{next(iter(inference))}': " in output and expected in output
+    assert not (tmp_path / "results").exists()
