@@ -40,5 +40,7 @@ def test_a_tiny_run_writes_every_key_per_case(tmp_path: Path) -> None:
         assert min(row[key] for key in KEYS) > 0
         slower = min(row["decode_images_per_s"], row["model_images_per_s"])
         assert row["efficiency"] == pytest.approx(row["pipeline_images_per_s"] / slower)
-        # balanced: the model's time per batch is the decoding's
-        assert row["model_seconds_per_batch"] == pytest.approx(row["images"] / row["decode_images_per_s"] / row["batches"])
+        # the stand-in sleeps its time on every batch: never faster than that
+        assert row["model_seconds_per_batch"] > 0
+        assert row["model_images_per_s"] <= row["images"] / (row["batches"] * row["model_seconds_per_batch"])
+        assert len(row["efficiency_per_round"]) == 1

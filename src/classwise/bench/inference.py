@@ -22,7 +22,8 @@ and returns cheap logits. The images are a generated ImageNet-shaped folder: ran
 * ``decoded_images_per_model_shift``: images decoded per (model, shift) pair in the pipeline
   run: every image once for its one model and shift.
 
-Each rate is the best of ``repeats`` rounds (the round least slowed by other processes); the
+The four runs take turns over ``repeats`` rounds; each rate is the best round's (the round least
+slowed by other processes), and ``efficiency_per_round`` pairs the runs of each round. The
 1-minute load average is recorded at start and end. The logits of the pipeline and the
 sequential runs are compared byte for byte (``identical_logits``).
 """
@@ -133,12 +134,11 @@ def bench_case(
         ) as batches:
             return np.concatenate([logits for _, (logits,) in batches])
 
-    run(stand_in_model(0.0, n_classes), 0)  # warm-up, untimed: imports (albumentations), caches
-    decode_s, _ = _best(repeats, lambda: run(stand_in_model(0.0, n_classes), 0))
-    decode_rate = n_images / decode_s
+    free = stand_in_model(0.0, n_classes)
+    run(free, 0)  # warm-up, untimed: imports (albumentations), caches
     n_batches = -(-n_images // batch_size)
     if seconds_per_batch is None:  # balanced: the model as fast as the decoding
-        seconds_per_batch = decode_s / n_batches
+        seconds_per_batch = _best(1, lambda: run(free, 0))[0] / n_batches
     model = stand_in_model(seconds_per_batch, n_classes)
     made = [torch.zeros((min(batch_size, n_images - i), *config.input_size)) for i in range(0, n_images, batch_size)]
 
@@ -147,27 +147,34 @@ def bench_case(
             for batch in made:
                 model(batch)
 
-    model_s, _ = _best(repeats, model_alone)
-    model_rate = n_images / model_s
-    decodes[0] = 0
-    pipeline_s, overlapped = _best(1, lambda: run(model, 2))
-    decoded = decodes[0]
-    for _ in range(repeats - 1):
-        pipeline_s = min(pipeline_s, _best(1, lambda: run(model, 2))[0])
-    sequential_s, sequential = _best(repeats, lambda: run(model, 0))
-    pipeline_rate = n_images / pipeline_s
+    # the four runs take turns, round after round, so that load from other processes falls on
+    # each alike; a round's efficiency compares runs made seconds apart
+    times: dict[str, list[float]] = {"decode": [], "model": [], "pipeline": [], "sequential": []}
+    for _ in range(repeats):
+        times["decode"].append(_best(1, lambda: run(free, 0))[0])
+        times["model"].append(_best(1, model_alone)[0])
+        decodes[0] = 0
+        seconds, overlapped = _best(1, lambda: run(model, 2))
+        times["pipeline"].append(seconds)
+        decoded = decodes[0]
+        seconds, sequential = _best(1, lambda: run(model, 0))
+        times["sequential"].append(seconds)
+    rate = {side: n_images / min(values) for side, values in times.items()}
+    # pipeline images/s over the slower side's, within one round
+    per_round = [max(d, m) / p for d, m, p in zip(times["decode"], times["model"], times["pipeline"], strict=True)]
     return {
         "images": n_images,
         "batches": n_batches,
         "batch_size": batch_size,
         "decode_threads": decode_threads,
         "model_seconds_per_batch": seconds_per_batch,
-        "decode_images_per_s": decode_rate,
-        "decode_images_per_s_per_thread": decode_rate / decode_threads,
-        "model_images_per_s": model_rate,
-        "pipeline_images_per_s": pipeline_rate,
-        "sequential_images_per_s": n_images / sequential_s,
-        "efficiency": pipeline_rate / min(decode_rate, model_rate),
+        "decode_images_per_s": rate["decode"],
+        "decode_images_per_s_per_thread": rate["decode"] / decode_threads,
+        "model_images_per_s": rate["model"],
+        "pipeline_images_per_s": rate["pipeline"],
+        "sequential_images_per_s": rate["sequential"],
+        "efficiency": rate["pipeline"] / min(rate["decode"], rate["model"]),
+        "efficiency_per_round": per_round,
         "efficiency_bound_fill_and_drain": n_batches / (n_batches + 1),
         "decoded_images_per_model_shift": decoded,
         "identical_logits": overlapped.tobytes() == sequential.tobytes(),
