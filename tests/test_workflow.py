@@ -369,6 +369,20 @@ def test_adding_a_corruption_adds_only_its_inference_and_metrics(finished_run: P
     assert jobs["aggregate_worst_class_tables"] == 1
 
 
+@pytest.mark.parametrize("setting", [{"precision": "bf16"}, {"channels_last": True}], ids=["bf16", "channels-last"])
+def test_changing_precision_or_layout_reruns_every_inference_and_no_training(finished_run: Path, setting) -> None:
+    config = _mutated(finished_run, "precision", lambda c: c.setdefault("inference", {}).update(setting))
+    jobs = scheduled_jobs(finished_run, config)
+    assert "train_model" not in jobs
+    # every cached logits file is remade (the targeted-attack analysis's too)
+    assert jobs["infer"] == len(list((finished_run / "results" / "logits").rglob("*.npz"))) >= len(MODELS) * len(SHIFTS)
+    # the default written out is the default: nothing reruns
+    default = _mutated(
+        finished_run, "fp32", lambda c: c.setdefault("inference", {}).update(precision="fp32", channels_last=False)
+    )
+    assert scheduled_jobs(finished_run, default) == {}
+
+
 def test_code_changes_are_listed_and_forced_reruns_are_scoped(finished_run: Path) -> None:
     result = snakemake(finished_run, TINY_CONFIG, "--list-changes", "code")
     assert result.returncode == 0, result.stderr[-4000:]
