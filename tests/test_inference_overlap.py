@@ -25,7 +25,7 @@ from classwise.models import build_model, train_model
 from classwise.shifts import expand_shifts
 from classwise.shifts.corruptions import corrupt_batch
 from classwise.shifts.seeding import sample_seed
-from classwise.steps.models import infer_step
+from classwise.steps.models import InferTarget, infer_models_step, infer_step
 
 SHIFTS = expand_shifts(
     {
@@ -180,6 +180,58 @@ def image_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, An
         write_checkpoint(root / f"{name}.pth", 3, seed=seed)
         models[name] = (checkpoint_entry(root / f"{name}.pth", 3), root / f"{name}.pth")
     return {"source": "image_folder", "root": str(root / "data")}, models
+
+
+def _count_decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from classwise.models import data_config
+
+    count = [0]
+    original = data_config.preprocess_image
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(data_config, "preprocess_image", counted)
+    return count
+
+
+@pytest.mark.parametrize("shift", ["clean", "gaussian_noise_s3"])
+def test_one_decode_for_two_models_writes_the_bytes_of_their_own_jobs(
+    tmp_path: Path, image_models, monkeypatch: pytest.MonkeyPatch, shift: str
+) -> None:  # type: ignore[no-untyped-def]
+    dataset, models = image_models
+    common = {"dataset_name": "shapes", "dataset_cfg": dataset, "shift": SHIFTS[shift].to_json(), "seed": 4, "batch_size": 4}
+    decodes = _count_decodes(monkeypatch)
+    for name, (cfg, weights) in models.items():
+        infer_step(
+            model_name=name, model_cfg=cfg, checkpoint_path=weights, device="cpu", logits_path=tmp_path / f"{name}.npz", **common
+        )
+    assert decodes[0] == 2 * 15  # one job per model: each decodes the 15 images
+    decodes[0] = 0
+    targets = [InferTarget(name, cfg, weights, tmp_path / "together" / f"{name}.npz") for name, (cfg, weights) in models.items()]
+    infer_models_step(models=targets, device="cpu", threads=2, **common)
+    assert decodes[0] == 15  # once for both
+    for name in models:
+        for suffix in (".npz", ".json"):
+            together = (tmp_path / "together" / name).with_suffix(suffix).read_bytes()
+            assert together == (tmp_path / name).with_suffix(suffix).read_bytes(), (name, suffix)
+
+
+def test_one_decode_refuses_models_of_other_data_configs(tmp_path: Path, image_models) -> None:  # type: ignore[no-untyped-def]
+    dataset, models = image_models
+    (cfg_a, weights_a), (cfg_b, weights_b) = models.values()
+    cfg_b = {**cfg_b, "data_config": {"input_size": [3, 12, 12]}}
+    targets = [
+        InferTarget("net_a", cfg_a, weights_a, tmp_path / "a.npz"),
+        InferTarget("net_b", cfg_b, weights_b, tmp_path / "b.npz"),
+    ]
+    with pytest.raises(InputError, match="'net_b' preprocesses images otherwise than 'net_a'") as info:
+        infer_models_step(
+            models=targets, dataset_name="shapes", dataset_cfg=dataset, shift=SHIFTS["clean"].to_json(), seed=0, batch_size=4,
+            device="cpu",
+        )  # fmt: skip
+    assert info.value.field == "models" and not list(tmp_path.glob("*.npz"))
 
 
 # --------------------------------------------------------------------------- precision and layout

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -297,6 +297,42 @@ def infer_step(
         threads=threads,
         source_cfg=source_cfg,
         source_weights=source_weights,
+        shard=shard,
+    )
+
+
+def infer_models_step(
+    *,
+    models: Sequence[InferTarget],
+    dataset_name: str,
+    dataset_cfg: Mapping[str, Any],
+    shift: Mapping[str, Any],
+    seed: int,
+    batch_size: int,
+    device: str | Mapping[str, Any],
+    progress: TextIO | None = None,
+    threads: int | None = None,
+    shard: tuple[int, int] | None = None,
+) -> None:
+    """:func:`infer_step` for several models that take the same images (the same data config) on
+    one shift that runs no model (clean, a corruption, a published set): each batch is decoded
+    and shifted once and fed to every model, and each model's logits file and sidecar are byte for
+    byte those its own :func:`infer_step` writes. The models are held in memory (on the device)
+    together. An :class:`InputError` for models of different data configs or a shift that runs a
+    model (an attack: its images depend on the model). The workflow does not call it yet
+    (docs/pipeline.md: what wiring it into the DAG takes)."""
+    _infer(
+        list(models),
+        dataset_name=dataset_name,
+        dataset_cfg=dataset_cfg,
+        shift=shift,
+        seed=seed,
+        batch_size=batch_size,
+        device=device,
+        progress=progress,
+        threads=threads,
+        source_cfg=None,
+        source_weights=None,
         shard=shard,
     )
 
