@@ -33,12 +33,22 @@ SHIFTS = expand_shifts(
         "corruptions": ["gaussian_noise"],
         "severities": [3],
         "pgd": [{"norm": "linf", "eps": 0.1, "steps": 3, "step_size": 0.05, "random_start": True}],
-        "autoattack": [{"norm": "linf", "eps": 0.1}],
+        "autoattack": [{"norm": "linf", "eps": 0.3}],  # APGD-CE fools every sample: the cheap case
         "transfer": [{"source": "other", "attack": "pgd_linf_eps0.1"}],
     }
 )
 #: The AutoAttack rows are the slow ones: a few samples.
-SAMPLES = {"autoattack_linf_eps0.1": 8}
+SAMPLES = {"autoattack_linf_eps0.3": 8}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    """Models this small run fastest on one torch thread; on a loaded machine two threads' barriers
+    slow AutoAttack's step-by-step loops many times over."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _prefetch_threads() -> list[threading.Thread]:
@@ -210,7 +220,7 @@ def test_one_decode_for_two_models_writes_the_bytes_of_their_own_jobs(
     assert decodes[0] == 2 * 15  # one job per model: each decodes the 15 images
     decodes[0] = 0
     targets = [InferTarget(name, cfg, weights, tmp_path / "together" / f"{name}.npz") for name, (cfg, weights) in models.items()]
-    infer_models_step(models=targets, device="cpu", threads=2, **common)
+    infer_models_step(models=targets, device="cpu", threads=1, **common)
     assert decodes[0] == 15  # once for both
     for name in models:
         for suffix in (".npz", ".json"):
@@ -325,7 +335,7 @@ class _SmallMemory(nn.Module):
         return self.inner(x)
 
 
-@pytest.mark.parametrize("name", ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1", "autoattack_linf_eps0.1"])
+@pytest.mark.parametrize("name", ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1", "autoattack_linf_eps0.3"])
 def test_out_of_memory_halves_the_batch_and_gives_a_run_at_the_smaller_size(setup, caplog, name: str) -> None:  # type: ignore[no-untyped-def]
     """64 -> 32 -> 16 on the first batch; then every batch in pieces of 16, as a run at batch
     size 16 (AutoAttack too: its first draws come after the back-off)."""
