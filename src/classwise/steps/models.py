@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -395,12 +395,13 @@ def _infer(
         position = {"shard": Shard.of(shard), "start": start, "stop": stop, "samples": len(evaluation)}
         evaluation = evaluation.subset(np.arange(start, stop))
     chunks, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
+    chunk_sizes: list[int] = []
     outputs = [_Outputs(evaluation, t.name, w, dataset_name) for t, w in zip(targets, weights, strict=True)]
     names = ", ".join(target.name for target in targets)
     bar = tqdm(total=total, desc=f"{names} {spec.name}", unit="img", file=progress, disable=progress is None)
     with stream_logits(
         [model for model, _, _ in loaded],
-        chunks,
+        _recorded(chunks, chunk_sizes),
         spec,
         n_classes=len(evaluation.class_names),
         base_seed=seed,
@@ -412,10 +413,9 @@ def _infer(
         source_model=source_model,
         names=[target.name for target in targets],
     ) as batches:
-        for batch, logits in batches:
+        for chunk, logits in _per_chunk(batches, chunk_sizes, bar):
             for gathered, model_logits in zip(outputs, logits, strict=True):
-                gathered.add(model_logits, batch)
-            bar.update(len(batch.labels))
+                gathered.add(model_logits, chunk)
     bar.close()
     for target, gathered, (_, model_meta, model_data_config) in zip(targets, outputs, loaded, strict=True):
         arrays, input_shape = gathered.arrays(subset, sharded=position is not None)
@@ -438,6 +438,40 @@ def _infer(
             "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
         }
         _write_logits(target.logits_path, arrays, metadata, subset, position, batch_size, progress)
+
+
+def _recorded(chunks: Iterable[Any], sizes: list[int]) -> Iterator[Any]:
+    """``chunks``, each one's size appended to ``sizes`` before its batches are made."""
+    for chunk in chunks:
+        sizes.append(len(chunk))
+        yield chunk
+
+
+def _per_chunk(
+    batches: Iterable[tuple[Any, list[np.ndarray]]], sizes: list[int], bar: Any
+) -> Iterator[tuple[Any, list[np.ndarray]]]:
+    """The streamed batches put back together into the chunks they were cut from (an in-memory
+    set is one chunk, an image-file set one per batch), with each model's logits on them: the
+    outputs are checked per chunk, so an error counts a whole in-memory set's bad samples."""
+    from classwise.shifts.kinds import Batch
+
+    done, pending, count = 0, [], 0
+    for batch, logits in batches:
+        pending.append((batch, logits))
+        count += len(batch.labels)
+        bar.update(len(batch.labels))
+        while sizes[done] == 0:  # a chunk with no image (a shard's empty share) has no batch
+            done += 1
+        if count < sizes[done]:
+            continue
+        parts = [b for b, _ in pending]
+        chunk = Batch(
+            parts[0].images[:0],  # read for the image shape only: the images are not copied together
+            np.concatenate([b.labels for b in parts]),
+            np.concatenate([np.asarray(b.sample_ids) for b in parts]),
+        )
+        yield chunk, [np.concatenate(per_model, axis=0) for per_model in zip(*(out for _, out in pending), strict=True)]
+        done, pending, count = done + 1, [], 0
 
 
 def _write_logits(
