@@ -357,7 +357,8 @@
   }
 
   const MARGIN = { left: 170, top: 110, right: 12, bottom: 14 };
-  const LABEL_MIN = 11; // px per row or column before the names are drawn
+  const ROW_LABEL_MIN = 11; // px per row before the class names are drawn
+  const COLUMN_LABEL_MIN = 14; // px per column before the shift names are drawn (slanted, they need more)
 
   const heat = { v: null, model: 0, kind: "accuracy", max: 1, image: null, r0: 0, r1: 1, c0: 0, c1: 1, drag: null };
 
@@ -445,7 +446,7 @@
     ctx.fillStyle = "#222";
     ctx.font = "12px system-ui, sans-serif";
     ctx.textBaseline = "middle";
-    if (rowPx >= LABEL_MIN) {
+    if (rowPx >= ROW_LABEL_MIN) {
       ctx.textAlign = "right";
       for (let row = Math.floor(heat.r0); row < Math.ceil(heat.r1); row++) {
         const y = p.y + (row + 0.5 - heat.r0) * rowPx;
@@ -461,7 +462,7 @@
       ctx.fillText("classes " + (Math.floor(heat.r0) + 1) + "-" + Math.ceil(heat.r1) + " of " + v.C + " (" + shown + " shown; scroll to zoom)", 0, 0);
       ctx.restore();
     }
-    if (colPx >= LABEL_MIN) {
+    if (colPx >= COLUMN_LABEL_MIN) {
       ctx.textAlign = "left";
       for (let col = Math.floor(heat.c0); col < Math.ceil(heat.c1); col++) {
         const x = p.x + (col + 0.5 - heat.c0) * colPx;
@@ -469,7 +470,7 @@
         ctx.save();
         ctx.translate(x, p.y - 6);
         ctx.rotate(-Math.PI / 3);
-        ctx.fillText(fitted(ctx, v.shifts[v.shiftOrder[col]], MARGIN.top - 12), 0, 0);
+        ctx.fillText(fitted(ctx, v.shifts[v.shiftOrder[col]], (MARGIN.top - 12) / Math.sin(Math.PI / 3)), 0, 0);
         ctx.restore();
       }
     } else {
