@@ -10,6 +10,8 @@ ends the wait too.
 
 from __future__ import annotations
 
+import csv
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from system_packages import apt_install, cannot_run
 
 from classwise.bench.explorer import BROWSERS, chromium, wait_until_ready
@@ -91,3 +94,75 @@ def open_offline(launched: Any, path: Path, *, viewport: tuple[int, int] = (1400
     page.goto(url, timeout=0)
     wait_until_ready(page)
     return visit
+
+
+# --- an explorer's numbers against the run's CSV outputs --------------------------------------
+
+
+def per_class_rows(metrics: Path, view: str, model: str, shift: str) -> list[dict[str, str]]:
+    """The rows of ``<metrics>/<view>/<model>/<shift>/per_class.csv`` (``metrics``: a run's
+    ``metrics/<dataset>``), every cell as written."""
+    with open(metrics / view / model / shift / "per_class.csv", newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def confusion_counts(metrics: Path, view: str, model: str, shift: str) -> np.ndarray:
+    with open(metrics / view / model / shift / "confusion.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    return np.array([[int(cell) for cell in row[1:]] for row in rows[1:]])
+
+
+def same_percent(shown: str, fraction: float | str) -> bool:
+    """A percentage shown to two decimals (``82.42``) is the CSV's fraction at that precision."""
+    return abs(float(shown) - 100 * float(fraction)) <= 0.005 + 1e-9
+
+
+def shown_interval(shown: str) -> tuple[str, str]:
+    """``[72.07, 91.91]`` -> ("72.07", "91.91")."""
+    match = re.fullmatch(r"\[(\S+), (\S+)\]", shown)
+    assert match, shown
+    return match[1], match[2]
+
+
+def _shown_confusions(cell: Any) -> list[tuple[str, float, int]]:
+    found = []
+    for text in cell.locator("[data-field=confusion]").all_text_contents():
+        match = re.fullmatch(r"\u2192 (.*) \((\S+) %, (\d+)\)", text, flags=re.S)
+        assert match, text
+        found.append((match[1], float(match[2]), int(match[3])))
+    return found
+
+
+def _expected_confusions(confusion: np.ndarray, c: int, names: list[str], k: int = 3) -> list[tuple[str, int]]:
+    """Class c's k most frequent confusions, brute force: most samples first, ties to the lower index."""
+    cells = sorted((-int(confusion[c, j]), j) for j in range(len(names)) if j != c and confusion[c, j] > 0)
+    return [(names[j], -minus) for minus, j in cells[:k]]
+
+
+def check_class_panel(page: Any, metrics: Path, view: str, shifts: list[str], models: list[str], c: int) -> int:
+    """Every number the class panel shows for class ``c`` (accuracy, its interval, n, CFPS, the
+    confusions with their shares) against the run's ``per_class.csv`` and ``confusion.csv``
+    below ``metrics`` (a run's ``metrics/<dataset>``); how many were compared."""
+    checked = 0
+    for shift in shifts:
+        row = page.locator(f"#class-table tr[data-shift='{shift}']")
+        for model in models:
+            rows = per_class_rows(metrics, view, model, shift)
+            truth = rows[c]
+            cell = row.locator(f"td[data-model='{model}']")
+            accuracy = cell.locator("[data-field=accuracy]").text_content()
+            assert same_percent(accuracy, truth["recall"]), (shift, model, accuracy, truth["recall"])
+            low, high = shown_interval(cell.locator("[data-field=interval]").text_content())
+            assert same_percent(low, truth["recall_ci_low"]) and same_percent(high, truth["recall_ci_high"])
+            assert row.locator(f"td[data-model='{model}'][data-field=n]").text_content() == truth["support"]
+            # CFPS as the page holds it: the CSV's value to 4 significant digits
+            cfps = row.locator(f"td[data-model='{model}'][data-field=cfps]").text_content()
+            assert float(cfps) == float(f"{float(truth['cfps']):.4g}"), (cfps, truth["cfps"])
+            shown = _shown_confusions(row.locator(f"td[data-model='{model}'].confusions"))
+            names = [entry["name"] for entry in rows]
+            expected = _expected_confusions(confusion_counts(metrics, view, model, shift), c, names)
+            assert [(name, count) for name, _, count in shown] == expected
+            for _, share, count in shown:
+                assert abs(share - 100 * count / int(truth["support"])) <= 0.005 + 1e-9
+            checked += 7
+    return checked

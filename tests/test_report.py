@@ -22,11 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
-from browser import Visit, browser, chromium_path, open_offline
+from browser import Visit, browser, check_class_panel, chromium_path, open_offline, per_class_rows, same_percent, shown_interval
 from paths import REPO
 from snakemake_runner import run_snakemake
 from system_packages import tail
@@ -452,65 +451,6 @@ def explorer(report: Report, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         yield open_offline(launched, alone)
 
 
-def _per_class(run: Path, view: str, model: str, shift: str) -> list[dict[str, str]]:
-    with open(run / "metrics" / "digits" / view / model / shift / "per_class.csv", newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def _confusion(run: Path, view: str, model: str, shift: str) -> np.ndarray:
-    rows = _read_csv(run / "metrics" / "digits" / view / model / shift / "confusion.csv")
-    return np.array([[int(cell) for cell in row[1:]] for row in rows[1:]])
-
-
-def _same_percent(shown: str, fraction: float | str) -> bool:
-    """A percentage shown to two decimals (``82.42``) is the CSV's fraction at that precision."""
-    return abs(float(shown) - 100 * float(fraction)) <= 0.005 + 1e-9
-
-
-def _interval(shown: str) -> tuple[str, str]:
-    low, high = re.fullmatch(r"\[(\S+), (\S+)\]", shown).groups()
-    return low, high
-
-
-def _shown_confusions(cell: Any) -> list[tuple[str, float, int]]:
-    found = []
-    for text in cell.locator("[data-field=confusion]").all_text_contents():
-        name, share, count = re.fullmatch(r"\u2192 (.*) \((\S+) %, (\d+)\)", text).groups()
-        found.append((name, float(share), int(count)))
-    return found
-
-
-def _expected_confusions(confusion: np.ndarray, c: int, names: list[str], k: int = 3) -> list[tuple[str, int]]:
-    """Class c's k most frequent confusions, brute force: most samples first, ties to the lower index."""
-    cells = sorted(((-int(confusion[c, j]), j) for j in range(len(names)) if j != c and confusion[c, j] > 0))
-    return [(names[j], -minus) for minus, j in cells[:k]]
-
-
-def _check_class_panel(page: Any, run: Path, view: str, shifts: list[str], models: list[str], c: int) -> int:
-    """Every number the class panel shows for class ``c`` against the run's CSV outputs; how many."""
-    checked = 0
-    for shift in shifts:
-        row = page.locator(f"#class-table tr[data-shift='{shift}']")
-        for model in models:
-            truth = _per_class(run, view, model, shift)[c]
-            names = [entry["name"] for entry in _per_class(run, view, model, shift)]
-            accuracy = row.locator(f"td[data-model='{model}'] [data-field=accuracy]").text_content()
-            assert _same_percent(accuracy, truth["recall"]), (shift, model, accuracy, truth["recall"])
-            low, high = _interval(row.locator(f"td[data-model='{model}'] [data-field=interval]").text_content())
-            assert _same_percent(low, truth["recall_ci_low"]) and _same_percent(high, truth["recall_ci_high"])
-            assert row.locator(f"td[data-model='{model}'][data-field=n]").text_content() == truth["support"]
-            # CFPS as the page holds it: the CSV's value to 4 significant digits
-            cfps = row.locator(f"td[data-model='{model}'][data-field=cfps]").text_content()
-            assert float(cfps) == float(f"{float(truth['cfps']):.4g}"), (cfps, truth["cfps"])
-            shown = _shown_confusions(row.locator(f"td[data-model='{model}'].confusions"))
-            expected = _expected_confusions(_confusion(run, view, model, shift), c, names)
-            assert [(name, count) for name, _, count in shown] == expected
-            for _, share, count in shown:
-                assert abs(share - 100 * count / int(truth["support"])) <= 0.005 + 1e-9
-            checked += 7
-    return checked
-
-
 @pytest.mark.workflow
 def test_the_readme_and_the_report_link_the_explorer(report: Report) -> None:
     readme = (report.run / "README.md").read_text()
@@ -542,13 +482,13 @@ def test_typing_a_class_shows_its_numbers_from_the_csv_outputs(report: Report, e
     assert page.locator("#class-panel").get_attribute("data-class") == "8"
     shifts = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1"]
     assert page.locator("#class-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.shift)") == shifts
-    assert _check_class_panel(page, report.run, "original", shifts, ["linear"], 8) == 21
+    assert check_class_panel(page, report.run / "metrics" / "digits", "original", shifts, ["linear"], 8) == 21
     # the label view of one shift: its own CSVs
     page.locator("#view-select").select_option(label="digits \u00b7 cleaned_cl labels")
     search.fill("")
     search.press_sequentially("3")
     page.locator("#class-name", has_text="3").wait_for(timeout=0)
-    assert _check_class_panel(page, report.run, "cleaned_cl", ["clean"], ["linear"], 3) == 7
+    assert check_class_panel(page, report.run / "metrics" / "digits", "cleaned_cl", ["clean"], ["linear"], 3) == 7
     page.locator("#view-select").select_option(label="digits \u00b7 original labels")
 
 
@@ -570,24 +510,22 @@ def test_the_models_x_shifts_table_is_the_shift_summary_with_intervals_and_sorts
     for i, truth in enumerate(summary):
         shown = cells(i)
         assert (shown["shift"], shown["model"], shown["n"]) == (truth["shift"], truth["model"], truth["n"])
-        assert _same_percent(shown["accuracy"], truth["accuracy"])
-        assert _same_percent(shown["worst_class_accuracy"], truth["worst_class_accuracy"])
+        assert same_percent(shown["accuracy"], truth["accuracy"])
+        assert same_percent(shown["worst_class_accuracy"], truth["worst_class_accuracy"])
         tied = int(truth["worst_class_tied"])
         assert shown["worst_class"] == truth["worst_class_name"] + (f"; {tied} tied" if tied > 1 else "")
         if truth["pairing"] == "reference":
             assert shown["accuracy_change"] == shown["worst_class_accuracy_change"] == "" and shown["pairing"] == "reference"
         else:
-            assert _same_percent(shown["accuracy_change"], truth["accuracy_change"])
-            assert _same_percent(shown["worst_class_accuracy_change"], truth["worst_class_accuracy_change"])
+            assert same_percent(shown["accuracy_change"], truth["accuracy_change"])
+            assert same_percent(shown["worst_class_accuracy_change"], truth["worst_class_accuracy_change"])
             assert shown["pairing"] == truth["pairing"] == "same samples"
         metrics = json.loads(
             (report.run / "metrics" / "digits" / "original" / "linear" / truth["shift"] / "worst_class.json").read_text()
         )
         for column, entry, key in (("accuracy_interval", "A", "ci"), ("worst_class_interval", "WCA", "ci_bound")):
-            low, high = _interval(shown[column])
-            assert _same_percent(low, metrics["metrics"][entry][key][0]) and _same_percent(
-                high, metrics["metrics"][entry][key][1]
-            )
+            low, high = shown_interval(shown[column])
+            assert same_percent(low, metrics["metrics"][entry][key][0]) and same_percent(high, metrics["metrics"][entry][key][1])
     # sorting: click A % twice, lowest then highest first
     header = page.locator("#summary-table th[data-column=accuracy]")
     header.click()
@@ -603,12 +541,12 @@ def test_the_worst_classes_are_listed_as_the_tables_rank_them(report: Report, ex
     page = explorer.page
     page.locator("#view-select").select_option(label="digits \u00b7 original labels")
     page.locator("#worst-shift").select_option(label="pgd_linf_eps0.1")
-    truth = _per_class(report.run, "original", "linear", "pgd_linf_eps0.1")
+    truth = per_class_rows(report.run / "metrics" / "digits", "original", "linear", "pgd_linf_eps0.1")
     ranked = sorted(range(len(truth)), key=lambda c: (float(truth[c]["recall"]), c))
     shown = page.locator("#worst-table tbody tr")
     assert [int(c) for c in shown.evaluate_all("rows => rows.map(r => r.dataset.class)")] == ranked[:10]
     for i, c in enumerate(ranked[:10]):
-        assert _same_percent(shown.nth(i).locator("[data-field=accuracy]").text_content(), truth[c]["recall"])
+        assert same_percent(shown.nth(i).locator("[data-field=accuracy]").text_content(), truth[c]["recall"])
     lowest = [c for c in ranked if float(truth[c]["recall"]) == float(truth[ranked[0]]["recall"])]
     ties = page.locator("#worst-ties").text_content()
     assert (f"{len(lowest)} classes tie at the lowest accuracy" in ties) == (len(lowest) > 1)
@@ -619,7 +557,12 @@ def test_the_heatmap_draws_every_class_by_mean_accuracy_and_hovering_names_the_c
     page = explorer.page
     page.locator("#view-select").select_option(label="digits \u00b7 original labels")
     shifts = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1"]
-    recall = np.array([[float(row["recall"]) for row in _per_class(report.run, "original", "linear", s)] for s in shifts])
+    recall = np.array(
+        [
+            [float(row["recall"]) for row in per_class_rows(report.run / "metrics" / "digits", "original", "linear", s)]
+            for s in shifts
+        ]
+    )
     # rows: lowest mean accuracy first, ties to the lower index
     order = sorted(range(recall.shape[1]), key=lambda c: (recall[:, c].mean(), c))
     canvas = page.locator("#heatmap")
@@ -631,10 +574,10 @@ def test_the_heatmap_draws_every_class_by_mean_accuracy_and_hovering_names_the_c
     tooltip = page.locator("#heatmap-tooltip:not([hidden])")
     tooltip.wait_for(timeout=0)
     lines = tooltip.locator("div").all_text_contents()
-    assert lines[0] == _per_class(report.run, "original", "linear", easiest)[order[0]]["name"]
+    assert lines[0] == per_class_rows(report.run / "metrics" / "digits", "original", "linear", easiest)[order[0]]["name"]
     assert lines[1] == f"shift: {easiest}"
-    truth = _per_class(report.run, "original", "linear", easiest)[order[0]]
-    assert _same_percent(re.match(r"accuracy: (\S+) %", lines[3]).group(1), truth["recall"])
+    truth = per_class_rows(report.run / "metrics" / "digits", "original", "linear", easiest)[order[0]]
+    assert same_percent(re.match(r"accuracy: (\S+) %", lines[3]).group(1), truth["recall"])
     assert lines[5] == f"n = {truth['support']}"
     # scrolling zooms the classes around the pointer
     page.mouse.wheel(0, -300)

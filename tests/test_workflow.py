@@ -166,13 +166,14 @@ def test_label_view_reuses_the_clean_logits_with_its_own_labels(finished_run: Pa
 
 
 def test_the_readme_lists_every_table_figure_and_data_file_the_run_wrote(finished_run: Path) -> None:
-    """Every .md, .csv, .tex and .png of the run (paper tables, robustness, analyses, per-model
-    numbers, label views, features) is a row of results/README.md or a file beside one; and the
-    README lists nothing the run did not write."""
+    """Every .md, .csv, .tex, .png and .html of the run (paper tables, robustness, analyses, per-model
+    numbers, label views, features, the explorer) is a row of results/README.md or a file beside
+    one; and the README lists nothing the run did not write."""
     results = finished_run / "results"
     listed = listed_files((results / "README.md").read_text())
     written = written_files(results)
     assert {path.split("/")[0] for path in written} >= {"tables", "figures", "analyses", "metrics", "labels", "features"}
+    assert "explorer.html" in written
     assert any(path.startswith("tables/digits/robustness/") for path in written)
     assert sorted(written - listed) == []
     assert sorted(path for path in listed if not (results / path).is_file()) == []
