@@ -2,7 +2,7 @@
 #   make run     the default workflow (config/config.yaml, the embedded demo) into results/
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
-#   make bench   speed and memory benchmarks (install, metrics, PGD, AutoAttack, bootstrap, pipeline, demo) -> results/bench/
+#   make bench   speed and memory benchmarks (install, metrics, PGD, AutoAttack, bootstrap, pipeline, demo, explorer) -> results/bench/
 #   make docs    the documentation site (docs/ and the docstrings, mkdocs) -> results/site/index.html
 #   make soak    CI's suite on fresh clones beside CPU hogs, repeatedly -> results/soak/ (docs/development.md)
 SHELL := /bin/bash
@@ -73,6 +73,7 @@ bench: install
 	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json
 	$(BIN)/python -m classwise.bench.pipeline --out results/bench/pipeline.json
 	$(BIN)/python -m classwise.bench.demo --out results/bench/demo.json
+	$(BIN)/python -m classwise.bench.explorer --out results/bench/explorer.json
 
 soak:
 	$(PYTHON) tools/soak_suite.py --runs $(SOAK_RUNS) --hogs $(SOAK_HOGS) --out results/soak

@@ -44,15 +44,21 @@ def chromium_path(test: str) -> str:
     return found
 
 
-@contextmanager
-def browser(test: str) -> Iterator[Any]:
-    """A Playwright browser on Debian's chromium, or skip (fail under CI) saying what is missing."""
+def required_browser(test: str) -> str:
+    """Debian's chromium and Playwright to drive it: the chromium's path, or skip (fail under CI)
+    saying what is missing."""
     path = chromium_path(test)
     try:
         import playwright  # noqa: F401
     except ImportError:
         cannot_run(test, "the Python package playwright is missing (the dev extra: make install)")
-    with chromium(path) as launched:
+    return path
+
+
+@contextmanager
+def browser(test: str) -> Iterator[Any]:
+    """A Playwright browser on Debian's chromium (:func:`required_browser`)."""
+    with chromium(required_browser(test)) as launched:
         yield launched
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from browser import browser, open_offline
+from browser import browser, open_offline, required_browser
 from paths import REPO
 
 from classwise.bench.explorer import synthetic_view, write_synthetic_explorer
@@ -348,3 +348,18 @@ def test_at_1000_classes_x_100_shifts_the_heatmap_is_drawn_and_a_class_is_found(
     band = len(pixels[115:-20]) // 10
     top, bottom = pixels[115 : 115 + band, 175:-20].mean(), pixels[-20 - band : -20, 175:-20].mean()
     assert top < bottom
+
+
+def test_the_benchmark_writes_the_size_and_the_time_to_interactive(tmp_path: Path) -> None:
+    from classwise.bench import explorer
+
+    out = tmp_path / "explorer.json"
+    chromium = required_browser("explorer benchmark test")
+    explorer.main(
+        ["--classes", "30", "--shifts", "4", "--models", "2", "--loads", "1", "--out", str(out), "--chromium", chromium]
+    )
+    result = json.loads(out.read_text())
+    assert result["shape"]["classes"] == 30 and result["bytes"] > 10_000
+    assert 0 < result["seconds_to_interactive"] == result["seconds_to_interactive_max"]
+    assert result["meets_goals"] == {"bytes": True, "seconds_to_interactive": result["seconds_to_interactive"] < 3.0}
+    assert "load_average_1min_at_start" in result["machine"] and len(result["machine"]["cores_used"]) <= 2

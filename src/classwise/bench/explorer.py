@@ -220,13 +220,20 @@ def _read_seconds(view: ViewData) -> float:
         return time.perf_counter() - start
 
 
-def two_cores() -> list[int]:
-    """Pin this process (and the browser it starts) to 2 of its cores; the cores used."""
+@contextmanager
+def two_cores() -> Iterator[list[int]]:
+    """This process (and the browser it starts) on 2 of its cores, the first two it may use,
+    for the time of the block; yields the cores (none where the platform cannot pin)."""
     if not hasattr(os, "sched_setaffinity"):  # pragma: no cover - not on every platform
-        return []
-    cores = sorted(os.sched_getaffinity(0))[:2]
+        yield []
+        return
+    before = os.sched_getaffinity(0)
+    cores = sorted(before)[:2]
     os.sched_setaffinity(0, cores)
-    return cores
+    try:
+        yield cores
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def measure(path: Path, *, loads: int, executable: str | None = None) -> dict[str, Any]:
@@ -281,7 +288,11 @@ def measure(path: Path, *, loads: int, executable: str | None = None) -> dict[st
 
 
 def run(classes: int, shifts: int, models: int, *, loads: int, executable: str | None = None) -> dict[str, Any]:
-    cores = two_cores()
+    with two_cores() as cores:
+        return _run(classes, shifts, models, loads=loads, executable=executable, cores=cores)
+
+
+def _run(classes: int, shifts: int, models: int, *, loads: int, executable: str | None, cores: list[int]) -> dict[str, Any]:
     results: dict[str, Any] = {
         "shape": {"classes": classes, "shifts": shifts, "models": models, "samples_per_class": SAMPLES_PER_CLASS},
         "machine": {
