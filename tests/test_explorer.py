@@ -194,19 +194,27 @@ def test_without_a_shift_summary_a_view_shows_no_change_from_clean(tmp_path: Pat
 def test_bad_files_are_named_with_what_was_expected(tmp_path: Path) -> None:
     files = _write_view(tmp_path, ["a", "b"], _confusions(["a", "b"], ["m"], ["clean", "fog"]))
     fog = Path(files.files["m"]["fog"]["per_class"])
-    frame = pd.read_csv(fog, keep_default_na=False)
-    frame.loc[1, "name"] = "B"
-    frame.to_csv(fog, index=False)
+    good = pd.read_csv(fog, keep_default_na=False, dtype=str)
+
+    def fog_with(column: str, value: str) -> None:
+        bad = good.copy()
+        bad.loc[1, column] = value
+        bad.to_csv(fog, index=False)
+
+    fog_with("name", "B")
     with pytest.raises(InputError, match=r"fog/per_class\.csv: field 'name': expected the class names of .*clean/per_class\.csv"):
         read_view(files)
-    frame.loc[1, "name"] = "b"
-    frame.loc[0, "recall"] = 0.123456
-    frame.to_csv(fog, index=False)
-    with pytest.raises(InputError, match=r"field 'recall': expected each recall to be hits / support"):
+    fog_with("recall", "0.123456")
+    with pytest.raises(InputError, match=r"fog/per_class\.csv: field 'recall': expected each recall to be hits / support"):
         read_view(files)
-    frame.drop(columns="cfps").to_csv(fog, index=False)
+    fog_with("support", "2.5")
+    with pytest.raises(InputError, match=r"fog/per_class\.csv: field 'support': expected whole, non-negative sample counts"):
+        read_view(files)
+    good.drop(columns="cfps").to_csv(fog, index=False)
     with pytest.raises(InputError, match=r"fog/per_class\.csv: expected the columns .* missing \['cfps'\]"):
         read_view(files)
+    good.to_csv(fog, index=False)
+    read_view(files)  # as written again: read
     Path(files.files["m"]["clean"]["confusion"]).write_text("true,a\na,1\n")
     with pytest.raises(InputError, match=r"clean/confusion\.csv: expected a \(2, 2\) confusion matrix"):
         read_view(files)

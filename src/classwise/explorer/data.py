@@ -51,8 +51,9 @@ SUMMARY_COLUMNS = (
 #: How many confusions of each class (true -> predicted) the explorer keeps per model and shift.
 DEFAULT_CONFUSIONS = 3
 
-#: A recall must be hits / support to this tolerance (the CSV holds it at full precision).
-_RATIO_TOLERANCE = 1e-9
+#: A recall must be hits / support to this tolerance (the CSV holds it at full precision; runs
+#: before it wrote 6 decimals).
+_RATIO_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,9 @@ def _read_per_class(path: str) -> pd.DataFrame:
     out["name"] = frame["name"].to_numpy()
     if not np.array_equal(out["class"].to_numpy(), np.arange(len(out))):
         raise InputError("expected one row per class, in class order 0, 1, 2, ...", path=path, field="class")
+    support = out["support"].to_numpy()
+    if not np.all(np.isfinite(support) & (support >= 0) & (support == np.rint(support))):
+        raise InputError("expected whole, non-negative sample counts", path=path, field="support")
     return out
 
 
@@ -297,13 +301,17 @@ def read_view(view: ViewFiles, *, confusions: int = DEFAULT_CONFUSIONS) -> ViewD
             )
     assert names is not None
     support = arrays["support"]
-    if not np.all(np.isfinite(support) & (support >= 0) & (support == np.rint(support))):
-        raise InputError("expected whole, non-negative sample counts", path=first, field="support")
     support_int = support.astype(np.int64)
     hits = np.rint(np.nan_to_num(arrays["recall"]) * support_int).astype(np.int64)
     ratio = np.divide(hits, support_int, out=np.full(support.shape, np.nan), where=support_int > 0)
-    if np.any(np.abs(np.nan_to_num(ratio) - np.nan_to_num(arrays["recall"])) > _RATIO_TOLERANCE):
-        raise InputError("expected each recall to be hits / support", path=first, field="recall")
+    wrong = np.abs(np.nan_to_num(ratio) - np.nan_to_num(arrays["recall"])) > _RATIO_TOLERANCE
+    if wrong.any():
+        i, j, c = (int(x) for x in np.argwhere(wrong)[0])
+        raise InputError(
+            f"expected each recall to be hits / support, got {arrays['recall'][i, j, c]!r} for class {c} of support {support_int[i, j, c]}",
+            path=view.path(models[i], shifts[j], "per_class"),
+            field="recall",
+        )
     frame = pd.DataFrame(summary_rows).set_index(["shift", "model"])
     return ViewData(
         dataset=view.dataset,
