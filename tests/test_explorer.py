@@ -291,8 +291,9 @@ def _runs(full_label_space: list[str]) -> RobustnessRuns:
 
 def test_the_explorer_reads_the_recorded_files_of_every_view_and_the_summary_where_robustness_runs() -> None:
     plan = Plan(models={"d": ["m1", "m2"], "e": ["m1"]}, classes={"d": 10, "e": 10})
-    plan.view_shifts = {("d", "original"): ["clean", "fog"], ("d", "clean_labels"): ["clean"], ("e", "original"): ["clean"]}
-    runs = {"d": _runs(["clean", "fog"]), "e": _runs([])}
+    # "r" scores a class subset (ImageNet-R): not in the robustness step's full label space
+    plan.view_shifts = {("d", "original"): ["clean", "fog", "r"], ("d", "clean_labels"): ["clean"], ("e", "original"): ["clean"]}
+    runs = {"d": _runs(["clean", "fog"])}  # no robustness runs for e
     views = explorer_views(plan, runs, out="out")
     assert [(v["dataset"], v["labels"], v["shifts"]) for v in views] == [
         ("d", "original", ["clean", "fog"]),
@@ -305,6 +306,7 @@ def test_the_explorer_reads_the_recorded_files_of_every_view_and_the_summary_whe
         "worst_class": "out/metrics/d/original/m2/fog/worst_class.json",
     }
     assert [v["shift_summary"] for v in views] == ["out/tables/d/robustness/shift_summary.csv", None, None]
+    assert [v["left_out"] for v in views] == [["r"], [], []]
     inputs = explorer_inputs(views)
     assert len(inputs) == len(set(inputs)) == 2 * 2 * 3 + 2 * 3 + 3 + 1
     assert listed_file(Planned("explorer"), "out") == "out/explorer.html" and output("explorer").rule == "build_explorer"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,9 @@ class ViewFiles:
     #: ``{model: {shift: {"per_class": path, "confusion": path, "worst_class": path}}}``
     files: Mapping[str, Mapping[str, Mapping[str, str]]]
     shift_summary: str | None = None
+    #: The view's shifts over a class subset (ImageNet-R, -A), left out: their classes are not the
+    #: dataset's (the page names them).
+    left_out: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, entry: Mapping[str, Any]) -> ViewFiles:
@@ -80,6 +83,7 @@ class ViewFiles:
             shifts=tuple(entry["shifts"]),
             files=entry["files"],
             shift_summary=entry.get("shift_summary"),
+            left_out=tuple(entry.get("left_out", ())),
         )
 
     def path(self, model: str, shift: str, kind: str) -> str:
@@ -116,6 +120,8 @@ class ViewData:
     confused_count: np.ndarray
     #: One row per (shift, model), indexed so, the columns :data:`SUMMARY_COLUMNS`.
     summary: pd.DataFrame
+    #: The shifts left out (:attr:`ViewFiles.left_out`).
+    left_out: list[str] = field(default_factory=list)
 
 
 def top_confusions(confusion: np.ndarray, k: int = DEFAULT_CONFUSIONS) -> tuple[np.ndarray, np.ndarray]:
@@ -328,6 +334,7 @@ def read_view(view: ViewFiles, *, confusions: int = DEFAULT_CONFUSIONS) -> ViewD
         confused_with=arrays["confused_with"],
         confused_count=arrays["confused_count"],
         summary=frame[list(SUMMARY_COLUMNS)],
+        left_out=list(view.left_out),
     )
 
 

@@ -684,7 +684,11 @@
   function showView(index) {
     view = prepare(DATA.views[index]);
     const v = view;
-    byId("view-size").textContent = v.C + " classes, " + v.M + (v.M === 1 ? " model, " : " models, ") + v.S + (v.S === 1 ? " shift" : " shifts");
+    const leftOut = v.leftOut && v.leftOut.length
+      ? "; left out, over a class subset of their own: " + v.leftOut.join(", ") + " (their tables and figures have them)"
+      : "";
+    byId("view-size").textContent =
+      v.C + " classes, " + v.M + (v.M === 1 ? " model, " : " models, ") + v.S + (v.S === 1 ? " shift" : " shifts") + leftOut;
     renderSummary(v);
     options(byId("heatmap-model"), v.models);
     byId("heatmap-value").value = "accuracy";

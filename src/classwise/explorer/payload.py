@@ -160,6 +160,7 @@ def view_payload(data: ViewData, *, listed: int = LISTED_WORST) -> dict[str, Any
         },
         "summary": _summary(data),
         "hasShiftSummary": bool((data.summary["pairing"] != "").any()),
+        "leftOut": list(data.left_out),
         "sources": _sources(data, bool((data.summary["pairing"] != "").any())),
     }
 

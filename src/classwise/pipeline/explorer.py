@@ -16,12 +16,21 @@ __all__ = ["explorer_inputs", "explorer_views"]
 def explorer_views(plan: Plan, robustness: Mapping[str, RobustnessRuns], *, out: str) -> list[dict[str, Any]]:
     """One entry per dataset and label view with shifts (datasets in config order, ``original``
     first): its models and shifts, per model and shift the ``per_class`` CSV, ``confusion`` CSV
-    and ``worst_class`` JSON, and the ``shift_summary`` CSV of the original labels when the
-    class-wise robustness step runs on the dataset (``None`` otherwise), as
+    and ``worst_class`` JSON, the ``shift_summary`` CSV of the original labels when the
+    class-wise robustness step runs on the dataset (``None`` otherwise), and ``left_out``, the
+    shifts over a class subset (their classes are not the dataset's), as
     :meth:`classwise.explorer.ViewFiles.from_json` reads them."""
     views = []
-    for (dataset, labels), shifts in plan.view_shifts.items():
-        if not shifts or dataset not in plan.models:
+    for (dataset, labels), planned in plan.view_shifts.items():
+        if dataset not in plan.models:
+            continue
+        runs = robustness.get(dataset)
+        # a shift over a class subset (ImageNet-R, -A) has its own class list: left out, as the
+        # class-wise robustness step leaves it out (the shifts of the original labels it does not read)
+        original = plan.view_shifts.get((dataset, "original"), [])
+        subset_only = set(original) - set(runs.full_label_space) if runs is not None else set()
+        shifts = [shift for shift in planned if shift not in subset_only]
+        if not shifts:
             continue
         models = plan.models[dataset]
         files = {
@@ -48,6 +57,7 @@ def explorer_views(plan: Plan, robustness: Mapping[str, RobustnessRuns], *, out:
                 "shifts": list(shifts),
                 "files": files,
                 "shift_summary": summary,
+                "left_out": [shift for shift in planned if shift in subset_only],
             }
         )
     order = {dataset: i for i, dataset in enumerate(plan.models)}
