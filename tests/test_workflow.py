@@ -345,6 +345,7 @@ def test_changing_a_metric_parameter_reruns_only_that_family(finished_run: Path)
         "plot_class_wise_figures",
         "compare_models",  # compares the models on the same metrics
         "analyse_classwise_robustness",  # reads the confusion matrices the same job writes
+        "build_explorer",  # reads the per-class numbers and confusions the same job writes
         "all",
     }
     assert jobs["compute_worst_class_metrics"] == len(MODELS) * (len(SHIFTS) + 1)  # + the cleaned_cl view
