@@ -73,11 +73,24 @@ class Visit:
     dialogs: list[str] = field(default_factory=list)
 
 
+#: The limit of an action on a page (a click, a query, typing), in ms: on a page already drawn
+#: they resolve at once, so this ends only a test whose element never comes (a bug, not a busy
+#: machine), which would otherwise wait for CI's own limit. Waiting for a page to be drawn has none.
+ACTION_TIMEOUT_MS = 600_000
+
+
+def new_page(launched: Any, *, viewport: tuple[int, int] = (1400, 1000)) -> Any:
+    """A page in a fresh context (no cache, no storage shared with another test)."""
+    context = launched.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    context.set_default_timeout(ACTION_TIMEOUT_MS)
+    return context.new_page()
+
+
 def open_offline(launched: Any, path: Path, *, viewport: tuple[int, int] = (1400, 1000)) -> Visit:
     """Open ``path`` in a fresh context with every request but the file itself refused, and wait
     for the explorer to be drawn (a ``RuntimeError`` with its message when it could not start)."""
-    context = launched.new_context(viewport={"width": viewport[0], "height": viewport[1]})
-    page = context.new_page()
+    page = new_page(launched, viewport=viewport)
+    context = page.context
     visit = Visit(page)
     url = path.resolve().as_uri()
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from browser import browser, check_class_panel, open_offline
+from browser import browser, check_class_panel, new_page, open_offline
 from paths import REPO, SHARED_DATA
 from snakemake_runner import job_counts, scheduled_jobs
 from snakemake_runner import run_snakemake as snakemake
@@ -173,8 +173,7 @@ def test_the_html_report_shows_the_hostile_names_as_text(run) -> None:
     worst = pd.read_csv(workdir / TABLES / "worst_class.csv", index_col=0, keep_default_na=False)
     assert worst.loc["WCA", "net"].endswith(f"({NAMES[9]})") and worst.loc["WCP", "net"].endswith(f"({NAMES[7]})")
     with browser("HTML report test") as launched:
-        context = launched.new_context()
-        page = context.new_page()
+        page = new_page(launched)
         dialogs: list[str] = []
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         page.goto((workdir / "report.html").as_uri(), timeout=0)
