@@ -2,7 +2,8 @@
 #   make run     the default workflow (config/config.yaml, the embedded demo) into results/
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
-#   make bench   speed and memory benchmarks (install, metrics, PGD, AutoAttack, bootstrap, pipeline, demo, explorer) -> results/bench/
+#   make bench   speed and memory benchmarks (install, metrics, predictions files, PGD, AutoAttack, bootstrap, pipeline,
+#                demo, explorer) -> results/bench/
 #   make docs    the documentation site (docs/ and the docstrings, mkdocs) -> results/site/index.html
 #   make soak    CI's suite on fresh clones beside CPU hogs, repeatedly -> results/soak/ (docs/development.md)
 SHELL := /bin/bash
@@ -13,6 +14,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # The torch/torchvision pair that imports together on the project's machines (from local disk).
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
+# An extra package index for torch, e.g. PyTorch's CPU-only wheels on a machine without a GPU:
+#   make install TORCH_INDEX=https://download.pytorch.org/whl/cpu   (docs/install.md; untested here)
+TORCH_INDEX ?=
 # auto: uv when it can be had (on PATH, or bootstrapped with pip), pip when not or when uv fails;
 # uv or pip forces one (tools/install_env.py).
 INSTALLER ?= auto
@@ -38,7 +42,7 @@ SITE ?= results/site
 .PHONY: install run report test lint docs bench soak clean
 
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) tools/install_env.py --venv $(VENV) --installer $(INSTALLER) -- $(TORCH_PINS) -e ".[dev]"
+	$(PYTHON) tools/install_env.py --venv $(VENV) --installer $(INSTALLER) -- $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) $(TORCH_PINS) -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -68,6 +72,7 @@ test: lint
 bench: install
 	$(PYTHON) tools/bench_install.py --out results/bench/install.json $(INSTALL_BENCH_ARGS) -- $(TORCH_PINS) -e ".[dev]"
 	$(BIN)/python -m classwise.bench.metrics --out results/bench/metrics.json
+	$(BIN)/python -m classwise.bench.predictions --out results/bench/predictions.json
 	$(BIN)/python -m classwise.bench.pgd --out results/bench/pgd.json $(PGD_BENCH_ARGS)
 	$(BIN)/python -m classwise.bench.autoattack --out results/bench/autoattack.json $(AUTOATTACK_BENCH_ARGS)
 	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json

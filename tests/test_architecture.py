@@ -1,13 +1,17 @@
 """The house's shape, checked on the import graph (docs/architecture.md): no import cycle in the
-library, and model sources dispatched only by their registry. The layers (bench > pipeline >
-steps, cli > library) are an import-linter contract in pyproject.toml, run by make lint."""
+library, and model sources, dataset sources and shift kinds dispatched only by their registries.
+The layers (bench > pipeline > steps, cli > library) are an import-linter contract in
+pyproject.toml, run by make lint."""
 
 from __future__ import annotations
 
 import re
 
 import grimp
+import pytest
 from paths import REPO
+
+from classwise.shifts.kinds import KINDS
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -81,3 +85,64 @@ def test_the_dispatch_pattern_finds_a_source_branch() -> None:
     assert pattern.search('if spec.source == "timm":')
     assert pattern.search('if entry["source"] == "checkpoint":')
     assert not pattern.search("source = MODEL_SOURCES[name]")
+
+
+#: A branch on a shift's kind: ``kind == "pgd"`` (or ``!=``), ``kind in ("clean", "dataset")``,
+#: ``kind in ADVERSARIAL_KINDS``, ``"transfer" == spec.kind``; every kind of the registry.
+_KIND_NAMES = "|".join(KINDS)
+KIND_DISPATCH = re.compile(
+    rf"""kind["'\])]*\s*(==|!=)\s*["']({_KIND_NAMES})["']"""
+    rf"""|kind["'\])]*\s*(not\s+)?in\s*[(\[{{]\s*(["'][\w-]+["']\s*,\s*)*["']({_KIND_NAMES})["']"""
+    rf"""|kind["'\])]*\s*(not\s+)?in\s+(ADVERSARIAL_KINDS|SHIFT_KINDS\w*)\b"""
+    rf"""|["']({_KIND_NAMES})["']\s*(==|!=)\s*[\w.\[\]"']*kind\b"""
+)
+
+
+def test_no_shift_kind_dispatch_outside_the_registry() -> None:
+    """A shift is asked through its kind (classwise.shifts.kinds), never compared to a kind's
+    name elsewhere (docs/architecture.md: adding a shift kind is one module and one registry line)."""
+    registry = REPO / "src/classwise/shifts/kinds"
+    found = []
+    for path in [
+        *sorted((REPO / "src").rglob("*.py")),
+        *sorted((REPO / "workflow").rglob("*.smk")),
+        REPO / "Snakefile",
+        *sorted((REPO / "scripts").glob("*.py")),
+    ]:
+        if registry in path.parents:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if KIND_DISPATCH.search(line):
+                found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'if spec.kind == "transfer":',
+        "if shift.kind != 'dataset':",
+        'if shift.kind in ("clean", "dataset"):',
+        'if shifts[name].kind not in ["clean"]:',
+        "return self.kind in ADVERSARIAL_KINDS and target is None",
+        "if shifts[name].kind not in SHIFT_KINDS_WITHOUT_IMAGES:",
+        'if entry["kind"] == "pgd":',
+        'if "autoattack" == spec.kind:',
+    ],
+)
+def test_the_kind_pattern_finds_a_shift_kind_branch(line: str) -> None:
+    assert KIND_DISPATCH.search(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'if view_cfg["kind"] == "real":',  # a label view's kind
+        "if kind == PREDICTIONS:",  # a scores file's kind
+        'if view_cfg.get("kind") == "confident_learning" and x == "dataset":',
+        "if kind not in VIEW_KINDS:",
+        'spec = ShiftSpec(name="clean", kind="clean", params={})',  # naming a kind is no branch
+    ],
+)
+def test_the_kind_pattern_leaves_other_kinds_alone(line: str) -> None:
+    assert not KIND_DISPATCH.search(line)

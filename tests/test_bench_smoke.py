@@ -17,3 +17,14 @@ def test_the_metrics_benchmark_writes_timings_memory_and_goals(tmp_path: Path) -
     assert result["memory"]["logits_bytes"] == 600 * 30 * 4
     assert result["memory"]["cli_peak_traced_bytes"] > 0
     assert "load_average_1min_at_start" in result["machine"]
+
+
+def test_the_predictions_benchmark_times_one_call_over_many_files(tmp_path: Path) -> None:
+    from classwise.bench import predictions
+
+    out = tmp_path / "predictions.json"
+    predictions.main(["--files", "3", "--samples", "20", "--classes", "4", "--single-calls", "1", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["json_files_written"] == 3
+    assert result["seconds"]["one_call_all_files"] > 0
+    assert len(result["machine"]["load_average_1_5_15min_at_start"]) == 3

@@ -114,6 +114,13 @@ SCENARIOS = {
     },
     "equal supports, many pairs": {"support": [6] * 90, "signal": 3.0, "ties": False, "superclasses": None},
     "unequal supports, many pairs": {"support": [3, 5, 8] * 30, "signal": 4.0, "ties": False, "superclasses": None},
+    # 4 of 7 classes have samples: W5CR is trivial (the suite skips it), though 5 < C
+    "fewer classes with samples than the n of W{n}CR": {
+        "support": [6, 0, 5, 7, 0, 4, 0],
+        "signal": 1.0,
+        "ties": True,
+        "superclasses": None,
+    },
 }
 
 
@@ -141,6 +148,19 @@ def test_fast_bootstrap_equals_the_naive_loop(scenario):
             if reps[name].worst is not None:
                 assert reps[name].worst[r] == tuple(expected.classes), (name, r)
     assert {name for name, rep in reps.items() if rep.worst is not None} == {n for n in reps if names_a_worst(n)}
+
+
+def test_bootstrap_leaves_out_the_n_of_wncr_the_suite_skips_for_classes_without_samples():
+    # 4 of 7 classes have samples: W5CR pools every class with samples, so the suite skips it
+    # (5 >= 4), and the bootstrap and its exact bounds must not try it (they compared n with C)
+    rng = np.random.default_rng(7)
+    logits, labels = _scores(rng, [6, 0, 5, 7, 0, 4, 0], 1.0, ties=True)
+    evaluation = evaluate(logits, labels, k=2, ns=(2, 5), bootstrap=20, seed=3)
+    assert "W5CR" in evaluation.skipped and "W5CR" not in evaluation.metrics
+    assert evaluation.bootstrap is not None and set(evaluation.bootstrap) == set(evaluation.metrics)
+    hits, support = evaluation.stats.hits[[0, 2, 3, 5]], evaluation.stats.support[[0, 2, 3, 5]]
+    low, high = evaluation.bootstrap["W2CR"].ci_bound or (np.nan, np.nan)
+    assert (low, high) == intervals.minimum_bound(hits, support, 0.95, n_smallest=2)
 
 
 @pytest.mark.parametrize("table_factor", [0, 10**9])  # level-2 bounds pair by pair, or from the table

@@ -156,7 +156,7 @@ def _predictions(files: object) -> dict[str, object]:
     [
         ({}, "models.m.files", "expected a mapping shift -> file"),
         ({"clean": 3}, "models.m.files.clean", "expected the path of a file"),
-        ({"clean": "net.json"}, "models.m.files.clean", "expected a .npz file (the logits-file format) or a .csv file"),
+        ({"clean": "net.xlsx"}, "models.m.files.clean", "expected a .npz file (the logits-file format) or a .csv file"),
         ({"clean": "a.npz", "d": {"clean": "b.npz"}}, "models.m.files.clean", "expected every value to be a file"),
         ({"d": {"clean": "b.txt"}}, "models.m.files.d.clean", "expected a .npz file"),
     ],

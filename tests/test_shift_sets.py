@@ -372,3 +372,61 @@ def test_expanding_and_checking_shift_sets_imports_no_torch(tmp_path: Path) -> N
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["5", "[]"]  # fog_s1, three V2 variants, R
+
+
+# ------------------------------------------------------------------------------ source: cifar10c
+
+
+def test_an_old_cifar10c_dataset_reads_the_shift_set_s_images_and_says_so(tmp_path: Path) -> None:
+    """A ``source: cifar10c`` dataset (kept for old configs) is read by the cifar10c family's
+    reader: the same pixels, ids, labels and classes as the shift set's shift of that file; the
+    plan's notes (results/README.md) name that shift."""
+    import torch
+    from torch import nn
+
+    from classwise.data.sources import dataset_classes, open_split
+
+    _cifar_c_copy(tmp_path / "CIFAR-10-C", ["fog"], n=4, n_classes=10)
+    old = {"source": "cifar10c", "root": str(tmp_path), "corruption": "fog", "severity": 3}
+    spec = expand_shift_sets({"b": cifar10(cifar10c={"root": str(tmp_path), "corruptions": ["fog"], "severities": [3]})})["b"][
+        "cifar10c_fog_s3"
+    ]
+    as_dataset, as_shift = open_split(old, "test", name="c"), open_shift(spec, {}).images
+    np.testing.assert_array_equal(as_dataset.images, as_shift.images)
+    assert as_dataset.sample_ids.tolist() == as_shift.sample_ids.tolist() == [f"cifar10-test-{i:05d}" for i in range(4)]
+    np.testing.assert_array_equal(as_dataset.labels, as_shift.labels)
+    assert as_dataset.class_names == as_shift.class_names == CIFAR10_CLASSES
+    assert dataset_classes("c", old) == len(CIFAR10_CLASSES)
+
+    torch.save(nn.Linear(2, 10).state_dict(), tmp_path / "net.pt")
+    config = {
+        "datasets": {"c": old},
+        "models": {"net": {"source": "checkpoint", "path": str(tmp_path / "net.pt"), "architecture": "x", "num_classes": 10}},
+    }
+    plan = check_runs(config, shifts=expand_shifts({}), shift_sets={"c": {}})
+    assert [note for note in plan.notes if note.startswith("dataset c (source: cifar10c)")] == [
+        "dataset c (source: cifar10c): CIFAR-10-C's fog at severity 3, read as the cifar10c shift set reads it; a CIFAR-10 "
+        "dataset with shift_sets: {cifar10c: {}} evaluates the same images as its shift cifar10c_fog_s3, paired with its clean "
+        "test images (docs/shifts.md)"
+    ]
+
+
+def test_the_cifar10c_dataset_and_shift_set_download_the_one_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One definition of CIFAR-10-C: the dataset source's download asks for the url and sha256 the
+    shift set's download record holds, and both know the same 19 corruptions."""
+    from classwise.data import torchvision_sets
+    from classwise.data.shift_sets import archive_record
+
+    asked = {}
+
+    def download(url: str, path: Path, *, sha256: str, **options: object) -> Path:
+        asked.update(url=url, sha256=sha256, file=path.name)
+        raise InputError("no network in tests", field="url")
+
+    monkeypatch.setattr(torchvision_sets, "download", download)
+    with pytest.raises(InputError, match="no network"):
+        torchvision_sets.prepare_cifar10c(tmp_path)
+    record = archive_record({}, "cifar10c", "CIFAR-10-C.tar")
+    assert asked == {"url": record["url"], "sha256": record["sha256"], "file": record["file"]}
+    assert record["url"] == "https://zenodo.org/records/2535967/files/CIFAR-10-C.tar"
+    assert sorted(torchvision_sets.CIFAR10C_CORRUPTIONS) == sorted(COMMON_CORRUPTIONS) and len(COMMON_CORRUPTIONS) == 19

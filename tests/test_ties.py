@@ -12,7 +12,7 @@ import pytest
 
 from classwise import tables
 from classwise.metrics import bootstrap as boot
-from classwise.metrics import cfps
+from classwise.metrics import cfps, kernels
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
 from classwise.metrics.suite import evaluate, worst_class_family, worst_class_shares
@@ -136,6 +136,42 @@ def test_tie_shares_equal_a_brute_force_over_the_replicates() -> None:
     assert any(0 < share % (1 / b) for share in got["WCA"] * b), "no replicate tied: the test would not test ties"
 
 
+def test_a_tie_of_more_pairs_than_listed_counts_them_all_and_lists_the_first() -> None:
+    # a perfect classifier on 50 classes ties all 1,225 pairs at 1: n_tied counts them, tied
+    # lists the lexicographically first MAX_TIED_LISTED (the whole list is never built)
+    from classwise.metrics import worst_class as wc
+
+    c = 50
+    labels = np.repeat(np.arange(c), 2)
+    stats = compute_stats(np.eye(c)[labels], labels)
+    pairs = [list(pair) for pair in itertools.combinations(range(c), 2)]
+    for balanced in (False, True):
+        details = wc.worst_pair_accuracy(stats, balanced=balanced).details
+        assert details["n_tied"] == len(pairs) and details["tied"] == pairs[: wc.MAX_TIED_LISTED]
+
+
+def test_equal_shares_rank_by_class_index_whatever_the_order_of_their_replicates() -> None:
+    # classes 0 and 1 are each the worst in four replicates, tied with 9, 4, 2 and 6 others, in
+    # opposite orders: both shares are exactly 1/10 + 1/5 + 1/3 + 1/7 (their float sums differ in
+    # the last bit), so class 0 ranks first and both show the same probability
+    from fractions import Fraction
+
+    c, ties = 12, (10, 5, 3, 7)
+
+    def replicate(worst: int, t: int) -> np.ndarray:
+        recall = np.ones(c)
+        recall[[worst, *[x for x in range(2, c)][: t - 1]]] = 0.0
+        return recall
+
+    recalls = np.array([replicate(0, t) for t in ties] + [replicate(1, t) for t in reversed(ties)])
+    shares = kernels.tie_shares(recalls, recalls.min(axis=1), list(range(c)))
+    assert float(sum(Fraction(1, t) for t in ties)) == pytest.approx(shares[(0,)]) == pytest.approx(shares[(1,)])
+    ranked = [(classes, p) for classes, p in boot.worst_probability([(0,)] * len(recalls), top=c, shares=shares)]
+    order = [classes for classes, _ in ranked]
+    assert order.index((0,)) < order.index((1,))
+    assert dict(ranked)[(0,)] == dict(ranked)[(1,)]
+
+
 def test_the_shift_summary_and_the_robust_fairness_table_declare_a_tied_worst_class() -> None:
     from classwise.metrics.robust_fairness import robust_fairness
     from classwise.robustness.across_shifts import shift_summary, shift_summary_display
@@ -202,3 +238,17 @@ def test_pair_tie_shares_equal_a_brute_force_over_the_replicates(make) -> None:
         assert [(pair, pytest.approx(share / b)) for pair, share in ranked] == summary, name
         for pair, share in got.items():
             assert share == pytest.approx(expected[pair]), (name, pair)
+
+
+def test_a_transfer_cell_declares_a_tied_worst_class() -> None:
+    from classwise.logits_io import ScoresFile
+    from classwise.robustness.transfer import transfer_matrix
+
+    clean_logits, labels = _all_correct(n_per_class=2, c=4)
+    attacked_logits, _ = _all_wrong(n_per_class=2, c=4)
+    ids, names = np.array([f"s{i}" for i in range(labels.size)]), np.array(list("abcd"))
+    clean = ScoresFile(clean_logits, labels, "logits", ids, names)
+    attacked = ScoresFile(attacked_logits, labels, "logits", ids, names)
+    cells = transfer_matrix({"t": clean}, {("s", "pgd", "t"): attacked})
+    assert cells.loc[0, "worst_class_tied"] == 4
+    assert tables.transfer_matrix_table(cells).loc["s / pgd", "t"] == "0.0000 (a; 4 tied: 0.0000)"

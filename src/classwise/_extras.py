@@ -7,7 +7,8 @@ in extras (``pyproject.toml``):
 * ``models``: torch, torchvision, timm, albumentations, safetensors, tqdm, torchattacks -- running,
   training and attacking models (AutoAttack), the corruptions, the CleaneX extrapolation;
 * ``pipeline``: Snakemake and its SLURM executor plugin, matplotlib, cleanlab, scikit-learn,
-  pyyaml, jsonschema, pillow -- the workflow, its figures, label views and demo data;
+  pyyaml, jsonschema, pillow, pyarrow -- the workflow, its figures, label views and demo data,
+  Parquet files of a model's outputs;
 * ``torchmetrics``: torch and torchmetrics -- :mod:`classwise.torchmetrics`;
 * ``all``: every extra.
 
@@ -41,6 +42,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "jsonschema": "pipeline",
     "PIL": "pipeline",
     "torchmetrics": "torchmetrics",
+    "pyarrow": "pipeline",
 }
 
 

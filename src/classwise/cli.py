@@ -1,7 +1,8 @@
 """The ``classwise`` command line.
 
-``classwise metrics LOGITS.npz`` computes every metric from a logits (or probabilities) file
-that users bring themselves; see docs/library.md for the file format and the output layout.
+``classwise metrics FILE [FILE ...]`` computes every metric from files of a model's outputs
+that users bring themselves (logits, probabilities, hard predictions, timm's outputs); see
+docs/library.md for the formats and the output layout.
 Other subcommands live beside the code they drive and register themselves through an
 ``add_parser(subcommands)`` function (see ``_SUBCOMMAND_MODULES``).
 """
@@ -9,56 +10,178 @@ Other subcommands live beside the code they drive and register themselves throug
 from __future__ import annotations
 
 import argparse
+import glob
 import importlib
 import importlib.metadata
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from classwise._extras import MissingExtraError
 from classwise.errors import InputError
-from classwise.metrics.arguments import INTERVAL_CHOICES, add_bootstrap_arguments, add_metric_arguments, emit_json, help_text
+from classwise.metrics.arguments import (
+    INTERVAL_CHOICES,
+    add_bootstrap_arguments,
+    add_input_arguments,
+    add_metric_arguments,
+    emit_json,
+    help_text,
+    input_loader,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _metrics_command(args: argparse.Namespace) -> int:
-    from classwise.logits_io import load_scores
+    import numpy as np
+
+    from classwise.atomic import write_json
     from classwise.metrics.suite import evaluate, per_class_table, worst_class_shares
     from classwise.superclasses import load_superclasses
     from classwise.tables import write_csv
 
-    scores_file = load_scores(args.logits)
-    superclasses = load_superclasses(args.superclasses, scores_file.n_classes) if args.superclasses is not None else None
-    evaluation = evaluate(
-        scores_file.scores,
-        scores_file.labels,
-        kind=scores_file.kind,
-        superclasses=superclasses,
-        gamma=args.gamma,
-        bins=args.bins,
-        k=args.k,
-        ns=args.n,
-        bootstrap=args.bootstrap,
-        confidence=args.confidence,
-        seed=args.seed,
-    )
-    result = evaluation.to_json()
-    result["class_names"] = scores_file.class_names.tolist()
+    paths = input_files(args.files)
+    several = len(paths) > 1
+    if several and args.out_dir is None:
+        raise InputError(f"{len(paths)} files need --out-dir (one JSON each); --out takes one file", field="--out-dir")
+    if args.out_dir is not None and args.out is not None:
+        raise InputError("give --out (one file) or --out-dir, not both", field="--out")
+    if args.out_dir is None and (args.per_class is True or args.compare):
+        raise InputError("a bare --per-class and --compare write into --out-dir", field="--out-dir")
+    if args.compare and not several:
+        raise InputError("--compare needs at least two files", field="--compare")
+    stems = output_stems(paths)
+    load = input_loader(args)
+    superclasses = None
     # Compute everything before writing anything: a failure leaves no partial outputs.
-    per_class = None
-    if args.per_class is not None:
-        per_class = per_class_table(
-            evaluation.stats,
+    documents, tables, loaded = {}, {}, {}
+    for path, stem in zip(paths, stems):
+        scores_file = load(path)
+        if args.superclasses is not None and superclasses is None:
+            superclasses = load_superclasses(args.superclasses, scores_file.n_classes)
+        evaluation = evaluate(
+            scores_file.scores,
+            scores_file.labels,
+            kind=scores_file.kind,
+            superclasses=superclasses,
+            gamma=args.gamma,
+            bins=args.bins,
             k=args.k,
-            class_names=scores_file.class_names,
+            ns=args.n,
+            bootstrap=args.bootstrap,
             confidence=args.confidence,
-            interval=args.interval,
-            worst_shares=None
-            if evaluation.bootstrap_replicates is None
-            else worst_class_shares(evaluation.bootstrap_replicates, evaluation.stats.n_classes),
+            seed=args.seed,
+            top_k=scores_file.top_k if scores_file.hard_predictions else None,
+            abstained=scores_file.abstained,
         )
-    emit_json(result, args.out)
-    if per_class is not None:
-        write_csv(args.per_class, per_class, index=False)  # full precision, as the JSON
+        result = evaluation.to_json()
+        result["class_names"] = scores_file.class_names.tolist()
+        documents[stem] = result
+        if args.compare:
+            loaded[stem] = scores_file
+        if args.per_class is not None:
+            per_class = per_class_table(
+                evaluation.stats,
+                k=args.k,
+                class_names=scores_file.class_names,
+                confidence=args.confidence,
+                interval=args.interval,
+                worst_shares=None
+                if evaluation.bootstrap_replicates is None
+                else worst_class_shares(evaluation.bootstrap_replicates, evaluation.stats.n_classes),
+            )
+            if scores_file.hard_predictions and scores_file.top_k < args.k:
+                per_class[f"top{args.k}_recall"] = np.nan  # fewer ranked classes than k
+            tables[stem] = per_class
+    comparison = _comparisons(loaded, args, superclasses) if args.compare else None
+    if args.out_dir is None:
+        emit_json(documents[stems[0]], args.out)
+        if args.per_class is not None:
+            write_csv(args.per_class, tables[stems[0]], index=False)  # full precision, as the JSON
+        return 0
+    out_dir = Path(args.out_dir)
+    for stem, document in documents.items():
+        write_json(out_dir / f"{stem}.json", document)
+        if stem in tables:
+            write_csv(out_dir / f"{stem}.per_class.csv", tables[stem], index=False)
+    write_csv(out_dir / "summary.csv", summary_table(documents, paths), index=False)
+    if comparison is not None:
+        write_json(out_dir / "compare.json", comparison)
     return 0
+
+
+def input_files(arguments: Sequence[str]) -> list[str]:
+    """The files the arguments name: a file, a directory (the files in it whose extension
+    classwise reads, sorted) or a glob pattern (quoted, so that the shell left it), in order."""
+    from classwise.predictions_io import SUFFIXES
+
+    files: list[str] = []
+    for argument in arguments:
+        path = Path(argument)
+        if path.is_dir():
+            found = sorted(str(p) for p in path.iterdir() if p.is_file() and p.name.lower().endswith(SUFFIXES))
+            if not found:
+                raise InputError(f"holds no file of outputs ({', '.join(SUFFIXES)})", path=path)
+            files += found
+        elif glob.has_magic(argument) and not path.exists():
+            matched = sorted(glob.glob(argument))
+            if not matched:
+                raise InputError("matches no file", path=argument)
+            files += matched
+        else:
+            files.append(argument)
+    return files
+
+
+def output_stems(paths: Sequence[str]) -> list[str]:
+    """The name of each file's outputs: its file name without the format's extension
+    (``a.csv.gz`` -> ``a``); two files of the same name are an error naming both."""
+    from classwise.predictions_io import SUFFIXES
+
+    stems: dict[str, str] = {}
+    for path in paths:
+        name = Path(path).name
+        stem = next(
+            (name[: -len(s)] for s in sorted(SUFFIXES, key=len, reverse=True) if name.lower().endswith(s)), Path(path).stem
+        )
+        if stem in stems:
+            raise InputError(f"has the name {stem!r} of {stems[stem]} too: their outputs would overwrite each other", path=path)
+        stems[stem] = path
+    return list(stems)
+
+
+def summary_table(documents: dict[str, dict[str, Any]], paths: Sequence[str]) -> pd.DataFrame:
+    """One row per file: its name and path, samples, classes, coverage (the share of samples
+    with a prediction), abstentions, then every metric's value (empty where skipped)."""
+    import pandas as pd
+
+    rows = []
+    for (stem, document), path in zip(documents.items(), paths):
+        coverage = document.get("coverage", {"value": 1.0, "n_abstained": 0})
+        row: dict[str, Any] = {
+            "name": stem,
+            "file": path,
+            "n_samples": document["n_samples"],
+            "n_classes": document["n_classes"],
+            "coverage": coverage["value"],
+            "n_abstained": coverage["n_abstained"],
+        }
+        row.update({name: entry["value"] for name, entry in document["metrics"].items()})
+        rows.append(row)
+    return pd.DataFrame.from_records(rows)
+
+
+def _comparisons(files: dict[str, Any], args: argparse.Namespace, superclasses: Any) -> dict[str, Any]:
+    """``compare`` of every pair of files (paired bootstrap; ``--bootstrap`` replicates, default 1000)."""
+    from classwise.metrics.compare import compare_models
+
+    pairs = compare_models(
+        files, superclasses=superclasses, gamma=args.gamma, bins=args.bins, k=args.k, ns=args.n,
+        replicates=args.bootstrap or 1000, confidence=args.confidence, seed=args.seed,
+    )  # fmt: skip
+    return {"pairs": [{"a": a, "b": b, **comparison.to_json()} for (a, b), comparison in pairs.items()]}
 
 
 def installed_version() -> str:
@@ -78,16 +201,36 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     metrics = commands.add_parser(
         "metrics",
-        help="every worst-class, decisiveness/robustness and CFPS metric of a logits file",
-        description="Compute every metric from LOGITS.npz (arrays 'logits' or 'probs', and 'labels').",
+        help="every worst-class, decisiveness/robustness and CFPS metric of one or many files of a model's outputs",
+        description=(
+            "Compute every metric of each FILE: an .npz (arrays 'logits', 'probs' or 'predictions', and 'labels'), a CSV "
+            "sample_id,label,score_0,... or sample_id,label,prediction (hard predictions; empty or -1: abstained), timm "
+            "inference.py's outputs (.csv, .json, .parquet; with --labels) or an .npy of probabilities (with --labels). "
+            "A directory stands for the files in it; a quoted glob for the files it matches."
+        ),
     )
-    metrics.add_argument("logits", help=".npz with 'logits' (N x C) or 'probs', and 'labels' (N)")
+    metrics.add_argument("files", nargs="+", metavar="FILE", help="files of outputs, directories of them, or glob patterns")
     add_metric_arguments(metrics)
-    metrics.add_argument("--out", help="output JSON (default: standard output)")
+    add_input_arguments(metrics)
+    metrics.add_argument("--out", help="output JSON of one file (default: standard output)")
+    metrics.add_argument(
+        "--out-dir",
+        dest="out_dir",
+        help="write DIR/<file name>.json for each file and DIR/summary.csv, one row per file (needed for several files)",
+    )
     metrics.add_argument(
         "--per-class",
         dest="per_class",
-        help="also write per-class recall, precision (with confidence intervals), top-k recall, CFPS, support as CSV",
+        nargs="?",
+        const=True,
+        metavar="CSV",
+        help="also write per-class recall, precision (with confidence intervals), top-k recall, CFPS, support as CSV "
+        "(with --out-dir: DIR/<file name>.per_class.csv, no CSV argument)",
+    )
+    metrics.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --out-dir: also compare every pair of files (paired bootstrap, as classwise compare) into DIR/compare.json",
     )
     add_bootstrap_arguments(metrics, optional=True)
     metrics.add_argument(

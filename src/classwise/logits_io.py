@@ -22,10 +22,13 @@ parameters and the code version.
 
 The outputs of a model the pipeline did not run (``source: predictions``) are cached in the
 same place and format: ``probs`` instead of ``logits`` when the user gave probabilities (float64
-kept as given), or, when the user has only hard predictions, ``predictions`` (int64, (N,): the
-predicted class index) and no score matrix at all. :func:`load_scores` refuses such a file with
-an error saying that it holds hard predictions only, so no reader that needs scores can misread
-it; :func:`load_outputs` reads it for the metrics that need only the predicted class.
+kept as given), or, when the user has only hard predictions, ``predictions`` and no score matrix
+at all: int64, (N,) the predicted class index, or (N, k) the k top-ranked classes, best first
+(timm's top-k outputs); ``-1`` (the whole row) where the model abstained.
+:func:`load_scores` refuses such a file with an error saying that it holds hard predictions
+only, so no reader that needs scores can misread it; :func:`load_outputs` reads it for the
+metrics that need only the predicted class (or the top-k set), encoded by rank
+(:func:`ranked_scores`) with the abstentions flagged.
 
 Files are written deterministically (fixed zip timestamps, no pickles) and atomically,
 so the same inputs give byte-identical files and an interrupted write leaves nothing.
@@ -33,6 +36,7 @@ so the same inputs give byte-identical files and an interrupted write leaves not
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import zipfile
 from dataclasses import dataclass, field
@@ -50,16 +54,20 @@ from classwise.validation import (
     check_labels,
     check_probabilities,
     check_score_matrix,
+    rows_message,
 )
 
 __all__ = [
+    "ABSTAINED",
     "PREDICTIONS",
     "OutputKind",
     "ScoreKind",
     "ScoresFile",
+    "check_predictions",
     "load_outputs",
     "load_sample_ids",
     "load_scores",
+    "ranked_scores",
     "save_logits",
     "save_predictions",
     "save_scores",
@@ -72,6 +80,8 @@ __all__ = [
 
 #: The array of a file of hard predictions (the predicted class index per sample).
 PREDICTIONS = "predictions"
+#: The prediction of a sample on which the model abstained (named no class).
+ABSTAINED = -1
 #: What a cached outputs file holds: a score matrix of either kind, or hard predictions only.
 OutputKind = Literal["logits", "probs", "predictions"]
 
@@ -89,9 +99,15 @@ class ScoresFile:
     class_names: np.ndarray
     path: str | None = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
-    #: The file holds hard predictions only (:func:`load_outputs`): ``scores`` is their one-hot
-    #: encoding, whose argmax is the prediction and whose ranks and values mean nothing.
+    #: The file holds hard predictions only (:func:`load_outputs`): ``scores`` is their encoding
+    #: by rank (:func:`ranked_scores`; one-hot for one class per sample), whose argmax is the
+    #: prediction, whose ranks say which classes are among the ``top_k`` and whose values mean
+    #: nothing.
     hard_predictions: bool = False
+    #: Hard predictions: how many top-ranked classes each sample names (1: its prediction alone).
+    top_k: int = 1
+    #: Hard predictions: ``(N,)`` bool, the samples on which the model abstained; None: none.
+    abstained: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
@@ -100,6 +116,76 @@ class ScoresFile:
     @property
     def n_classes(self) -> int:
         return int(self.scores.shape[1])
+
+    @property
+    def predictions(self) -> np.ndarray:
+        """``(N,)`` int64 predicted class (the argmax; ties go to the lowest index), ``-1`` where
+        the model abstained."""
+        predicted = np.asarray(self.scores).argmax(axis=1).astype(np.int64)
+        if self.abstained is not None:
+            predicted[self.abstained] = ABSTAINED
+        return predicted
+
+    def rows(self, keep: np.ndarray) -> ScoresFile:
+        """The file restricted to (or reordered as) the rows ``keep`` (indices or a mask)."""
+        return dataclasses.replace(
+            self,
+            scores=self.scores[keep],
+            labels=self.labels[keep],
+            sample_ids=self.sample_ids[keep],
+            abstained=None if self.abstained is None else self.abstained[keep],
+        )
+
+
+def check_predictions(values: object, n_classes: int, *, path: str | Path | None = None, field: str = PREDICTIONS) -> np.ndarray:
+    """Hard predictions as int64: ``(N,)`` class indices, or ``(N, k)`` the ``k <= C`` top-ranked
+    classes of each sample, best first, no class twice in a row; :data:`ABSTAINED` (the whole
+    row) where the model abstained. Else :class:`InputError` naming the first bad rows."""
+    arr = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if arr.ndim not in (1, 2) or not arr.size:
+        raise InputError(f"expected (N,) or (N, k) class indices, got shape {arr.shape}", path=path, field=field)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(f"expected integer class indices, got dtype {arr.dtype}", path=path, field=field)
+    grid = arr.reshape(arr.shape[0], -1)
+    k = grid.shape[1]
+    if k > n_classes:
+        raise InputError(f"ranks {k} classes per sample, but there are {n_classes} classes", path=path, field=field)
+    abstained = grid[:, 0] == ABSTAINED
+    bad = ((grid < 0) | (grid >= n_classes)) & ~abstained[:, None]
+    bad |= (grid != ABSTAINED) & abstained[:, None]  # an abstention names no class at all
+    rows = np.flatnonzero(bad.any(axis=1))
+    if rows.size:
+        first = int(rows[0])
+        raise InputError(
+            f"predictions must lie in [0, {n_classes}): prediction {grid[first].tolist() if k > 1 else int(grid[first, 0])} "
+            f"at position {first} is out of range ({ABSTAINED} marks an abstention, the whole row); out-of-range rows: "
+            f"{rows_message(rows)}",
+            path=path,
+            field=field,
+        )
+    if k > 1:
+        ordered = np.sort(grid, axis=1)
+        rows = np.flatnonzero(((ordered[:, 1:] == ordered[:, :-1]) & ~abstained[:, None]).any(axis=1))
+        if rows.size:
+            raise InputError(
+                f"a class ranked twice in rows {rows_message(rows)} (e.g. {grid[rows[0]].tolist()})", path=path, field=field
+            )
+    return arr.astype(np.int64, copy=False)
+
+
+def ranked_scores(predictions: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Hard predictions (:func:`check_predictions`) as the float32 ``(N, C)`` scores the metrics
+    rank: the ``k`` named classes of a row score ``k, k - 1, ..., 1`` in their order, every other
+    class 0 (one-hot for ``k = 1``); so the argmax is the prediction and the true class is among
+    the top ``j <= k`` exactly when it is among the first ``j`` named. Also the ``(N,)`` bool
+    mask of the abstentions (rows of zeros), None when there are none."""
+    grid = predictions.reshape(predictions.shape[0], -1)
+    n, k = grid.shape
+    scores = np.zeros((n, n_classes), dtype=np.float32)
+    abstained = grid[:, 0] == ABSTAINED
+    answered = np.flatnonzero(~abstained)
+    scores[answered[:, None], grid[answered]] = np.arange(k, 0, -1, dtype=np.float32)
+    return scores, (abstained if abstained.any() else None)
 
 
 def sidecar_path(npz_path: str | Path) -> Path:
@@ -187,13 +273,12 @@ def save_predictions(
     metadata: dict[str, Any],
 ) -> None:
     """Validate and write a file of hard predictions (array ``predictions``, int64 class
-    indices, no scores) and its sidecar JSON, atomically as a pair; the number of classes is
-    that of ``class_names``."""
+    indices (N,) or top-k classes (N, k), :data:`ABSTAINED` where the model abstained; no
+    scores, :func:`check_predictions`) and its sidecar JSON, atomically as a pair; the number
+    of classes is that of ``class_names``."""
     class_names = np.asarray(class_names).astype(str)
-    # hard predictions are class indices like labels; their length sets the number of samples
-    predictions = check_labels(
-        np.asarray(predictions), None, class_names.shape[0], path=path, field=PREDICTIONS, noun="prediction"
-    )
+    # their length sets the number of samples
+    predictions = check_predictions(np.asarray(predictions), class_names.shape[0], path=path)
     labels = check_labels(np.asarray(labels), predictions.shape[0], class_names.shape[0], path=path)
     _save_pair(path, {PREDICTIONS: predictions, "labels": labels}, sample_ids, class_names, class_names.shape[0], metadata)
 
@@ -309,9 +394,10 @@ def load_scores(path: str | Path) -> ScoresFile:
 
 
 def load_outputs(path: str | Path) -> ScoresFile:
-    """Read and validate a scores file or a file of hard predictions; the latter comes as the
-    one-hot encoding of the predictions with ``hard_predictions`` set (only its argmax, and
-    what follows from the confusion matrix, is meaningful)."""
+    """Read and validate a scores file or a file of hard predictions; the latter comes encoded
+    by rank (:func:`ranked_scores`: one-hot for one class per sample) with ``hard_predictions``,
+    ``top_k`` and ``abstained`` set (only its argmax, its top-k set, and what follows from the
+    confusion matrix, is meaningful)."""
     return _load(path, allow_predictions=True)
 
 
@@ -368,16 +454,15 @@ def _load(path: str | Path, *, allow_predictions: bool) -> ScoresFile:
                 raise InputError(
                     "a file of hard predictions needs 'class_names' (the number of classes)", path=p, field="class_names"
                 )
-            predictions = check_labels(
-                archive[PREDICTIONS], None, class_names.shape[0], path=p, field=PREDICTIONS, noun="prediction"
-            )
-            scores = np.zeros((predictions.shape[0], class_names.shape[0]), dtype=np.float32)
-            scores[np.arange(predictions.shape[0]), predictions] = 1.0
+            predictions = check_predictions(archive[PREDICTIONS], class_names.shape[0], path=p)
+            scores, abstained = ranked_scores(predictions, class_names.shape[0])
+            top_k = 1 if predictions.ndim == 1 else int(predictions.shape[1])
             kind: ScoreKind = "logits"
             check_labels(labels, scores.shape[0], scores.shape[1], path=p)
         else:
             kind = stored  # type: ignore[assignment]
             scores = archive[kind]
+            abstained, top_k = None, 1
             validate_scores(scores, labels, kind=kind, path=p)
         n, c = scores.shape
         sample_ids = archive["sample_ids"].astype(str) if "sample_ids" in names else np.arange(n).astype(str)
@@ -396,4 +481,6 @@ def _load(path: str | Path, *, allow_predictions: bool) -> ScoresFile:
         path=str(p),
         extra=extra,
         hard_predictions=stored == PREDICTIONS,
+        top_k=top_k,
+        abstained=abstained,
     )

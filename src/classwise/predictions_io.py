@@ -1,24 +1,39 @@
-"""A model's outputs from a file the user brings (``source: predictions``), matched to a dataset
-and written as the pipeline's cached outputs.
+"""A model's outputs from a file the user brings, matched to a dataset (``source: predictions``:
+written as the pipeline's cached outputs) or to a file of labels (``classwise metrics``).
 
-Three formats, told apart by the file's extension and, for a CSV, its header:
+The formats, told apart by the file's extension and, for a CSV, its header:
 
 * ``.npz`` in the logits-file format (:mod:`classwise.logits_io`): ``logits`` or ``probs``
-  (N x C), or ``predictions`` (N,) for hard predictions; ``sample_ids`` (N,) required, ``labels``
+  (N x C), or ``predictions`` for hard predictions ((N,) class indices or names, ``-1`` =
+  abstained; (N, k) the top-k classes, best first); ``sample_ids`` (N,) required, ``labels``
   optional (checked against the dataset's when given), ``class_names`` ignored (the dataset's
   are used);
 * a CSV ``sample_id,label,score_0,...,score_{C-1}`` (``label`` optional): probabilities when
   every row is non-negative and sums to 1 (within
   :data:`~classwise.validation.PROB_ROW_TOLERANCE`), logits otherwise;
-* a CSV of hard predictions ``sample_id,prediction`` (a ``label`` column optional).
+* a CSV of hard predictions ``sample_id,prediction`` (a ``label`` column optional): class
+  indices or class names (names are mapped through the dataset's class names); an empty cell,
+  ``-1`` or the configured abstention token means that the model abstained;
+* the outputs of timm's ``inference.py`` (``--include-index``): its ``--results-separate-col``
+  form ``filename, index_0..index_{k-1}, logit_0.. | prob_0..`` as CSV or Parquet, or its
+  default form (list-valued ``index`` and ``logit`` / ``prob`` columns) as JSON (``json``:
+  an object filename -> row, or ``json-split``) or Parquet. ``filename`` is the sample id;
+  timm's ``label`` columns (its predicted class descriptions, not the truth) are ignored. A file
+  whose every row ranks all of its ``k`` classes (indices a permutation of ``0..k-1``) gives the
+  scores of ``k`` classes; any other gives hard top-k predictions (A@k and WCA@k need only the
+  top-k set); without index columns the outputs are scores in class order (``--topk 0``);
+* cleanlab's label-errors arrays: an ``.npy`` of N x C probabilities (or N predicted class
+  indices), row i being sample i of the dataset (they carry no ids); their labels, an ``.npy``
+  of N class indices, are given to ``classwise metrics --labels``.
 
 Rows are matched to the dataset's samples by ``sample_id`` (in any order): a sample of the
 dataset without a row, a row of no sample, or a repeated id is an :class:`InputError` naming the
 file and the first ids (:func:`classwise.sample_ids.sample_id_positions`). So is a label that
-differs from the dataset's (a file of another split), a score matrix with another number of
-columns than the dataset has classes, or a predicted class out of range.
+differs from the dataset's (a file of another split), a class name the dataset does not have (the
+rows named), a score matrix with another number of columns than the dataset has classes, a timm
+file of another class count, or a predicted class out of range.
 
-The workflow's plan checks what it can before any job, without reading a file's values
+The workflow's plan checks what it can before any job, reading the files' headers and ids
 (:func:`check_outputs_file`): the score columns against the dataset's class count, and the ids
 against the dataset's where those are known before any job (:func:`align` uses the same checks).
 """
@@ -26,20 +41,37 @@ against the dataset's where those are known before any job (:func:`align` uses t
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from classwise._extras import require
 from classwise.errors import InputError
-from classwise.logits_io import PREDICTIONS, OutputKind, save_predictions, save_scores, stored_kind, stored_shapes
+from classwise.logits_io import (
+    ABSTAINED,
+    PREDICTIONS,
+    OutputKind,
+    ScoresFile,
+    check_predictions,
+    load_outputs,
+    ranked_scores,
+    save_predictions,
+    save_scores,
+    stored_kind,
+    stored_shapes,
+)
 from classwise.sample_ids import sample_id_positions
 from classwise.validation import (
     PROB_ROW_TOLERANCE,
+    ScoreKind,
     check_finite_rows,
+    check_labels,
     check_probabilities,
     check_score_matrix,
     rows_message,
@@ -47,20 +79,39 @@ from classwise.validation import (
 
 __all__ = [
     "FORMATS",
+    "SUFFIXES",
+    "Reference",
     "UserOutputs",
     "align",
     "check_outputs_file",
     "file_has_scores",
     "import_outputs",
+    "load_for_metrics",
+    "read_class_names",
     "read_outputs",
+    "read_reference",
     "sha256_of",
 ]
 
 #: The formats a file may have (recorded in the cache's sidecar).
-FORMATS = ("npz", "csv-scores", "csv-predictions")
+FORMATS = ("npz", "csv-scores", "csv-predictions", "timm-csv", "timm-json", "timm-parquet", "npy")
+#: The file extensions read (a CSV may be gzipped).
+SUFFIXES = (".npz", ".csv", ".csv.gz", ".json", ".parquet", ".npy")
 _SCORE_PREFIX = "score_"
 _PREDICTION = "prediction"
 _MAX_IDS_IN_MESSAGE = 5
+#: Cells of a prediction column that mean "abstained", beside the configured token.
+_ABSTAIN_CELLS = ("", str(ABSTAINED))
+# timm inference.py's default column names (--filename-col, --index-col, --label-col, --output-type)
+_TIMM_ID = "filename"
+_TIMM_INDEX = "index"
+_TIMM_LABEL = "label"
+_TIMM_OUTPUTS: dict[str, ScoreKind] = {"logit": "logits", "prob": "probs"}
+_FORMATS_MESSAGE = (
+    "expected a .npz file (the logits-file format) or a .csv file (sample_id,label,score_0,... or "
+    "sample_id,prediction), timm inference.py's outputs (.csv with a 'filename' column, .json, .parquet) or a .npy "
+    "(cleanlab's N x C probabilities)"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,44 +119,80 @@ class UserOutputs:
     """A model's outputs as read from the user's file, in the file's row order."""
 
     kind: OutputKind
-    #: (N, C) scores, or (N,) int64 predicted class indices when ``kind == "predictions"``.
+    #: (N, C) scores; or hard predictions: (N,) or (N, k) int64 class indices (-1: abstained),
+    #: or (N,) class names as strings ("": abstained) until :func:`align` maps them.
     values: np.ndarray
-    sample_ids: np.ndarray
-    #: The labels the file gives (None: it gives none).
+    #: The rows' ids (None: the file has none, its rows are the samples in order).
+    sample_ids: np.ndarray | None
+    #: The labels the file gives (None: it gives none): int64 indices, or names as strings.
     labels: np.ndarray | None
     format: str
     path: str
 
+    @property
+    def n_rows(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def value_field(self) -> str:
+        """The field of the file that holds the outputs, for error messages."""
+        if self.format.startswith("timm"):
+            return f"{_TIMM_INDEX}*" if self.kind == PREDICTIONS else "logit* / prob*"
+        if self.format in ("npz", "npy"):
+            return self.kind if self.kind != PREDICTIONS else PREDICTIONS
+        return _PREDICTION if self.kind == PREDICTIONS else _SCORE_PREFIX + "*"
+
+    @property
+    def label_field(self) -> str:
+        return "labels" if self.format == "npz" else "label"
+
 
 def _format_of(path: Path) -> str:
-    suffixes = "".join(path.suffixes[-2:]).lower()
-    if path.suffix.lower() == ".npz":
-        return "npz"
-    if path.suffix.lower() == ".csv" or suffixes == ".csv.gz":
-        return "csv"
-    raise InputError(
-        "expected a .npz file (the logits-file format) or a .csv file (sample_id,label,score_0,... or "
-        f"sample_id,prediction), got a {path.suffix or 'file without extension'}",
-        path=path,
-    )
+    name = path.name.lower()
+    for suffix, fmt in ((".npz", "npz"), (".csv", "csv"), (".csv.gz", "csv"), (".json", "json"), (".parquet", "parquet")):
+        if name.endswith(suffix):
+            return fmt
+    if name.endswith(".npy"):
+        return "npy"
+    raise InputError(f"{_FORMATS_MESSAGE}, got a {path.suffix or 'file without extension'}", path=path)
+
+
+def _existing(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("file does not exist (relative paths are relative to the working directory)", path=p)
+    return p
 
 
 def file_has_scores(path: str | Path) -> bool:
     """Whether the file holds scores (False: hard predictions only), from an ``.npz``'s array
-    names or a CSV's header line alone; :class:`InputError` for a missing or unreadable file."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("file does not exist (relative paths are relative to the working directory)", path=p)
-    if _format_of(p) == "npz":
+    names or a CSV's header line alone (a timm file's index columns are read: whether they rank
+    every class); :class:`InputError` for a missing or unreadable file."""
+    p = _existing(path)
+    fmt = _format_of(p)
+    if fmt == "npz":
         return stored_kind(p) != PREDICTIONS
-    return _PREDICTION not in _csv_columns(pd.read_csv(p, nrows=0), p)
+    if fmt == "npy":
+        return len(_npy_shape(p)) == 2
+    if fmt == "csv":
+        columns = [str(c) for c in _read_csv(p, nrows=0).columns]
+        if _TIMM_ID not in columns:
+            return _PREDICTION not in _csv_columns(columns, p)
+    return read_outputs(p).kind != PREDICTIONS
 
 
-def _csv_columns(frame: pd.DataFrame, path: Path) -> list[str]:
-    columns = [str(c) for c in frame.columns]
+def _read_csv(path: Path, **options: Any) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, keep_default_na=False, na_values=[""], **options)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"not a readable CSV file ({exc})", path=path) from None
+
+
+def _csv_columns(columns: list[str], path: Path) -> list[str]:
     if "sample_id" not in columns:
         raise InputError(
-            f"expected a 'sample_id' column (then 'prediction', or 'label' and 'score_0', 'score_1', ...); found {columns}",
+            f"expected a 'sample_id' column (then 'prediction', or 'label' and 'score_0', 'score_1', ...), or timm "
+            f"inference.py's '{_TIMM_ID}' column; found {columns}",
             path=path,
             field="sample_id",
         )
@@ -128,25 +215,42 @@ def _score_columns(columns: list[str], path: Path) -> list[str]:
     return score_columns
 
 
-def _csv_sample_ids(column: pd.Series, path: Path) -> np.ndarray:
+def _id_column(column: pd.Series, path: Path, field: str) -> np.ndarray:
     if column.isna().any():
         rows = np.flatnonzero(column.isna().to_numpy())
-        raise InputError(f"empty sample ids in rows {rows_message(rows)}", path=path, field="sample_id")
+        raise InputError(f"empty sample ids in rows {rows_message(rows)}", path=path, field=field)
     return column.to_numpy().astype(str)
 
 
-def read_outputs(path: str | Path) -> UserOutputs:
+def read_outputs(path: str | Path, *, abstain: str | None = None) -> UserOutputs:
     """The outputs in a user's file (any of :data:`FORMATS`), validated on their own (finite
-    scores, probability rows, integer predictions, unique ids); not yet matched to a dataset."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("file does not exist (relative paths are relative to the working directory)", path=p)
-    if _format_of(p) == "npz":
-        return _read_npz(p)
-    return _read_csv(p)
+    scores, probability rows, integer predictions, unique ids); not yet matched to a dataset.
+    ``abstain``: a prediction cell that means "abstained" (beside an empty cell and ``-1``)."""
+    p = _existing(path)
+    fmt = _format_of(p)
+    tokens = (*_ABSTAIN_CELLS, *(() if abstain is None else (str(abstain),)))
+    if fmt == "npz":
+        return _read_npz(p, tokens)
+    if fmt == "npy":
+        return _read_npy(p)
+    if fmt == "json":
+        return _read_timm(_timm_json_frame(p), p, "timm-json")
+    if fmt == "parquet":
+        require("pyarrow", extra="pipeline", feature="reading Parquet files")
+        try:
+            frame = pd.read_parquet(p)
+        except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
+            raise InputError(f"not a readable Parquet file ({exc})", path=p) from None
+        if frame.index.name == _TIMM_ID:  # timm writes df.set_index('filename').to_parquet(...)
+            frame = frame.reset_index()
+        return _read_timm(frame, p, "timm-parquet")
+    frame = _read_csv(p, dtype={"sample_id": str, _TIMM_ID: str, _PREDICTION: str, "label": str})
+    if _TIMM_ID in frame.columns:
+        return _read_timm(frame, p, "timm-csv")
+    return _read_classwise_csv(frame, p, tokens)
 
 
-def _read_npz(path: Path) -> UserOutputs:
+def _read_npz(path: Path, tokens: tuple[str, ...]) -> UserOutputs:
     kind = stored_kind(path)
     with np.load(path, allow_pickle=False) as archive:
         names = set(archive.files)
@@ -160,22 +264,21 @@ def _read_npz(path: Path) -> UserOutputs:
         sample_ids = archive["sample_ids"].astype(str)
         labels = archive["labels"] if "labels" in names else None
     if kind == PREDICTIONS:
-        values = _integer_column(values, path, PREDICTIONS)
+        if values.ndim == 1 and values.dtype.kind in "US":
+            values = _class_column(pd.Series(values.astype(str)), path, PREDICTIONS, tokens)
+        elif values.ndim != 2:
+            values = _integer_column(values, path, PREDICTIONS)
     else:
         values = _checked_scores(values, kind, path)
-    return UserOutputs(kind, values, sample_ids, _optional_labels(labels, values.shape[0], path), "npz", str(path))
+    return UserOutputs(kind, values, sample_ids, _optional_labels(labels, values.shape[0], path, "labels"), "npz", str(path))
 
 
-def _read_csv(path: Path) -> UserOutputs:
-    try:
-        frame = pd.read_csv(path, dtype={"sample_id": str}, keep_default_na=False, na_values=[""])
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"not a readable CSV file ({exc})", path=path) from None
-    columns = _csv_columns(frame, path)
+def _read_classwise_csv(frame: pd.DataFrame, path: Path, tokens: tuple[str, ...]) -> UserOutputs:
+    columns = _csv_columns([str(c) for c in frame.columns], path)
     if frame.empty:
         raise InputError("has no rows", path=path)
-    sample_ids = _csv_sample_ids(frame["sample_id"], path)
-    labels = _optional_labels(frame["label"].to_numpy() if "label" in columns else None, len(frame), path)
+    sample_ids = _id_column(frame["sample_id"], path, "sample_id")
+    labels = _optional_labels(frame["label"] if "label" in columns else None, len(frame), path, "label")
     if _PREDICTION in columns:
         unknown = [c for c in columns if c not in ("sample_id", "label", _PREDICTION)]
         if unknown:
@@ -184,18 +287,28 @@ def _read_csv(path: Path) -> UserOutputs:
                 path=path,
                 field=unknown[0],
             )
-        values = _integer_column(frame[_PREDICTION].to_numpy(), path, _PREDICTION)
+        values = _class_column(frame[_PREDICTION], path, _PREDICTION, tokens)
         return UserOutputs("predictions", values, sample_ids, labels, "csv-predictions", str(path))
     score_columns = _score_columns(columns, path)
+    scores = _numbers(frame, score_columns, path)
+    return UserOutputs(
+        _score_kind(scores), _checked_scores(scores, _score_kind(scores), path), sample_ids, labels, "csv-scores", str(path)
+    )
+
+
+def _numbers(frame: pd.DataFrame, columns: list[str], path: Path) -> np.ndarray:
     try:
-        scores = frame[score_columns].to_numpy(dtype=np.float64)
-    except ValueError:
-        bad = next(c for c in score_columns if pd.to_numeric(frame[c], errors="coerce").isna().any())
+        return frame[columns].to_numpy(dtype=np.float64)
+    except (ValueError, TypeError):
+        bad = next(c for c in columns if pd.to_numeric(frame[c], errors="coerce").isna().any())
         rows = np.flatnonzero(pd.to_numeric(frame[bad], errors="coerce").isna().to_numpy())
         raise InputError(f"expected numbers; rows {rows_message(rows)} are not", path=path, field=bad) from None
-    on_simplex = bool(((scores >= 0).all()) and np.allclose(scores.sum(axis=1), 1.0, rtol=0, atol=PROB_ROW_TOLERANCE))
-    kind: OutputKind = "probs" if on_simplex else "logits"
-    return UserOutputs(kind, _checked_scores(scores, kind, path), sample_ids, labels, "csv-scores", str(path))
+
+
+def _score_kind(scores: np.ndarray) -> OutputKind:
+    """Probabilities when every row is non-negative and sums to 1, logits otherwise."""
+    on_simplex = bool((scores >= 0).all() and np.allclose(scores.sum(axis=1), 1.0, rtol=0, atol=PROB_ROW_TOLERANCE))
+    return "probs" if on_simplex else "logits"
 
 
 def _checked_scores(values: np.ndarray, kind: str, path: Path) -> np.ndarray:
@@ -224,52 +337,287 @@ def _integer_column(values: np.ndarray, path: Path, field: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _optional_labels(labels: np.ndarray | None, n: int, path: Path) -> np.ndarray | None:
+def _class_column(cells: pd.Series, path: Path, field: str, abstain: tuple[str, ...] | None) -> np.ndarray:
+    """A column of classes, as int64 indices when every cell is a number (then each must be an
+    integer), else as names (strings). ``abstain``: the cells that mean "abstained" (-1 among
+    indices, "" among names); None: every cell must name a class (labels)."""
+    text = cells.astype(object).where(cells.notna(), "").astype(str).str.strip().to_numpy()
+    if abstain is None:
+        empty = np.flatnonzero(text == "")
+        if empty.size:
+            raise InputError(f"empty cells in rows {rows_message(empty)}; every sample needs a label", path=path, field=field)
+        abstained = np.zeros(text.shape, dtype=bool)
+    else:
+        abstained = np.isin(text, list(abstain))
+    numbers = pd.to_numeric(pd.Series(text[~abstained]), errors="coerce").to_numpy(dtype=np.float64)
+    if not np.isnan(numbers).any():
+        bad = np.flatnonzero(~np.isfinite(numbers) | (numbers != np.round(numbers)))
+        if bad.size:
+            rows = np.flatnonzero(~abstained)[bad]
+            raise InputError(
+                f"expected integer class indices (or class names); rows {rows_message(rows)} are not (e.g. {text[rows[0]]!r})",
+                path=path,
+                field=field,
+            )
+        out = np.full(text.shape, ABSTAINED, dtype=np.int64)
+        out[~abstained] = numbers.astype(np.int64)
+        return out
+    return np.where(abstained, "", text).astype(str)
+
+
+def _optional_labels(labels: Any, n: int, path: Path, field: str) -> np.ndarray | None:
     if labels is None:
         return None
-    labels = _integer_column(labels, path, "label")
-    if labels.shape != (n,):
-        raise InputError(f"expected {n} labels, one per row, got shape {labels.shape}", path=path, field="label")
-    return labels
+    if isinstance(labels, pd.Series) or np.asarray(labels).dtype.kind in "USO":
+        column = _class_column(pd.Series(np.asarray(labels)), path, field, None)
+    else:
+        column = _integer_column(labels, path, field)
+    if column.shape != (n,):
+        raise InputError(f"expected {n} labels, one per row, got shape {column.shape}", path=path, field=field)
+    return column
+
+
+def _npy_shape(path: Path) -> tuple[int, ...]:
+    try:
+        return tuple(np.load(path, mmap_mode="r", allow_pickle=False).shape)
+    except Exception as exc:  # numpy raises several types for a file that is not .npy
+        raise InputError(f"not a readable .npy array ({exc})", path=path) from None
+
+
+def _read_npy(path: Path) -> UserOutputs:
+    try:
+        values = np.load(path, allow_pickle=False)
+    except Exception as exc:  # numpy raises several types for a file that is not .npy
+        raise InputError(f"not a readable .npy array ({exc})", path=path) from None
+    if values.ndim == 1:  # cleanlab's predicted labels
+        return UserOutputs("predictions", _integer_column(values, path, PREDICTIONS), None, None, "npy", str(path))
+    scores = check_score_matrix(values, field="scores", path=path, min_classes=2)
+    kind = _score_kind(scores)
+    return UserOutputs(kind, _checked_scores(scores, kind, path), None, None, "npy", str(path))
+
+
+# ------------------------------------------------------------------------------------- timm
+
+
+def _timm_json_frame(path: Path) -> pd.DataFrame:
+    """The rows of timm's ``json`` (``orient='index'``: filename -> row) or ``json-split``
+    (``{"columns", "data"}``) output as a frame with a ``filename`` column."""
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"not a readable JSON file ({exc})", path=path) from None
+    if isinstance(document, dict) and set(document) >= {"columns", "data"}:
+        return pd.DataFrame(document["data"], columns=document["columns"])
+    if isinstance(document, dict) and document and all(isinstance(row, dict) for row in document.values()):
+        frame = pd.DataFrame.from_dict(document, orient="index")
+        frame.index.name = _TIMM_ID
+        return frame.reset_index()
+    raise InputError(
+        "holds no timm inference.py outputs (an object filename -> {index, logit | prob}, or json-split's "
+        f"{{columns, data}}); {_FORMATS_MESSAGE}",
+        path=path,
+    )
+
+
+def _numbered(columns: list[str], prefix: str) -> list[str]:
+    """``prefix_0, prefix_1, ...`` among ``columns``, in number order (they must run from 0)."""
+    found = sorted((int(m.group(1)), c) for c in columns if (m := re.fullmatch(rf"{prefix}_(\d+)", c)))
+    return [c for _, c in found] if [i for i, _ in found] == list(range(len(found))) else []
+
+
+def _timm_block(frame: pd.DataFrame, prefix: str, path: Path) -> np.ndarray | None:
+    """A timm column group as an (N, k) array: ``prefix_0..`` (separate columns) or ``prefix``
+    (list-valued, or one value per row for top-1); None when absent."""
+    columns = [str(c) for c in frame.columns]
+    separate = _numbered(columns, prefix)
+    if separate:
+        return _numbers(frame, separate, path)
+    if prefix not in columns:
+        return None
+    cells = frame[prefix].to_numpy()
+    try:
+        rows = [np.atleast_1d(np.asarray(cell, dtype=np.float64)) for cell in cells]
+        lengths = {row.shape for row in rows}
+        if len(lengths) != 1 or len(next(iter(lengths))) != 1:
+            raise ValueError(f"rows of {sorted(len(r) for r in rows)[:: max(1, len(rows) - 1)]} entries")
+        block = np.stack(rows)
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"expected numbers, the same count in every row ({exc})", path=path, field=prefix) from None
+    return block
+
+
+def _read_timm(frame: pd.DataFrame, path: Path, fmt: str) -> UserOutputs:
+    """timm ``inference.py``'s outputs: ids from ``filename``; the classes of ``index`` (with
+    ``--include-index``) and the scores of ``logit`` or ``prob``."""
+    columns = [str(c) for c in frame.columns]
+    if frame.empty:
+        raise InputError("has no rows", path=path)
+    sample_ids = _id_column(frame[_TIMM_ID].astype(object).where(frame[_TIMM_ID].notna()), path, _TIMM_ID)
+    present = {prefix: kind for prefix, kind in _TIMM_OUTPUTS.items() if prefix in columns or _numbered(columns, prefix)}
+    if len(present) != 1:
+        raise InputError(
+            f"expected the scores of timm inference.py in one column group, 'logit' or 'prob' (its --output-type); "
+            f"found the columns {columns}",
+            path=path,
+            field="logit" if not present else "logit / prob",
+        )
+    prefix, kind = next(iter(present.items()))
+    scores = _timm_block(frame, prefix, path)
+    assert scores is not None
+    indices = _timm_block(frame, _TIMM_INDEX, path)
+    if indices is None:
+        if _TIMM_LABEL in columns or _numbered(columns, _TIMM_LABEL):
+            raise InputError(
+                f"holds the top-k scores without their classes: run timm's inference.py with --include-index "
+                f"(or --topk 0 for the scores of every class); found the columns {columns}",
+                path=path,
+                field=_TIMM_INDEX,
+            )
+        return UserOutputs(kind, _checked_scores(scores, kind, path), sample_ids, None, fmt, str(path))
+    if indices.shape != scores.shape:
+        raise InputError(
+            f"expected as many classes as scores per row, got {indices.shape[1]} and {scores.shape[1]}", path=path, field=prefix
+        )
+    bad = np.flatnonzero((~np.isfinite(indices) | (indices != np.round(indices)) | (indices < 0)).any(axis=1))
+    if bad.size:
+        raise InputError(f"expected class indices; rows {rows_message(bad)} are not", path=path, field=f"{_TIMM_INDEX}*")
+    classes = indices.astype(np.int64)
+    k = classes.shape[1]
+    if k > 1 and bool((np.sort(classes, axis=1) == np.arange(k)).all()):  # every row ranks all k classes
+        full = np.empty(scores.shape, dtype=np.float64)
+        np.put_along_axis(full, classes, scores, axis=1)
+        return UserOutputs(kind, _checked_scores(full, kind, path), sample_ids, None, fmt, str(path))
+    return UserOutputs("predictions", classes if k > 1 else classes[:, 0], sample_ids, None, fmt, str(path))
+
+
+# ---------------------------------------------------------------------------------- matching
 
 
 def _examples(ids: np.ndarray) -> str:
     return repr([str(i) for i in ids[:_MAX_IDS_IN_MESSAGE]])
 
 
-def align(outputs: UserOutputs, *, sample_ids: np.ndarray, labels: np.ndarray, n_classes: int, dataset: str) -> UserOutputs:
+def _indices_of_names(
+    names: np.ndarray, class_names: np.ndarray | None, path: str | Path, field: str, where: str, sample_ids: np.ndarray | None
+) -> np.ndarray:
+    """Class names (strings; "" = abstained) as int64 indices into ``class_names`` (-1 for "");
+    :class:`InputError` naming the rows (and their ids) of a name that is no class."""
+    if class_names is None:
+        raise InputError(
+            f"gives classes by name, but no class names are known to map them to indices (classwise metrics: --classes "
+            f"NAMES.txt); e.g. {str(next((n for n in names if n), ''))!r}",
+            path=path,
+            field=field,
+        )
+    known = pd.Index(np.asarray(class_names).astype(str))
+    if not known.is_unique:
+        repeated = known[known.duplicated()].unique().tolist()[:_MAX_IDS_IN_MESSAGE]
+        raise InputError(f"the class names of {where} repeat {repeated}: names cannot be mapped", path=path, field=field)
+    positions = known.get_indexer(names).astype(np.int64)
+    unknown = np.flatnonzero((positions < 0) & (names != ""))
+    if unknown.size:
+        ids = "" if sample_ids is None else f" (sample ids {_examples(sample_ids[unknown])})"
+        raise InputError(
+            f"{str(names[unknown[0]])!r} is no class of {where}: rows {rows_message(unknown)}{ids} name unknown classes; "
+            f"the classes are {known[:_MAX_IDS_IN_MESSAGE].tolist()}{' ...' if len(known) > _MAX_IDS_IN_MESSAGE else ''}",
+            path=path,
+            field=field,
+        )
+    positions[names == ""] = ABSTAINED
+    return positions
+
+
+def _as_indices(
+    column: np.ndarray, class_names: np.ndarray | None, path: str | Path, field: str, where: str, sample_ids: np.ndarray | None
+) -> np.ndarray:
+    if column.dtype.kind in "US":
+        return _indices_of_names(column, class_names, path, field, where, sample_ids)
+    return column
+
+
+def align(
+    outputs: UserOutputs,
+    *,
+    sample_ids: np.ndarray,
+    labels: np.ndarray,
+    n_classes: int,
+    dataset: str,
+    class_names: np.ndarray | None = None,
+    reference: str | None = None,
+) -> UserOutputs:
     """``outputs`` in the order of the dataset's ``sample_ids``, checked against its ``labels``
     and class count: exactly the dataset's samples (:class:`InputError` naming the missing and
-    the extra ids), the same labels where the file gives them, one score column per class or
-    predictions in ``[0, n_classes)``."""
+    the extra ids; a file without ids, an ``.npy``, holds them in order), class names mapped
+    through ``class_names``, the same labels where the file gives them, one score column per
+    class, or predictions in ``[0, n_classes)`` (or abstained). ``reference`` names what the
+    file is matched to in messages (default: ``dataset '<dataset>'``)."""
     path = outputs.path
-    positions = _match_ids(outputs.sample_ids, sample_ids, path, dataset)
-    values = outputs.values[positions]
-    if outputs.kind == PREDICTIONS:
-        bad = np.flatnonzero((values < 0) | (values >= n_classes))
-        if bad.size:
+    where = reference or f"dataset {dataset!r}"
+    ids = np.asarray(sample_ids).astype(str)
+    if outputs.sample_ids is None:
+        if outputs.n_rows != ids.size:
             raise InputError(
-                f"predicted classes must lie in [0, {n_classes}) (dataset {dataset!r} has {n_classes} classes); "
-                f"{bad.size} do not, e.g. {int(values[bad[0]])} for sample ids {_examples(np.asarray(sample_ids)[bad])}",
+                f"has {outputs.n_rows} rows, {where} has {ids.size} samples (a file without sample ids holds one row per "
+                "sample, in the samples' order)",
                 path=path,
-                field=_PREDICTION if outputs.format != "npz" else PREDICTIONS,
+                field=outputs.value_field,
             )
+        positions = np.arange(ids.size)
     else:
-        _check_columns(values.shape[1], n_classes, path, dataset, outputs.kind if outputs.format == "npz" else None)
-    given = None if outputs.labels is None else outputs.labels[positions]
-    if given is not None:
+        positions = _match_ids(outputs.sample_ids, ids, path, where)
+    file_ids = outputs.sample_ids
+    values = outputs.values
+    if outputs.kind == PREDICTIONS:
+        values = _as_indices(values, class_names, path, outputs.value_field, where, file_ids)[positions]
+        if values.ndim == 1:
+            bad = np.flatnonzero(((values < 0) & (values != ABSTAINED)) | (values >= n_classes))
+            if bad.size:
+                raise InputError(
+                    f"predicted classes must lie in [0, {n_classes}) ({where} has {n_classes} classes; -1: abstained); "
+                    f"{bad.size} do not, e.g. {int(values[bad[0]])} for sample ids {_examples(ids[bad])}",
+                    path=path,
+                    field=outputs.value_field,
+                )
+        else:
+            _check_ranked_classes(values, n_classes, path, where, ids, outputs.value_field)
+        values = check_predictions(values, n_classes, path=path, field=outputs.value_field)
+    else:
+        _check_columns(values.shape[1], n_classes, path, where, outputs)
+        values = values[positions]
+    given = None
+    if outputs.labels is not None:
+        given = _as_indices(outputs.labels, class_names, path, outputs.label_field, where, file_ids)[positions]
         differ = np.flatnonzero(given != np.asarray(labels))
         if differ.size:
             raise InputError(
-                f"labels differ from those of dataset {dataset!r} on {differ.size} of {given.size} samples, e.g. sample ids "
-                f"{_examples(np.asarray(sample_ids)[differ])} (a file of another split, or another class order?)",
+                f"labels differ from those of {where} on {differ.size} of {given.size} samples, e.g. sample ids "
+                f"{_examples(ids[differ])} (a file of another split, or another class order?)",
                 path=path,
-                field="label" if outputs.format != "npz" else "labels",
+                field=outputs.label_field,
             )
-    return UserOutputs(outputs.kind, values, np.asarray(sample_ids).astype(str), given, outputs.format, path)
+    return UserOutputs(outputs.kind, values, ids, given, outputs.format, path)
 
 
-def _match_ids(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, dataset: str) -> np.ndarray:
+def _check_ranked_classes(values: np.ndarray, n_classes: int, path: str, where: str, ids: np.ndarray, field: str) -> None:
+    """Top-k classes (timm's ``index``) of a file of as many classes as ``where``."""
+    if values.shape[1] >= n_classes:
+        raise InputError(
+            f"ranks {values.shape[1]} classes per sample, but {where} has {n_classes} classes, and its rows do not rank "
+            f"every class (a file of another class count?)",
+            path=path,
+            field=field,
+        )
+    bad = np.flatnonzero((values >= n_classes).any(axis=1))
+    if bad.size:
+        raise InputError(
+            f"names class {int(values[bad[0]].max())}, but {where} has {n_classes} classes (a file of another class count?); "
+            f"{bad.size} rows do, e.g. sample ids {_examples(ids[bad])}",
+            path=path,
+            field=field,
+        )
+
+
+def _match_ids(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, where: str) -> np.ndarray:
     """Where each of the dataset's ``sample_ids`` sits among the file's rows: exactly the
     dataset's samples, no id twice (:class:`InputError` naming the first missing, extra or
     repeated ids)."""
@@ -277,43 +625,44 @@ def _match_ids(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, d
         sample_ids,
         file_ids,
         path=path,
-        field="sample_id",
+        field="sample_id" if not str(path).endswith((".json", ".parquet")) else _TIMM_ID,
         available_name="this file",
         exact=True,
-        wanted_name=f"dataset {dataset!r}",
-        missing=f"{{count}} of the {{total}} samples of dataset {dataset!r} have no row in this file",
-        extra=f"{{count}} row(s) of this file name no sample of dataset {dataset!r}",
+        wanted_name=where,
+        missing=f"{{count}} of the {{total}} samples of {where} have no row in this file",
+        extra=f"{{count}} row(s) of this file name no sample of {where}",
     )
 
 
-def _check_columns(columns: int, n_classes: int, path: str | Path, dataset: str, npz_kind: str | None) -> None:
-    """One score column per class of the dataset (``npz_kind``: the array of an npz, None: a CSV)."""
+def _check_columns(columns: int, n_classes: int, path: str | Path, where: str, outputs: UserOutputs | None) -> None:
+    """One score column per class of the dataset."""
     if columns != n_classes:
+        timm = outputs is not None and outputs.format.startswith("timm")
         raise InputError(
-            f"has {columns} score columns, dataset {dataset!r} has {n_classes} classes (one score per class, in "
-            "class-index order)",
+            f"has {columns} score columns, {where} has {n_classes} classes (one score per class, in "
+            f"class-index order{'; a timm file of another class count?' if timm else ''})",
             path=path,
-            field=npz_kind or _SCORE_PREFIX + "*",
+            field=outputs.value_field if outputs is not None else _SCORE_PREFIX + "*",
         )
 
 
 def check_outputs_file(path: str | Path, *, dataset: str, n_classes: int | None, sample_ids: np.ndarray | None) -> None:
     """Check a user's outputs file against dataset ``dataset`` before any job, reading its header
-    and its ids but never its values: one score column per class (``n_classes``; an ``.npz``'s
-    array header, a CSV's header line), and, where the dataset's ``sample_ids`` are known, a row
-    for each sample and for nothing else, no id twice (:class:`InputError` naming the file, the
-    field and the first ids). None skips that check. The import job checks all of it again, and
-    the rest: labels, values, predicted classes."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("file does not exist (relative paths are relative to the working directory)", path=p)
+    and its ids but not its values where the format allows (an ``.npz``, a CSV, an ``.npy``;
+    a timm JSON or Parquet file is read whole): one score column per class (``n_classes``), and,
+    where the dataset's ``sample_ids`` are known, a row for each sample and for nothing else, no
+    id twice (:class:`InputError` naming the file, the field and the first ids). None skips that
+    check. The import job checks all of it again, and the rest: labels, values, classes."""
+    p = _existing(path)
+    where = f"dataset {dataset!r}"
+    fmt = _format_of(p)
     file_ids: np.ndarray | None = None
-    if _format_of(p) == "npz":
+    if fmt == "npz":
         kind = stored_kind(p)
         shapes = stored_shapes(p)
         shape = shapes.get(kind)
         if kind != PREDICTIONS and n_classes is not None and shape is not None and len(shape) == 2:
-            _check_columns(shape[1], n_classes, p, dataset, kind)
+            _check_columns(shape[1], n_classes, p, where, UserOutputs(kind, np.empty(0), None, None, "npz", str(p)))
         if sample_ids is not None:
             if "sample_ids" not in shapes:
                 raise InputError(
@@ -323,15 +672,35 @@ def check_outputs_file(path: str | Path, *, dataset: str, n_classes: int | None,
                 )
             with np.load(p, allow_pickle=False) as archive:  # that array alone is read
                 file_ids = archive["sample_ids"].astype(str)
-    else:
-        columns = _csv_columns(pd.read_csv(p, nrows=0), p)
+    elif fmt == "npy":
+        shape = _npy_shape(p)
+        if len(shape) == 2 and n_classes is not None:
+            _check_columns(shape[1], n_classes, p, where, None)
+        if sample_ids is not None and shape[0] != len(sample_ids):
+            raise InputError(
+                f"has {shape[0]} rows, {where} has {len(sample_ids)} samples (an .npy holds one row per sample, in the "
+                "dataset's order)",
+                path=p,
+                field="rows",
+            )
+    elif fmt == "csv" and _TIMM_ID not in (columns := [str(c) for c in _read_csv(p, nrows=0).columns]):
+        _csv_columns(columns, p)
         if _PREDICTION not in columns and n_classes is not None:
-            _check_columns(len(_score_columns(columns, p)), n_classes, p, dataset, None)
+            _check_columns(len(_score_columns(columns, p)), n_classes, p, where, None)
         if sample_ids is not None:
-            ids = pd.read_csv(p, usecols=["sample_id"], dtype={"sample_id": str}, keep_default_na=False, na_values=[""])
-            file_ids = _csv_sample_ids(ids["sample_id"], p)
+            id_frame = _read_csv(p, usecols=["sample_id"], dtype={"sample_id": str})
+            file_ids = _id_column(id_frame["sample_id"], p, "sample_id")
+    else:  # timm's outputs: whether they rank every class is in their values
+        outputs = read_outputs(p)
+        if n_classes is not None:
+            if outputs.kind == PREDICTIONS and outputs.values.ndim == 2:
+                rows = outputs.sample_ids if outputs.sample_ids is not None else np.arange(outputs.n_rows).astype(str)
+                _check_ranked_classes(outputs.values, n_classes, str(p), where, rows, outputs.value_field)
+            elif outputs.kind != PREDICTIONS:
+                _check_columns(outputs.values.shape[1], n_classes, p, where, outputs)
+        file_ids = outputs.sample_ids
     if file_ids is not None and sample_ids is not None:
-        _match_ids(file_ids, sample_ids, p, dataset)
+        _match_ids(file_ids, sample_ids, p, where)
 
 
 def sha256_of(path: str | Path) -> str:
@@ -351,14 +720,23 @@ def import_outputs(
     dataset: str,
     cache_path: str | Path,
     metadata: Mapping[str, Any],
+    abstain: str | None = None,
 ) -> OutputKind:
     """Read the user's file, match it to the dataset (its ``sample_ids``, ``labels`` and
     ``class_names``, named ``dataset`` in errors) and write it as the cached outputs
     ``cache_path`` (:func:`~classwise.logits_io.save_scores` or
     :func:`~classwise.logits_io.save_predictions`), with ``metadata`` plus the file's format,
-    kind and sha256 in the sidecar. Returns what the file held."""
+    kind and sha256 in the sidecar. ``abstain``: the prediction cell that means "abstained"
+    (beside an empty cell and ``-1``). Returns what the file held."""
     class_names = np.asarray(class_names).astype(str)
-    aligned = align(read_outputs(path), sample_ids=sample_ids, labels=labels, n_classes=class_names.shape[0], dataset=dataset)
+    aligned = align(
+        read_outputs(path, abstain=abstain),
+        sample_ids=sample_ids,
+        labels=labels,
+        n_classes=class_names.shape[0],
+        dataset=dataset,
+        class_names=class_names,
+    )
     record = {
         **dict(metadata),
         "outputs": {"file": str(path), "sha256": sha256_of(path), "format": aligned.format, "kind": aligned.kind},
@@ -368,7 +746,7 @@ def import_outputs(
             cache_path,
             predictions=aligned.values,
             labels=labels,
-            sample_ids=aligned.sample_ids,
+            sample_ids=np.asarray(aligned.sample_ids),
             class_names=class_names,
             metadata=record,
         )
@@ -378,8 +756,143 @@ def import_outputs(
             scores=aligned.values,
             kind=aligned.kind,  # type: ignore[arg-type]
             labels=labels,
-            sample_ids=aligned.sample_ids,
+            sample_ids=np.asarray(aligned.sample_ids),
             class_names=class_names,
             metadata=record,
         )
     return aligned.kind
+
+
+# ------------------------------------------------------------------- outside the pipeline
+
+
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """The labels a user's files are evaluated against outside the pipeline (``classwise
+    metrics --labels``): ids (None: a file without ids, whose rows are the samples in order),
+    int64 labels or names (strings), and the file they came from."""
+
+    sample_ids: np.ndarray | None
+    labels: np.ndarray
+    path: str
+
+
+def read_reference(path: str | Path) -> Reference:
+    """A file of labels: a CSV ``sample_id,label`` (class indices or names) or an ``.npy`` of
+    N class indices in the samples' order (cleanlab's ``original_test_labels``)."""
+    p = _existing(path)
+    if p.name.lower().endswith(".npy"):
+        try:
+            labels = np.load(p, allow_pickle=False)
+        except Exception as exc:  # numpy raises several types for a file that is not .npy
+            raise InputError(f"not a readable .npy array ({exc})", path=p) from None
+        return Reference(None, _integer_column(labels, p, "labels"), str(p))
+    frame = _read_csv(p, dtype={"sample_id": str, "label": str})
+    if not {"sample_id", "label"} <= set(frame.columns) or frame.empty:
+        raise InputError(f"expected a CSV sample_id,label with rows; found the columns {list(frame.columns)}", path=p)
+    ids = _id_column(frame["sample_id"], p, "sample_id")
+    return Reference(ids, _class_column(frame["label"], p, "label", None), str(p))
+
+
+def read_class_names(spec: str) -> tuple[int, np.ndarray | None]:
+    """``classwise metrics --classes``: a number of classes, or a text file of class names, one
+    per line in class-index order (blank lines ignored). Returns the count and the names."""
+    if spec.strip().isdigit():
+        count = int(spec)
+        if count < 2:
+            raise InputError(f"expected at least 2 classes, got {count}", field="classes")
+        return count, None
+    p = _existing(spec)
+    try:
+        names = [line.strip() for line in p.read_text().splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"not a readable text file of class names ({exc})", path=p) from None
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise InputError(f"expected at least 2 distinct class names, one per line; got {len(names)}", path=p, field="classes")
+    return len(names), np.asarray(names)
+
+
+def load_for_metrics(
+    path: str | Path,
+    *,
+    reference: Reference | None = None,
+    n_classes: int | None = None,
+    class_names: np.ndarray | None = None,
+    abstain: str | None = None,
+) -> ScoresFile:
+    """Any user file of outputs (:data:`FORMATS`) as the :class:`~classwise.logits_io.ScoresFile`
+    the metrics read (hard predictions encoded by rank, abstentions flagged): labels from the file
+    or from ``reference`` (a file without labels needs one; with both, they must agree), matched
+    by sample id (or by row, for a file without ids). The number of classes is ``n_classes``
+    (or ``len(class_names)``), else the file's score columns, else the largest class index in its
+    labels and predictions + 1; class names map names to indices. A logits-format ``.npz`` with
+    its labels and no ``reference`` is read as :func:`~classwise.logits_io.load_outputs` reads it."""
+    p = _existing(path)
+    if class_names is not None:
+        n_classes = len(class_names)
+    fmt = _format_of(p)
+    if fmt == "npz" and reference is None and abstain is None:
+        loaded = load_outputs(p)
+        if n_classes is not None and n_classes != loaded.n_classes:
+            raise InputError(f"has {loaded.n_classes} classes, expected {n_classes} (--classes)", path=p)
+        return loaded if class_names is None else replace(loaded, class_names=np.asarray(class_names).astype(str))
+    outputs = read_outputs(p, abstain=abstain)
+    if reference is not None:
+        labels = _as_indices(reference.labels, class_names, reference.path, "label", "the labels", reference.sample_ids)
+        ids = reference.sample_ids if reference.sample_ids is not None else outputs.sample_ids
+        if ids is None:
+            ids = np.arange(labels.size).astype(str)
+        elif reference.sample_ids is None and ids.size != labels.size:
+            raise InputError(
+                f"has {ids.size} rows, the labels file {reference.path} has {labels.size} (a file without sample ids "
+                "holds one label per row, in the rows' order)",
+                path=reference.path,
+                field="labels",
+            )
+        if reference.sample_ids is None and outputs.sample_ids is not None:
+            outputs = replace(outputs, sample_ids=None)  # matched by row: the labels carry no ids
+        where = f"the labels file {reference.path!r}"
+    elif outputs.labels is not None:
+        labels = _as_indices(outputs.labels, class_names, p, outputs.label_field, "the class names", outputs.sample_ids)
+        ids = outputs.sample_ids if outputs.sample_ids is not None else np.arange(labels.size).astype(str)
+        where = "this file"
+    else:
+        raise InputError(
+            "gives no labels: add a 'label' column (an .npz: a 'labels' array), or give the labels with --labels",
+            path=p,
+            field="label",
+        )
+    if n_classes is None:
+        n_classes = _inferred_class_count(outputs, labels, p)
+    check_labels(labels, labels.size, n_classes, path=reference.path if reference else p)
+    aligned = align(
+        outputs, sample_ids=ids, labels=labels, n_classes=n_classes, dataset="", class_names=class_names, reference=where
+    )
+    names = np.asarray(class_names).astype(str) if class_names is not None else np.arange(n_classes).astype(str)
+    if aligned.kind == PREDICTIONS:
+        scores, abstained = ranked_scores(aligned.values, n_classes)
+        top_k = 1 if aligned.values.ndim == 1 else int(aligned.values.shape[1])
+        return ScoresFile(
+            scores, labels, "logits", np.asarray(aligned.sample_ids), names, path=str(p), hard_predictions=True, top_k=top_k,
+            abstained=abstained,
+        )  # fmt: skip
+    kind: ScoreKind = "probs" if aligned.kind == "probs" else "logits"
+    return ScoresFile(aligned.values, labels, kind, np.asarray(aligned.sample_ids), names, path=str(p))
+
+
+def _inferred_class_count(outputs: UserOutputs, labels: np.ndarray, path: Path) -> int:
+    """The class count of a file that does not state it: its score columns, else the largest
+    class index among its labels and predictions + 1 (timm's top-k files need ``--classes``)."""
+    if outputs.kind != PREDICTIONS:
+        return int(outputs.values.shape[1])
+    if outputs.values.ndim == 2:
+        raise InputError(
+            "holds the top-k classes of an unknown number of classes: give the count or the names with --classes",
+            path=path,
+            field=outputs.value_field,
+        )
+    if outputs.values.dtype.kind in "US":
+        raise InputError(
+            "gives classes by name: give the class names with --classes NAMES.txt", path=path, field=outputs.value_field
+        )
+    return int(max(labels.max(initial=0), outputs.values.max(initial=0))) + 1

@@ -333,9 +333,9 @@ def transfer_matrix_table(cells: pd.DataFrame, *, samples: bool = False) -> pd.D
     targets = list(dict.fromkeys(cells["target"]))
     display = pd.DataFrame("-", index=pd.Index(list(dict.fromkeys(labels)), name="source / attack"), columns=targets)
     for label, row in zip(labels, cells.itertuples(index=False)):
-        display.loc[label, row.target] = (
-            f"{decimals(row.robust_accuracy)} ({row.worst_class}: {decimals(row.worst_class_accuracy)})"
-        )
+        tied = int(getattr(row, "worst_class_tied", 1) or 1)
+        worst = f"{row.worst_class}; {tied} tied" if tied > 1 else f"{row.worst_class}"
+        display.loc[label, row.target] = f"{decimals(row.robust_accuracy)} ({worst}: {decimals(row.worst_class_accuracy)})"
     if samples:
         rows = cells.set_index(pd.Index(labels)).groupby(level=0, sort=False)
         display["n"] = [

@@ -24,7 +24,7 @@ from classwise.models.sources import model_source
 from classwise.outputs import Planned
 from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
 from classwise.references import REFERENCES  # the report's categories, one per source
-from classwise.shifts.spec import expand_shifts
+from classwise.shifts.spec import expand_shifts, infer_parameter
 from classwise.superclasses import resolve_superclasses
 
 CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles)) or DEMO_CONFIG
@@ -135,12 +135,9 @@ def shift_spec(wildcards):
 
 
 def infer_shift(wildcards):
-    """What infer needs of its shift: the spec, and for a transfer shift the source model's
-    config under `source_model`. (One parameter, so adding transfer attacks changed no other
-    shift's parameters: cached inference of the other shifts does not rerun.)"""
-    spec = shift_spec(wildcards)
-    source = source_config(wildcards)
-    return spec if source is None else {**spec, "source_model": source}
+    """What infer needs of its shift, in one parameter: the spec, and for a shift crafted on
+    another model that model's config (classwise.shifts.spec.infer_parameter)."""
+    return infer_parameter(SHIFTS[wildcards.shift], source_config(wildcards))
 
 
 def model_weights(wildcards):
@@ -162,19 +159,17 @@ def weights_of(name):
 def source_weights(wildcards):
     """What infer loads besides the model for a transfer shift: `source_weights`, the weights of
     the model the attack is crafted on (nothing for other shifts)."""
-    spec = SHIFTS[wildcards.shift]
-    if spec.kind != "transfer":
+    source = SHIFTS[wildcards.shift].source_model
+    if source is None:
         return {}
-    weights = weights_of(spec.params["source"])
+    weights = weights_of(source)
     return {} if weights is None else {"source_weights": weights}
 
 
 def source_config(wildcards):
     """The config entry of a transfer shift's source model (None for other shifts)."""
-    spec = SHIFTS[wildcards.shift]
-    if spec.kind != "transfer":
-        return None
-    return canonical(config["models"][spec.params["source"]])
+    source = SHIFTS[wildcards.shift].source_model
+    return None if source is None else canonical(config["models"][source])
 
 
 def models_made_by(rule):
@@ -309,9 +304,9 @@ def inference_data(wildcards):
     shift set the markers of the downloaded files it reads (nothing for a directory the user
     provides)."""
     spec = SHIFTS[wildcards.shift]
-    if spec.kind != "dataset":
+    key = spec.shift_set
+    if key is None:
         return dataset_marker(wildcards.dataset)
-    key = spec.params["set"]
     entry = config["datasets"][wildcards.dataset]["shift_sets"][key]
     return [
         f"{RESOURCES}/shift_sets/{wildcards.dataset}/{key}/{name}.prepared.json"

@@ -101,7 +101,7 @@ def flat_confusions(wildcards):
 def targeted_runs(wildcards):
     return {
         model: {
-            SHIFTS[shift].params["target"]: logits_path(wildcards.dataset, model, shift)
+            SHIFTS[shift].target: logits_path(wildcards.dataset, model, shift)
             for shift in ROBUSTNESS_RUNS[wildcards.dataset].targeted
         }
         for model in targeted_models(wildcards.dataset)

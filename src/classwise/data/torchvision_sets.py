@@ -35,6 +35,7 @@ from classwise.atomic import write_json
 from classwise.data.downloads import check_sha256, download, unpack
 from classwise.data.imagefolder import BadImagePolicy, ImageFileDataset, to_array
 from classwise.data.imageset import ImageSet
+from classwise.data.shift_sets.cifar import CIFAR10C, CIFAR10C_MD5, load_cifar_c
 from classwise.errors import InputError
 
 __all__ = [
@@ -106,44 +107,12 @@ ARCHIVES: dict[str, tuple[Archive, ...]] = {
             "gtsrb/GTSRB_Final_Test_GT.zip",
         ),
     ),
-    # CIFAR-10-C (Hendrycks & Dietterich 2019), Zenodo record 2535967, 2,918,471,680 bytes.
-    # sha256 as listed in TensorFlow Datasets' url_checksums/cifar10_corrupted.txt; Zenodo itself
-    # lists md5 56bf5dcef84df0e2308c6dcbcbbd8499 (CIFAR10C_MD5).
-    "cifar10c": (
-        Archive(
-            "https://zenodo.org/records/2535967/files/CIFAR-10-C.tar",
-            "c72763e101c723b7c507b96205f7e938912a5d587376173b825850cf3cb876a7",
-            "CIFAR-10-C.tar",
-        ),
-    ),
 }
 
-CIFAR10C_MD5 = "56bf5dcef84df0e2308c6dcbcbbd8499"
-"""Zenodo's published md5 of CIFAR-10-C.tar (for a manual check: ``md5sum CIFAR-10-C.tar``)."""
-
-CIFAR10C_DIR = "CIFAR-10-C"
-CIFAR10C_PER_SEVERITY = 10_000
-CIFAR10C_CORRUPTIONS = (
-    "brightness",
-    "contrast",
-    "defocus_blur",
-    "elastic_transform",
-    "fog",
-    "frost",
-    "gaussian_blur",
-    "gaussian_noise",
-    "glass_blur",
-    "impulse_noise",
-    "jpeg_compression",
-    "motion_blur",
-    "pixelate",
-    "saturate",
-    "shot_noise",
-    "snow",
-    "spatter",
-    "speckle_noise",
-    "zoom_blur",
-)
+# CIFAR-10-C as a dataset of one corruption and severity (``source: cifar10c``): its archive, its
+# 19 corruptions, ids and classes are those of the cifar10c shift family, defined once there.
+CIFAR10C_DIR = CIFAR10C.folder
+CIFAR10C_CORRUPTIONS = CIFAR10C.corruptions
 """The 19 ``<corruption>.npy`` files of CIFAR-10-C (15 benchmark + 4 extra corruptions)."""
 
 GTSRB_CLASSES = tuple(f"{k:05d}" for k in range(43))
@@ -288,7 +257,8 @@ def prepare_cifar10c(
     backoff: float = 2.0,
     timeout: float = 60.0,
 ) -> Path:
-    """Download CIFAR-10-C.tar (sha256-verified) and unpack it to ``<root>/CIFAR-10-C``; return that.
+    """Download CIFAR-10-C.tar (sha256-verified; the cifar10c shift family's archive unless
+    ``url`` / ``sha256`` override it) and unpack it to ``<root>/CIFAR-10-C``; return that.
 
     Unpacking goes to a temporary folder beside it that is renamed into place when complete, so
     ``CIFAR-10-C`` is either absent or whole. An existing complete folder is kept as it is. The
@@ -299,10 +269,10 @@ def prepare_cifar10c(
     if _cifar10c_complete(target):
         log.info("%s: already unpacked", target)
         return target
-    (default,) = ARCHIVES["cifar10c"]
+    default = CIFAR10C.archive
     archive = download(
         url or default.url,
-        root / default.relpath,
+        root / default.filename,
         sha256=sha256 or default.sha256,
         retries=retries,
         backoff=backoff,
@@ -325,12 +295,14 @@ def prepare_cifar10c(
     return target
 
 
-def load_cifar10c(root: str | Path, corruption: str, severity: int, *, per_severity: int = CIFAR10C_PER_SEVERITY) -> ImageSet:
+def load_cifar10c(root: str | Path, corruption: str, severity: int, *, per_severity: int | None = None) -> ImageSet:
     """The 10,000 CIFAR-10 test images under ``corruption`` at ``severity`` (1-5); never downloads.
 
-    ``root`` holds ``CIFAR-10-C/`` (or is it). Rows ``(severity - 1) * per_severity`` up to
-    ``severity * per_severity`` of ``<corruption>.npy`` (uint8 NHWC) and ``labels.npy``; sample
-    ids ``cifar10-test-%05d`` (the test index). ``per_severity`` is 10,000 for the real archive.
+    ``root`` holds ``CIFAR-10-C/`` (or is it). Read by the cifar10c shift family's reader
+    (:func:`classwise.data.shift_sets.cifar.load_cifar_c`): rows ``(severity - 1) * per_severity``
+    up to ``severity * per_severity`` of ``<corruption>.npy`` (uint8 NHWC) and ``labels.npy``;
+    sample ids ``cifar10-test-%05d`` (the test index). ``per_severity`` defaults to a fifth of
+    the rows (10,000 in the real archive).
     """
     root = Path(root)
     directory = root if (root / "labels.npy").is_file() else root / CIFAR10C_DIR
@@ -338,26 +310,18 @@ def load_cifar10c(root: str | Path, corruption: str, severity: int, *, per_sever
         raise InputError(f"expected one of {list(CIFAR10C_CORRUPTIONS)}, got {corruption!r}", field="corruption")
     if isinstance(severity, bool) or not isinstance(severity, (int, np.integer)) or not 1 <= severity <= 5:
         raise InputError(f"expected an integer in 1..5, got {severity!r}", field="severity")
-    data_path, labels_path = directory / f"{corruption}.npy", directory / "labels.npy"
-    for path in (data_path, labels_path):
+    for path in (directory / f"{corruption}.npy", directory / "labels.npy"):
         if not path.is_file():
             raise InputError(
                 "CIFAR-10-C is not prepared here; run the download step first (prepare_cifar10c, a localrule)",
                 path=path,
                 field="root",
             )
-    data = np.load(data_path, mmap_mode="r")
-    labels_all = np.load(labels_path, mmap_mode="r")
-    rows = slice((int(severity) - 1) * per_severity, int(severity) * per_severity)
-    if data.ndim != 4 or data.shape[0] < rows.stop or data.shape[1:] != (32, 32, 3) or labels_all.shape[0] < rows.stop:
-        raise InputError(
-            f"expected ({5 * per_severity}, 32, 32, 3) images and {5 * per_severity} labels, "
-            f"got {data.shape} and {labels_all.shape}",
-            path=data_path,
-            field="shape",
-        )
-    images = np.asarray(data[rows]).transpose(0, 3, 1, 2).astype(np.float32) / np.float32(255.0)
-    labels = np.asarray(labels_all[rows], dtype=np.int64)
-    ids = np.char.add("cifar10-test-", np.char.zfill(np.arange(len(labels)).astype(str), 5))
-    names = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
-    return ImageSet(images=images, labels=labels, sample_ids=ids, class_names=names)
+    return load_cifar_c(
+        directory,
+        corruption,
+        int(severity),
+        id_prefix=CIFAR10C.id_prefix,
+        class_names=CIFAR10C.classes,
+        per_severity=per_severity,
+    )

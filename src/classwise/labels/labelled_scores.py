@@ -37,6 +37,10 @@ class LabelledScores:
     #: A view of several correct labels per sample (ImageNet ReaL): each kept sample's set;
     #: ``labels`` are then the original labels, which per-class figures group by.
     label_sets: LabelSets | None = None
+    #: Hard predictions: how many top-ranked classes each sample names (see ``ScoresFile``).
+    top_k: int = 1
+    #: Hard predictions: the kept samples on which the model abstained; None: none.
+    abstained: np.ndarray | None = None
 
 
 def apply_label_view(
@@ -59,6 +63,8 @@ def apply_label_view(
             scores_file.class_names,
             scores_file.extra.get("class_indices"),
             scores_file.hard_predictions,
+            top_k=scores_file.top_k,
+            abstained=scores_file.abstained,
         )
     if view_labels is None:
         raise InputError(f"label view '{view}' needs a label file", path=source, field="labels")
@@ -85,7 +91,17 @@ def apply_label_view(
         scores_file.class_names,
         scores_file.extra.get("class_indices"),
         scores_file.hard_predictions,
+        top_k=scores_file.top_k,
+        abstained=_kept(scores_file.abstained, keep),
     )
+
+
+def _kept(abstained: np.ndarray | None, keep: np.ndarray) -> np.ndarray | None:
+    """The abstentions among the kept rows (None when none is kept)."""
+    if abstained is None:
+        return None
+    kept = abstained[keep]
+    return kept if kept.any() else None
 
 
 def apply_label_sets(scores_file: ScoresFile, view: str, sets: LabelSets, *, source: str | Path | None = None) -> LabelledScores:
@@ -112,4 +128,6 @@ def apply_label_sets(scores_file: ScoresFile, view: str, sets: LabelSets, *, sou
         None,
         scores_file.hard_predictions,
         sets.take(keep),
+        top_k=scores_file.top_k,
+        abstained=_kept(scores_file.abstained, keep),
     )

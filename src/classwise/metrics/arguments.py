@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from classwise.logits_io import ScoresFile
 
 from classwise.metrics.catalogue import DEFAULTS
 
@@ -71,6 +76,35 @@ def add_metric_arguments(parser: argparse.ArgumentParser) -> None:
         default=list(DEFAULTS.ns),
         help=f"n of W{{n}}CR (default {' '.join(map(str, DEFAULTS.ns))}; n >= C skipped)",
     )
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--labels``, ``--classes`` and ``--abstain``: what a file of outputs other than a
+    logits-format ``.npz`` may need (:func:`classwise.predictions_io.load_for_metrics`)."""
+    parser.add_argument(
+        "--labels",
+        help="the labels, for files without them (timm's outputs, an .npy): a CSV sample_id,label or an .npy in row order",
+    )
+    parser.add_argument(
+        "--classes",
+        metavar="N|NAMES.txt",
+        help="the number of classes, or a file of class names (one per line, in index order) to map names to indices",
+    )
+    parser.add_argument("--abstain", metavar="TOKEN", help="a prediction cell meaning 'abstained' (beside empty and -1)")
+
+
+def input_loader(args: argparse.Namespace) -> Callable[[str], ScoresFile]:
+    """Reads a file of outputs with the options of :func:`add_input_arguments` (the labels file
+    and the class names read once)."""
+    from classwise.predictions_io import load_for_metrics, read_class_names, read_reference
+
+    reference = read_reference(args.labels) if args.labels is not None else None
+    n_classes, class_names = read_class_names(args.classes) if args.classes is not None else (None, None)
+
+    def load(path: str) -> ScoresFile:
+        return load_for_metrics(path, reference=reference, n_classes=n_classes, class_names=class_names, abstain=args.abstain)
+
+    return load
 
 
 def positive_int(text: str) -> int:

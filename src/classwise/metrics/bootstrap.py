@@ -218,7 +218,7 @@ def _prepare(
         support_valid=stats.support[valid],
         hits1=_indicator(position[labels], valid.shape[0], rank == 0),
         hitsk=_indicator(position[labels], valid.shape[0], rank < k),
-        predicted=_indicator(stats.predictions, c),
+        predicted=_indicator(stats.predictions, c, ~stats.abstained if stats.n_abstained else None),  # abstentions: no class
         precision_hits=_indicator(stats.predictions, c, rank == 0),
         superclasses=supers,
         terms=np.ascontiguousarray(np.stack(terms)),
@@ -334,7 +334,7 @@ def _replicates(
 ) -> dict[str, MetricReplicates]:
     """Every catalogue metric's replicates that the model has the statistics for: the
     superclass metrics with superclasses, the pair metrics with pairs, ``W{n}CR`` for
-    ``1 <= n < C``."""
+    ``1 <= n <`` the classes with samples (as the suite: a larger n pools every class)."""
     blocks = _run_blocks(lambda chunk: _block(model, draws, chunk), b, workers)
     names = ("hits1", "hitsk", "predicted", "precision_hits", "term_sums", "zeros", "n_correct_bins", "n_all_bins")
     counts = {name: _stack(blocks, name) for name in names}
@@ -348,7 +348,7 @@ def _replicates(
         superclass_names=supers.names if supers else (), superclass_counts=supers.counts if supers else None,
         superclass_members=supers.members if supers else None, nelson_shifts=model.shifts, gamma=model.gamma,
     )  # fmt: skip
-    valid_ns = [m for m in ns if 1 <= m < model.c]
+    valid_ns = [m for m in ns if 1 <= m < model.valid.shape[0]]
     out: dict[str, MetricReplicates] = {}
     for entry in catalogue.CATALOGUE:
         if entry.replicate is None or (entry.needs_superclasses and supers is None):
@@ -393,6 +393,11 @@ def _plain(x: Any) -> Any:
     return x.item() if hasattr(x, "item") else x
 
 
+#: Decimals a replicate count of :func:`worst_probability` is rounded to: float noise (1e-16 per
+#: term) goes, and a share that differs by less than 1e-9 replicates reads as equal anyway.
+SHARE_DECIMALS = 9
+
+
 def worst_probability(
     worst: list[tuple[Any, ...]], top: int = TOP_WORST, *, shares: Mapping[tuple[Any, ...], float] | None = None
 ) -> list[tuple[tuple[Any, ...], float]]:
@@ -403,7 +408,10 @@ def worst_probability(
     without them, each replicate counts for the element it names.  Replicates that name
     nothing (CFPS_max without errors) count in the denominator."""
     counts: Mapping[tuple[Any, ...], float] = shares if shares is not None else Counter(w for w in worst if w)
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], _sort_key(item[0])))
+    # sums of 1/t added in different orders differ in the last bits: equal shares must rank (and
+    # read) as equal, by the class index
+    rounded = {classes: round(count, SHARE_DECIMALS) for classes, count in counts.items()}
+    ranked = sorted(rounded.items(), key=lambda item: (-item[1], _sort_key(item[0])))
     return [(classes, count / len(worst)) for classes, count in ranked[:top]]
 
 
@@ -441,7 +449,7 @@ def minimum_bounds(stats: ClassificationStats, *, k: int, ns: Sequence[int], con
     hits1 = stats.hits[valid]
     hitsk = wc._topk_hits(stats, k)[valid]
     out = {"WCA": minimum_bound(hits1, support, confidence), f"WCA@{k}": minimum_bound(hitsk, support, confidence)}
-    for m in (m for m in ns if 1 <= m < stats.n_classes):
+    for m in (m for m in ns if 1 <= m < valid.shape[0]):  # a larger n pools every class with samples
         bound = minimum_bound(hits1, support, confidence, n_smallest=m)
         out[f"W{m}CR"] = out[f"W{m}CR_exact"] = bound
         out[f"W{m}CR@{k}"] = minimum_bound(hitsk, support, confidence, n_smallest=m)

@@ -2,8 +2,8 @@
 asks of it.
 
 An entry is a metric or a metric template (``W{n}CR@{k}`` is one entry, expanded over the
-configured ``n`` and ``k``). It says which family computes it, whether it needs scores or
-works on hard predictions, whether it is defined when a sample has several correct labels
+configured ``n`` and ``k``). It says which family computes it, what it needs of a model's
+outputs (the predicted class, the set of the top k classes, or scores), whether it is defined when a sample has several correct labels
 (ImageNet ReaL), what its worst element is (a class, a pair, a superclass), whether it is a row
 of the worst-class paper table, and where its value and its bootstrap replicates are computed.
 The catalogue's order is the order of the metrics in every output (JSON, tables).
@@ -44,9 +44,11 @@ __all__ = [
     "paper_rows",
     "score_metric_names",
     "skipped_for_class_count",
+    "unavailable_for_hard_predictions",
 ]
 
 Family = Literal["worst_class", "decisiveness", "cfps"]
+Needs = Literal["prediction", "top_k", "scores"]
 Worst = Literal["class", "pair", "superclass"]
 TableRow = Literal["always", "never", "balanced_pairs"]
 
@@ -88,8 +90,10 @@ class Metric:
     """``module:function`` giving its value on the whole sample (see :func:`kernel`)."""
     replicate: str | None = None
     """``module:function`` giving its bootstrap replicates; None: no interval."""
-    needs_scores: bool = False
-    """Needs a ranking or probabilities, not only the predicted class (skipped for hard predictions)."""
+    needs: Needs = "prediction"
+    """What it needs of a model's outputs: the predicted class alone (``prediction``), the set
+    of the k top-ranked classes (``top_k``: hard top-k predictions of at least k classes do), or
+    scores to rank or weigh every class by (``scores``)."""
     under_label_sets: bool = True
     """Defined when a sample has several correct labels (ImageNet ReaL)."""
     worst: Worst | None = None
@@ -97,6 +101,11 @@ class Metric:
     needs_superclasses: bool = False
     table_row: TableRow = "never"
     """A row of the worst-class paper table: always, never, or when balanced pairs are asked for."""
+
+    @property
+    def needs_scores(self) -> bool:
+        """Needs more than the predicted class (skipped for hard predictions of one class)."""
+        return self.needs != "prediction"
 
     @property
     def over_n(self) -> bool:
@@ -143,7 +152,7 @@ CATALOGUE: tuple[Metric, ...] = (
     ),
     Metric(
         "WSupCA", "worst_class", "worst-superclass accuracy: the argmax within the superclass",
-        **_kernels("worst_superclass_accuracy"), needs_scores=True, under_label_sets=False, worst="superclass",
+        **_kernels("worst_superclass_accuracy"), needs="scores", under_label_sets=False, worst="superclass",
         needs_superclasses=True, table_row="always",
     ),
     Metric(
@@ -160,49 +169,49 @@ CATALOGUE: tuple[Metric, ...] = (
     ),
     Metric(
         "W2CA", "worst_class", "worst pair accuracy: the argmax within a pair, pooled", **_kernels("worst_pair_accuracy"),
-        needs_scores=True, under_label_sets=False, worst="pair", table_row="always",
+        needs="scores", under_label_sets=False, worst="pair", table_row="always",
     ),
     Metric(
         "W2CA_balanced", "worst_class", "worst pair accuracy, class-balanced (the published code's)",
-        **_kernels("worst_pair_accuracy_balanced"), needs_scores=True, under_label_sets=False, worst="pair",
+        **_kernels("worst_pair_accuracy_balanced"), needs="scores", under_label_sets=False, worst="pair",
         table_row="balanced_pairs",
     ),
-    Metric("A@{k}", "worst_class", "top-k accuracy", **_kernels("topk_accuracy"), needs_scores=True, table_row="always"),
+    Metric("A@{k}", "worst_class", "top-k accuracy", **_kernels("topk_accuracy"), needs="top_k", table_row="always"),
     Metric(
-        "WCA@{k}", "worst_class", "worst-class top-k accuracy", **_kernels("worst_class_topk_accuracy"), needs_scores=True,
+        "WCA@{k}", "worst_class", "worst-class top-k accuracy", **_kernels("worst_class_topk_accuracy"), needs="top_k",
         worst="class", table_row="always",
     ),
     Metric(
         "W{n}CR@{k}", "worst_class", "pooled top-k recall of the n classes of lowest top-k recall",
-        **_kernels("worst_n_class_topk_recall"), needs_scores=True, table_row="always",
+        **_kernels("worst_n_class_topk_recall"), needs="top_k", table_row="always",
     ),
     Metric(
-        "decisiveness", "decisiveness", f"arithmetic mean {_REPORTED}", **_kernels("decisiveness"), needs_scores=True,
+        "decisiveness", "decisiveness", f"arithmetic mean {_REPORTED}", **_kernels("decisiveness"), needs="scores",
         under_label_sets=False,
     ),
     Metric(
         "geometric_accuracy", "decisiveness", f"geometric mean {_REPORTED}", **_kernels("geometric_accuracy"),
-        needs_scores=True, under_label_sets=False,
+        needs="scores", under_label_sets=False,
     ),
     Metric(
         "robustness", "decisiveness", f"generalized mean (rho = -2/3) {_REPORTED}", **_kernels("robustness"),
-        needs_scores=True, under_label_sets=False,
+        needs="scores", under_label_sets=False,
     ),
     Metric(
         "decisiveness_measured", "decisiveness", f"decisiveness {_MEASURED}", **_kernels("decisiveness_measured"),
-        needs_scores=True, under_label_sets=False,
+        needs="scores", under_label_sets=False,
     ),
     Metric(
         "geometric_accuracy_measured", "decisiveness", f"geometric accuracy {_MEASURED}",
-        **_kernels("geometric_accuracy_measured"), needs_scores=True, under_label_sets=False,
+        **_kernels("geometric_accuracy_measured"), needs="scores", under_label_sets=False,
     ),
     Metric(
         "robustness_measured", "decisiveness", f"robustness {_MEASURED}", **_kernels("robustness_measured"),
-        needs_scores=True, under_label_sets=False,
+        needs="scores", under_label_sets=False,
     ),
     Metric(
         "calibration_slope", "decisiveness", "slope of measured against reported (below 1: overconfident)",
-        **_kernels("calibration_slope"), needs_scores=True, under_label_sets=False,
+        **_kernels("calibration_slope"), needs="scores", under_label_sets=False,
     ),
     Metric("CFPS_max", "cfps", "the largest class false-positive score", **_kernels("cfps_max"), worst="class"),
 )  # fmt: skip
@@ -228,6 +237,27 @@ def metric_names(
 def score_metric_names(k: int, ns: Sequence[int]) -> tuple[str, ...]:
     """The worst-class metrics that need scores, not only the predicted class."""
     return metric_names(k=k, ns=ns, family="worst_class", where=lambda entry: entry.needs_scores)
+
+
+def top_k_reason(top_k: int, k: int) -> str:
+    """Why the top-k metrics are missing for hard predictions of the ``top_k`` best classes."""
+    if top_k == 1:
+        return HARD_PREDICTIONS_REASON
+    return f"hard top-{top_k} predictions: the top-{k} metrics need the {k} top-ranked classes of each sample"
+
+
+def unavailable_for_hard_predictions(
+    top_k: int, *, k: int, ns: Sequence[int], family: Family | None = "worst_class"
+) -> dict[str, str]:
+    """The metrics (of one family, or all) that hard predictions of the ``top_k`` top-ranked
+    classes per sample cannot give, with why: those that need scores, and the top-k metrics
+    when ``top_k < k`` (1: the predicted class alone)."""
+    out: dict[str, str] = {}
+    for entry in entries(family):
+        if entry.needs == "scores" or (entry.needs == "top_k" and top_k < k):
+            reason = HARD_PREDICTIONS_REASON if entry.needs == "scores" else top_k_reason(top_k, k)
+            out.update((name, reason) for name, _ in entry.instances(k=k, ns=ns))
+    return out
 
 
 def label_sets_metric_names(family: Family | None = None) -> tuple[str, ...]:

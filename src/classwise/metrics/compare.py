@@ -16,6 +16,7 @@ labels, same seed; :mod:`classwise.metrics.bootstrap`), so the replicate differe
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -122,15 +123,7 @@ def align(first: ScoresFile, second: ScoresFile) -> ScoresFile:
             path=where,
             field="labels",
         )
-    return ScoresFile(
-        scores=second.scores[order],
-        labels=labels,
-        kind=second.kind,
-        sample_ids=ids_a,
-        class_names=second.class_names,
-        path=second.path,
-        extra={},
-    )
+    return dataclasses.replace(second.rows(order), labels=labels, sample_ids=ids_a, extra={})
 
 
 def compare(
@@ -171,7 +164,9 @@ def compare_models(
 ) -> dict[tuple[str, str], Comparison]:
     """:func:`compare` of every pair of models: ``(a, b) -> b minus a`` for ``a`` before
     ``b`` in the order of ``files`` (model name -> scores).  Every file is matched to the
-    first by sample id (:func:`align`) and bootstrapped once, on the same draws."""
+    first by sample id (:func:`align`) and bootstrapped once, on the same draws.  A pair is
+    compared on the metrics both models give (hard predictions give no metric that needs
+    scores; :func:`~classwise.metrics.suite.evaluate`)."""
     b_count = boot.check_replicates(replicates)
     conf = check_confidence(confidence)
     seed = boot.check_seed(seed)
@@ -182,17 +177,21 @@ def compare_models(
     values, reps = {}, {}
     for name in names:
         f = reference if name == names[0] else align(reference, files[name])
-        evaluation = evaluate(f.scores, f.labels, kind=f.kind, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns)
+        top_k = f.top_k if f.hard_predictions else None
+        evaluation = evaluate(
+            f.scores, f.labels, kind=f.kind, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns, top_k=top_k,
+            abstained=f.abstained,
+        )  # fmt: skip
         probabilities = Probabilities.from_scores(f.scores, f.kind)
         values[name] = {metric: result.value for metric, result in evaluation.metrics.items()}
         reps[name] = boot.bootstrap_replicates(
             argmax_scores(f.scores, f.kind), evaluation.stats, probabilities, superclasses=superclasses, gamma=gamma,
-            bins=bins, k=k, ns=ns, replicates=b_count, seed=seed, workers=workers,
+            bins=bins, k=k, ns=ns, replicates=b_count, seed=seed, workers=workers, pairs=top_k is None,
         )  # fmt: skip
     out = {}
     for a, b in itertools.combinations(names, 2):
         metrics = {}
-        for metric in values[a]:
+        for metric in (m for m in values[a] if m in values[b]):  # hard predictions lack what needs scores
             d = reps[b][metric].values - reps[a][metric].values
             metrics[metric] = MetricComparison(
                 a=values[a][metric],

@@ -1,10 +1,14 @@
-"""classwise compare A.npz B.npz: every metric of B minus A, with paired bootstrap intervals.
+"""classwise compare A B: every metric of B minus A, with paired bootstrap intervals.
 
-``classwise compare A.npz B.npz [--bootstrap 1000] [--confidence 0.95] [--seed 0]
-[--superclasses S.json] [--gamma 0.005] [--bins 10] [--k 5] [--n 10 100] [--out C.json]``
+``classwise compare A B [--bootstrap 1000] [--confidence 0.95] [--seed 0]
+[--superclasses S.json] [--gamma 0.005] [--bins 10] [--k 5] [--n 10 100] [--labels L]
+[--classes N|NAMES.txt] [--abstain TOKEN] [--out C.json]``
 
-Both files hold the same samples (matched by ``sample_ids``; an error if the sets differ or
-a matched sample's label differs).  Output (stdout without ``--out``):
+A and B are files of outputs in any format ``classwise metrics`` reads (a logits-format
+``.npz``, a CSV of scores or of hard predictions, timm's outputs, an ``.npy``). Both hold the
+same samples (matched by sample id; an error if the sets differ or a matched sample's label
+differs); they are compared on the metrics both give (hard predictions give none that needs
+scores).  Output (stdout without ``--out``):
 ``{"n_samples", "n_classes", "bootstrap": {...}, "metrics": {NAME: {"a", "b",
 "difference", "ci", "p_value"}}}``; see :mod:`classwise.metrics.compare`.
 """
@@ -18,12 +22,13 @@ from classwise.metrics.arguments import emit_json, help_text
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from classwise.logits_io import load_scores
+    from classwise.metrics.arguments import input_loader
     from classwise.metrics.compare import compare
     from classwise.superclasses import load_superclasses
 
-    first = load_scores(args.a)
-    second = load_scores(args.b)
+    load = input_loader(args)
+    first = load(args.a)
+    second = load(args.b)
     superclasses = load_superclasses(args.superclasses, first.n_classes) if args.superclasses is not None else None
     result = compare(
         first,
@@ -43,16 +48,17 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def add_parser(subcommands: Any) -> None:
-    from classwise.metrics.arguments import add_bootstrap_arguments, add_metric_arguments
+    from classwise.metrics.arguments import add_bootstrap_arguments, add_input_arguments, add_metric_arguments
 
     parser = subcommands.add_parser(
         "compare",
         help="every metric of B minus A on the same samples, with paired bootstrap intervals and p-values",
         description=help_text(__doc__),
     )
-    parser.add_argument("a", help="first scores .npz (A)")
-    parser.add_argument("b", help="second scores .npz (B), the same samples by sample_ids")
+    parser.add_argument("a", help="first file of outputs (A): any format of classwise metrics")
+    parser.add_argument("b", help="second file of outputs (B), the same samples by sample id")
     add_metric_arguments(parser)
+    add_input_arguments(parser)
     parser.add_argument("--out", help="output JSON (default: standard output)")
     add_bootstrap_arguments(parser, optional=False)
     parser.set_defaults(handler=compare_command)

@@ -159,9 +159,10 @@ def calibration_slope(inputs: SampleInputs, n: int | None = None) -> MetricResul
 
 def cfps_max(inputs: SampleInputs, n: int | None = None) -> MetricResult:
     """CFPS_max from the stats' counts: under several correct labels per sample a false
-    positive of ``c`` is a prediction of ``c`` outside its sample's set."""
+    positive of ``c`` is a prediction of ``c`` outside its sample's set; an abstention is no
+    prediction, so the errors are the misclassified samples."""
     stats = inputs.stats
-    errors = stats.errors
+    errors = stats.misclassified
     if errors == 0:
         return MetricResult(0.0, (), {"n_errors": 0})
     false_positives = stats.predicted - stats.precision_hits
@@ -360,7 +361,8 @@ def calibration_slope_replicates(r: ReplicateCounts, n: int | None = None) -> Me
 
 
 def cfps_max_replicates(r: ReplicateCounts, n: int | None = None) -> MetricReplicates:
-    errors = r.n - r["hits1"].sum(axis=1)
+    # the misclassified draws: every draw that names a class, less the correct ones (abstentions name none)
+    errors = r["predicted"].sum(axis=1) - r["precision_hits"].sum(axis=1)
     false_positives = r["predicted"] - r["precision_hits"]
     value, where = cfps_metrics.cfps_max_rows(false_positives, errors)
     # equal false-positive counts are equal CFPS; a replicate without errors names no class

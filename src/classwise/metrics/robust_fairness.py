@@ -226,9 +226,7 @@ def load_clean_and_attacked(clean_path: str | Path, attacked_path: str | Path) -
     if attacked.n_samples < clean.n_samples and _attacked_subset(attacked_path):
         keep = np.isin(clean.sample_ids, attacked.sample_ids)
         if int(keep.sum()) == attacked.n_samples:  # every attacked id is a clean one: a subset
-            clean = replace(
-                clean, scores=clean.scores[keep], labels=clean.labels[keep], sample_ids=clean.sample_ids[keep], extra={}
-            )
+            clean = replace(clean.rows(keep), extra={})
     return clean, align(clean, attacked)
 
 
@@ -249,4 +247,9 @@ def robust_fairness_of_files(clean_path: str | Path, attacked_path: str | Path) 
     """:func:`robust_fairness` of a clean and an attacked outputs file matched by sample id
     (:func:`load_clean_and_attacked`), with the clean file (its class names)."""
     clean, attacked = load_clean_and_attacked(clean_path, attacked_path)
+    for outputs in (clean, attacked):
+        if outputs.abstained is not None:
+            raise InputError(
+                "the model abstained on some samples; robust fairness needs a prediction for every one", path=outputs.path
+            )
     return robust_fairness(clean.scores, attacked.scores, clean.labels), clean

@@ -20,6 +20,14 @@ that the logits do not have).  Ties are broken towards the lower class index eve
   (score descending, index ascending), so "y is in the top k" iff ``rank < k``;
 * in the pair ``{a, b}``, ``a`` wins iff ``s_a > s_b`` or (``s_a == s_b`` and ``a < b``),
   which is exactly the argmax restricted to ``{a, b}``.
+
+Abstentions
+-----------
+A model of hard predictions may abstain on a sample (``abstained``): such a sample is an error
+for every accuracy and recall (its true class is ranked behind every class, so it is a top-k
+hit for no k, and it wins no pair), and it is never a prediction of any class: its prediction
+is ``-1``, the confusion matrix (and so every precision and the class false-positive scores)
+counts the samples that name a class only.
 """
 
 from __future__ import annotations
@@ -64,7 +72,8 @@ class ClassificationStats:
     labels:
         ``(N,)`` int64 true labels.
     predictions:
-        ``(N,)`` int64 argmax of the scores; ties go to the lowest class index.
+        ``(N,)`` int64 argmax of the scores; ties go to the lowest class index; ``-1`` where
+        the model abstained.
     support:
         ``(C,)`` int64 number of samples per true class (may contain zeros).
     true_class_rank:
@@ -80,7 +89,8 @@ class ClassificationStats:
         ``a < b``).  The diagonal is 0.  Row ``a`` plus the column ``b`` entries give the
         restricted-argmax accuracy on any pair (paper Eq. 6 with n = 2).
     confusion:
-        ``(C, C)`` int64 confusion matrix indexed ``[true, predicted]``.
+        ``(C, C)`` int64 confusion matrix indexed ``[true, predicted]``, of the samples whose
+        prediction names a class (not the abstentions).
     """
 
     n_classes: int
@@ -116,8 +126,24 @@ class ClassificationStats:
 
     @property
     def errors(self) -> int:
-        """Number of misclassified samples."""
+        """Number of samples not classified correctly, the abstentions among them."""
         return int(self.n_samples - np.count_nonzero(self.correct))
+
+    @property
+    def abstained(self) -> np.ndarray:
+        """``(N,)`` bool: the model abstained on the sample (its prediction is ``-1``)."""
+        return self.predictions < 0
+
+    @property
+    def n_abstained(self) -> int:
+        """Number of samples on which the model abstained."""
+        return int(np.count_nonzero(self.abstained))
+
+    @property
+    def misclassified(self) -> int:
+        """Number of samples predicted as a wrong class: :attr:`errors` less the abstentions
+        (the denominator of the class false-positive scores, which sum to 1 over the classes)."""
+        return self.errors - self.n_abstained
 
     @property
     def predicted(self) -> np.ndarray:
@@ -141,6 +167,7 @@ def compute_stats(
     *,
     n_classes: int | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    abstained: np.ndarray | None = None,
 ) -> ClassificationStats:
     """Compute :class:`ClassificationStats` from logits and integer labels.
 
@@ -157,6 +184,11 @@ def compute_stats(
     chunk_rows:
         Rows processed at once; bounds the scratch memory (about ``chunk_rows * C * 6``
         bytes for float32 scores) without changing the result.
+    abstained:
+        Optional ``(N,)`` bool: the samples on which the model abstained (their score rows
+        are ignored). Such a sample's prediction is ``-1``, its true class ranks behind every
+        class (rank ``C``) and loses every pair, and the confusion leaves it out (see the
+        module's conventions).
 
     Raises
     ------
@@ -184,6 +216,7 @@ def compute_stats(
     y_all = check_labels(labels, n_samples, c)
     if y_all is labels:  # frozen below: never the caller's array
         y_all = y_all.copy()
+    abstain = _abstained_mask(abstained, n_samples)
 
     support = np.bincount(y_all, minlength=c).astype(np.int64, copy=False)
     already_sorted = bool(np.all(y_all[1:] >= y_all[:-1]))
@@ -230,6 +263,9 @@ def compute_stats(
             tied = np.flatnonzero(np.count_nonzero(eq, axis=1) > 1)
             ahead[tied, :c] |= eq[tied] & (col[None, :] < y[tied, None])
 
+        if abstain is not None:  # ranked behind every class: a hit for no k, a loss in every pair
+            ahead[abstain[rows], :c] = True
+
         words = ahead.view(np.uint64)
         rank[rows] = _lane_counts(words)
 
@@ -247,7 +283,13 @@ def compute_stats(
 
     pairwise_wins = support[:, None] - ahead_counts
     np.fill_diagonal(pairwise_wins, 0)
-    confusion = np.bincount(y_all * c + pred, minlength=c * c).reshape(c, c).astype(np.int64, copy=False)
+    if abstain is None:
+        confusion = np.bincount(y_all * c + pred, minlength=c * c).reshape(c, c).astype(np.int64, copy=False)
+    else:
+        pred[abstain] = -1
+        named = ~abstain
+        keys = y_all[named] * c + pred[named]
+        confusion = np.bincount(keys, minlength=c * c).reshape(c, c).astype(np.int64, copy=False)
 
     for a in (y_all, pred, support, rank, pairwise_wins, confusion):
         a.setflags(write=False)
@@ -262,16 +304,27 @@ def compute_stats(
     )
 
 
+def _abstained_mask(abstained: np.ndarray | None, n_samples: int) -> np.ndarray | None:
+    """``abstained`` as an ``(N,)`` bool array, None when nothing is abstained (the fast path)."""
+    if abstained is None:
+        return None
+    mask = np.asarray(abstained)
+    if mask.dtype != np.bool_ or mask.shape != (n_samples,):
+        raise InputError(f"expected ({n_samples},) booleans, got {mask.dtype} of shape {mask.shape}", field="abstained")
+    return mask if mask.any() else None
+
+
 def with_label_sets(stats: ClassificationStats, best_rank: np.ndarray) -> ClassificationStats:
     """``stats`` under several correct labels per sample: ``true_class_rank`` replaced by
     ``best_rank``, the rank of each sample's best-ranked correct class
     (:func:`classwise.labels.real.best_set_rank`). Labels, support, predictions and the
     confusion stay those of the original (one) label, so per-class figures group by it; a
     sample is correct iff its rank is 0. The pairwise wins still count the original label and
-    mean nothing here: the callers leave out the pair metrics."""
+    mean nothing here: the callers leave out the pair metrics. An abstention stays an error."""
     rank = np.asarray(best_rank, dtype=np.int64).copy()
     if rank.shape != stats.true_class_rank.shape:
         raise InputError(f"expected one rank per sample {stats.true_class_rank.shape}, got {rank.shape}", field="best_rank")
+    rank[stats.abstained] = stats.n_classes  # an abstention is correct under no set
     rank.setflags(write=False)
     return dataclasses.replace(stats, true_class_rank=rank)
 

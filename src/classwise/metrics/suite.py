@@ -19,11 +19,12 @@ from classwise.metrics import bootstrap as boot
 from classwise.metrics import catalogue, kernels
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics import worst_class as wc
-from classwise.metrics.catalogue import DEFAULTS, HARD_PREDICTIONS_REASON, LABEL_SETS_REASON
+from classwise.metrics.catalogue import DEFAULTS, LABEL_SETS_REASON
+from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON as HARD_PREDICTIONS_REASON  # re-exported
 from classwise.metrics.intervals import check_confidence, proportion_interval
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricResult
-from classwise.metrics.stats import ClassificationStats, compute_stats
+from classwise.metrics.stats import ClassificationStats, compute_stats, ratio
 from classwise.validation import ScoreKind
 
 
@@ -91,11 +92,12 @@ def skipped_worst_class_metrics(n_classes: int, *, k: int, ns: Sequence[int], wi
 
 def class_false_positive_scores(stats: ClassificationStats) -> np.ndarray:
     """CFPS per class (Medi et al., 2024, Eq. 1) from the stats' counts:
-    ``(predicted_c - correct predictions of c) / errors``, all 0 without errors. With one label
-    per sample this is :func:`classwise.metrics.cfps.class_false_positive_score` of the
-    confusion; under several correct labels a false positive of ``c`` is a prediction of ``c``
-    outside its sample's set."""
-    errors = stats.errors
+    ``(predicted_c - correct predictions of c) / misclassified``, all 0 without
+    misclassifications. With one label per sample this is
+    :func:`classwise.metrics.cfps.class_false_positive_score` of the confusion (which leaves
+    abstentions out: they are no prediction of any class); under several correct labels a
+    false positive of ``c`` is a prediction of ``c`` outside its sample's set."""
+    errors = stats.misclassified
     if errors == 0:
         return np.zeros(stats.n_classes, dtype=np.float64)
     return (stats.predicted - stats.precision_hits).astype(np.float64) / float(errors)
@@ -120,15 +122,36 @@ def without_pair_metrics(
 
 
 def without_score_metrics(
-    metrics: Mapping[str, MetricResult], skipped: Mapping[str, str], *, k: int, ns: Sequence[int]
+    metrics: Mapping[str, MetricResult],
+    skipped: Mapping[str, str],
+    *,
+    k: int,
+    ns: Sequence[int],
+    top_k: int = 1,
+    family: catalogue.Family | None = "worst_class",
 ) -> tuple[dict[str, MetricResult], dict[str, str]]:
-    """``metrics`` of hard predictions (their one-hot encoding) less those that need scores,
-    which join ``skipped`` with :data:`HARD_PREDICTIONS_REASON` (a metric already skipped as
-    trivial keeps its reason)."""
-    dropped = catalogue.score_metric_names(k, ns)
-    kept = {name: result for name, result in metrics.items() if name not in dropped}
-    reasons = {name: HARD_PREDICTIONS_REASON for name in dropped if name != "WSupCA" or name in metrics}
+    """``metrics`` of hard predictions of the ``top_k`` top-ranked classes per sample (their
+    encoding by rank, :func:`classwise.logits_io.ranked_scores`; 1: the predicted class) less
+    those they cannot give (of one family, or all): the metrics that need scores, and the top-k
+    metrics when ``top_k < k``. They join ``skipped`` with why (:data:`HARD_PREDICTIONS_REASON`
+    for one predicted class; a metric already skipped as trivial keeps its reason)."""
+    unavailable = catalogue.unavailable_for_hard_predictions(top_k, k=k, ns=ns, family=family)
+    kept = {name: result for name, result in metrics.items() if name not in unavailable}
+    reasons = {name: why for name, why in unavailable.items() if name != "WSupCA" or name in metrics}
     return kept, {**reasons, **skipped}
+
+
+def class_coverage(stats: ClassificationStats) -> np.ndarray:
+    """``(C,)`` per class, the share of its samples on which the model gave a prediction (did
+    not abstain); NaN for a class without samples."""
+    answered = np.bincount(stats.labels[~stats.abstained], minlength=stats.n_classes)
+    return ratio(answered, stats.support)
+
+
+def coverage_json(stats: ClassificationStats) -> dict[str, Any]:
+    """The ``coverage`` block of a metrics JSON: the share of samples with a prediction and the
+    number of abstentions (which every accuracy and recall counts as errors)."""
+    return {"value": (stats.n_samples - stats.n_abstained) / stats.n_samples, "n_abstained": stats.n_abstained}
 
 
 def nelson_family(
@@ -176,9 +199,10 @@ class Evaluation:
 
     metrics: dict[str, MetricResult]
     stats: ClassificationStats
-    calibration: nelson.MeasuredCalibration
+    calibration: nelson.MeasuredCalibration | None
+    """The measured calibration of the decisiveness family (None for hard predictions)."""
     skipped: dict[str, str] = field(default_factory=dict)
-    """Metrics left out as trivial for this many classes, with why."""
+    """Metrics left out as trivial for this many classes, or that the outputs cannot give, with why."""
     bootstrap: dict[str, boot.BootstrapSummary] | None = None
     bootstrap_settings: BootstrapSettings | None = None
     bootstrap_replicates: dict[str, boot.MetricReplicates] | None = None
@@ -192,6 +216,8 @@ class Evaluation:
             "metrics": metrics,
             "skipped": dict(self.skipped),
         }
+        if self.stats.n_abstained:
+            out["coverage"] = coverage_json(self.stats)
         if self.bootstrap is not None and self.bootstrap_settings is not None:
             out["bootstrap"] = self.bootstrap_settings.to_json()
             for name, summary in self.bootstrap.items():
@@ -214,6 +240,8 @@ def evaluate(
     confidence: float = boot.DEFAULT_CONFIDENCE,
     seed: int = boot.DEFAULT_SEED,
     workers: int | None = None,
+    top_k: int | None = None,
+    abstained: np.ndarray | None = None,
 ) -> Evaluation:
     """Compute every metric; argmax metrics use logits (or log-probabilities), the
     probability metrics use the softmax (or the given probabilities).
@@ -222,24 +250,35 @@ def evaluate(
     bootstrap replicates at ``confidence`` (seeded by ``seed``; ``workers`` threads, the
     result does not depend on their number), the shares of the most frequent worst classes,
     and the exact bounds of the recall-type minima (:mod:`classwise.metrics.bootstrap`).
-    Off by default."""
+    Off by default.
+
+    Hard predictions: ``top_k`` says that ``scores`` encode, by rank, the ``top_k`` classes a
+    model named per sample (:func:`classwise.logits_io.ranked_scores`; 1: its prediction), and
+    ``abstained`` (``(N,)`` bool) the samples on which it named none. The metrics the
+    predictions cannot give (:func:`without_score_metrics`) are listed under ``skipped``;
+    abstentions count as errors and are no class's prediction (:mod:`classwise.metrics.stats`),
+    and the JSON gets a ``coverage`` block."""
     confidence = check_confidence(confidence)
     if bootstrap is not None:
         bootstrap = boot.check_replicates(bootstrap)
         seed = boot.check_seed(seed)
     ranked = argmax_scores(scores, kind)
-    stats = compute_stats(ranked, labels)
+    stats = compute_stats(ranked, labels, abstained=abstained)
     metrics = worst_class_family(stats, ranked, superclasses=superclasses, k=k, ns=ns)
     probabilities = Probabilities.from_scores(scores, kind)
-    nelson_metrics, calibration = nelson_family(probabilities, labels, gamma=gamma, bins=bins)
-    metrics.update(nelson_metrics)
+    calibration = None
+    if top_k is None:
+        nelson_metrics, calibration = nelson_family(probabilities, labels, gamma=gamma, bins=bins)
+        metrics.update(nelson_metrics)
     metrics.update(compute_family("cfps", kernels.SampleInputs(statistics=stats)))
     skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
+    if top_k is not None:
+        metrics, skipped = without_score_metrics(metrics, skipped, k=k, ns=ns, top_k=top_k, family=None)
     if bootstrap is None:
         return Evaluation(metrics=metrics, stats=stats, calibration=calibration, skipped=skipped)
     result = bootstrap_metrics(
         ranked, stats, probabilities, settings=BootstrapSettings(bootstrap, confidence, seed),
-        superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns, workers=workers,
+        superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns, workers=workers, pairs=top_k is None,
     )  # fmt: skip
     return Evaluation(
         metrics=metrics,
@@ -314,7 +353,8 @@ def per_class_table(
     interval: str = "clopper-pearson",
     worst_shares: Mapping[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
-    """One row per class: support, recall, precision, top-k recall and CFPS, then the
+    """One row per class: support, predicted count (then ``coverage``, where the model
+    abstained: :func:`class_coverage`), recall, precision, top-k recall and CFPS, then the
     ``confidence`` intervals of recall (hits out of the class's support) and precision (hits
     out of the class's predictions), Clopper-Pearson (exact) or Wilson; empty where the
     ratio is undefined.  ``worst_shares`` (column name -> one share per class, e.g.
@@ -324,12 +364,15 @@ def per_class_table(
     recall_low, recall_high = proportion_interval(stats.hits, stats.support, confidence, interval)
     precision_low, precision_high = proportion_interval(stats.precision_hits, predicted, confidence, interval)
     extra = {name: np.asarray(shares, dtype=np.float64) for name, shares in (worst_shares or {}).items()}
+    # where the model abstained: the share of each class's samples that got a prediction
+    coverage = {"coverage": class_coverage(stats)} if stats.n_abstained else {}
     return pd.DataFrame(
         {
             "class": np.arange(stats.n_classes),
             "name": names,
             "support": stats.support,
             "predicted": predicted,
+            **coverage,
             "recall": wc.class_recall(stats),
             "precision": wc.class_precision(stats),
             f"top{k}_recall": wc.class_topk_recall(stats, k),

@@ -105,14 +105,16 @@ def worst_of_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 MAX_TIED_LISTED = 1000
 
 
-def with_ties(details: dict[str, Any], tied: Sequence[Any]) -> dict[str, Any]:
+def with_ties(details: dict[str, Any], tied: Sequence[Any], *, n_tied: int | None = None) -> dict[str, Any]:
     """``details`` with ``n_tied`` and ``tied`` (the first :data:`MAX_TIED_LISTED` of them):
     the elements (classes, pairs, superclasses) that attain the metric's extreme, when more
     than one does. The metric still names the first (the lowest index) as its one element;
-    ``n_tied`` declares that this choice was the tie rule, not a finding."""
-    if len(tied) < 2:
+    ``n_tied`` declares that this choice was the tie rule, not a finding. ``n_tied`` given:
+    ``tied`` may hold only the first of them (no list of half a million pairs is built)."""
+    count = len(tied) if n_tied is None else n_tied
+    if count < 2:
         return details
-    return {**details, "n_tied": len(tied), "tied": list(tied[:MAX_TIED_LISTED])}
+    return {**details, "n_tied": count, "tied": list(tied[:MAX_TIED_LISTED])}
 
 
 def tied_indices(values: np.ndarray, extreme: float | np.ndarray) -> list[int]:
@@ -368,8 +370,10 @@ def worst_pair(pairwise_wins: np.ndarray, support: np.ndarray, *, balanced: bool
     value[np.tri(m, dtype=np.bool_)] = np.inf  # keep a < b only
     flat = int(np.argmin(value))  # row-major first minimum -> lexicographically smallest
     i, j = divmod(flat, m)
-    tied = [[int(valid[a]), int(valid[b])] for a, b in np.argwhere(value == value[i, j])]
-    return MetricResult(float(value[i, j]), (int(valid[i]), int(valid[j])), with_ties(_empty_details(support), tied))
+    at_minimum = np.argwhere(value == value[i, j])  # row-major: lexicographic
+    tied = [[int(valid[a]), int(valid[b])] for a, b in at_minimum[:MAX_TIED_LISTED]]
+    details = with_ties(_empty_details(support), tied, n_tied=at_minimum.shape[0])
+    return MetricResult(float(value[i, j]), (int(valid[i]), int(valid[j])), details)
 
 
 # ------------------------------------------------------------------------- superclasses

@@ -53,6 +53,19 @@ def _transformation_caption(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
     )
 
 
+#: The report text of the two class x shift matrices (one text: they are read together).
+_CLASS_SHIFT_REPORT = """\
+The numbers of **Figures 2-3** of :classwise-cite:`medi2024` on
+**{{ snakemake.wildcards.dataset }}** laid out as a class x shift matrix: one row per (model,
+class), one column per shift ({{ snakemake.params.confusions | length }} shifts, original
+labels): the class-wise accuracy (recall) in ``class_shift_accuracy.csv``, the class false
+positive score in ``class_shift_cfps.csv``. A shift over a subset of the clean images is followed
+by the column ``clean on <shift>``: clean's values on the same images, matched by sample id.
+
+.. classwise-corruption-note:: {{ snakemake.params.confusions | join(" ") }}
+"""
+
+
 RECORDS = (
     Output(
         name="classwise_table",
@@ -207,16 +220,7 @@ corruptions) in one number per class.
         files={"class_shift_accuracy": ".csv"},
         mirrors=("medi2024", "Figures 2-3 as a class x shift matrix: class-wise accuracy"),
         shown="class_shift_accuracy",
-        report="""\
-The numbers of **Figures 2-3** of :classwise-cite:`medi2024` on
-**{{ snakemake.wildcards.dataset }}** laid out as a class x shift matrix: one row per (model,
-class), one column per shift ({{ snakemake.params.confusions | length }} shifts, original
-labels): the class-wise accuracy (recall) in ``class_shift_accuracy.csv``, the class false
-positive score in ``class_shift_cfps.csv``. A shift over a subset of the clean images is followed
-by the column ``clean on <shift>``: clean's values on the same images, matched by sample id.
-
-.. classwise-corruption-note:: {{ snakemake.params.confusions | join(" ") }}
-""",
+        report=_CLASS_SHIFT_REPORT,
         category="medi2024",
         labels=_labels("class x shift accuracy matrix"),
     ),
@@ -227,16 +231,7 @@ by the column ``clean on <shift>``: clean's values on the same images, matched b
         files={"class_shift_cfps": ".csv"},
         mirrors=("medi2024", "Figures 2-3 as a class x shift matrix: class false positive score"),
         shown="class_shift_cfps",
-        report="""\
-The numbers of **Figures 2-3** of :classwise-cite:`medi2024` on
-**{{ snakemake.wildcards.dataset }}** laid out as a class x shift matrix: one row per (model,
-class), one column per shift ({{ snakemake.params.confusions | length }} shifts, original
-labels): the class-wise accuracy (recall) in ``class_shift_accuracy.csv``, the class false
-positive score in ``class_shift_cfps.csv``. A shift over a subset of the clean images is followed
-by the column ``clean on <shift>``: clean's values on the same images, matched by sample id.
-
-.. classwise-corruption-note:: {{ snakemake.params.confusions | join(" ") }}
-""",
+        report=_CLASS_SHIFT_REPORT,
         category="medi2024",
         labels=_labels("class x shift CFPS matrix"),
     ),

@@ -31,12 +31,13 @@ from classwise.data.sources import (
     dataset_classes,
     dataset_classes_with_images,
     dataset_image_shape,
+    dataset_notes,
     has_images,
 )
 from classwise.errors import InputError, field_path
 from classwise.metrics.catalogue import label_sets_metric_names
 from classwise.models.sources import model_source
-from classwise.shifts.spec import AUTOATTACK_MIN_CLASSES
+from classwise.shifts.kinds import KINDS
 
 __all__ = [
     "ANALYSIS_SHIFT_KEYS",
@@ -55,10 +56,6 @@ __all__ = [
 
 #: The analyses resolved per dataset, and the config key naming the shift each one reads.
 ANALYSIS_SHIFT_KEYS = {"subset_tests": "shift", "reference_tests": "reference", "extrapolation": "shift"}
-#: The shift kinds that need no images (on a dataset given by its labels alone, only these run).
-SHIFT_KINDS_WITHOUT_IMAGES = ("clean",)
-#: The shift kinds that evaluate other samples than the dataset's test split (published shift sets).
-SHIFT_KINDS_OF_OTHER_SAMPLES = ("dataset",)
 #: What a model with hard predictions only (no scores) goes without, for the notes.
 WITHOUT_SCORES = (
     "W2CA, WSupCA and the top-k metrics, the decisiveness metrics and reliability figure, and the "
@@ -120,7 +117,7 @@ def evaluated_shifts(
     evaluated = {}
     for name, dataset in config["datasets"].items():
         own = list(shift_sets.get(name, {}))
-        on_the_fly = [shift for shift, spec in shifts.items() if spec.kind != "dataset"]
+        on_the_fly = [shift for shift, spec in shifts.items() if spec.shift_set is None]
         if "shifts" not in dataset:
             evaluated[name] = [*on_the_fly, *own]
             continue
@@ -152,6 +149,7 @@ def check_runs(
         shifts=evaluated_shifts(config, shifts, shift_sets or {}, source=source),
         classes_with_images={name: dataset_classes_with_images(name, dataset) for name, dataset in datasets.items()},
         with_images={name: has_images(dataset) for name, dataset in datasets.items()},
+        notes=[note for name, dataset in datasets.items() for note in dataset_notes(name, dataset)],
     )
     for name, model in models.items():
         model_source(model).check_run(name, model, datasets, source, shifts=list(shifts))
@@ -191,7 +189,7 @@ def _check_without_images(
     """On a dataset given by its labels alone, no model can run and no shift can perturb an
     image; a model given by files of its outputs reads no published shift set (other samples)."""
     from_files = [model for model in names if model_source(models[model]).cached_by != "infer"]
-    other_samples = [name for name in evaluated if shifts[name].kind in SHIFT_KINDS_OF_OTHER_SAMPLES]
+    other_samples = [name for name in evaluated if shifts[name].shift_set is not None]
     if from_files and other_samples:
         raise InputError(
             f"model {from_files[0]!r} gives its outputs from files, and shift {other_samples[0]!r} is a published "
@@ -214,10 +212,11 @@ def _check_without_images(
             field=f"datasets.{dataset}.models",
         )
     for name in evaluated:
-        if shifts[name].kind not in SHIFT_KINDS_WITHOUT_IMAGES:
+        if shifts[name].needs_images:
+            without_images = [kind.name for kind in KINDS.values() if not kind.needs_images]
             raise InputError(
                 f"shift {name!r} ({shifts[name].kind}) perturbs images, and {what}; evaluate only "
-                f"{list(SHIFT_KINDS_WITHOUT_IMAGES)} on it with datasets.{dataset}.shifts",
+                f"{without_images} on it with datasets.{dataset}.shifts",
                 path=source,
                 field=f"datasets.{dataset}.shifts",
             )
@@ -270,38 +269,25 @@ def _check_fit(
 
 
 def _check_targets(dataset: str, evaluated: list[str], shifts: Mapping[str, Any], classes: int | None, source: str) -> None:
-    """Targeted PGD's targets are classes of the dataset; AutoAttack's DLR losses have enough classes."""
+    """Every shift fits the dataset's classes (its kind says how: targeted PGD's targets are
+    classes of the dataset, AutoAttack's DLR losses have enough classes)."""
     if classes is None:
         return
     for name in evaluated:
-        spec = shifts.get(name)
-        if spec is not None and spec.kind == "transfer":
-            spec = spec.attack
-        if spec is not None and spec.kind == "autoattack":
-            version = spec.params.get("version", "standard")
-            if classes < AUTOATTACK_MIN_CLASSES[version]:
-                raise InputError(
-                    f"shift {name!r}: AutoAttack {version} needs at least {AUTOATTACK_MIN_CLASSES[version]} classes "
-                    f"(its DLR loss reads the logits ranked below the top 2), dataset {dataset!r} has {classes}; "
-                    f"list the shifts evaluated on it with datasets.{dataset}.shifts",
-                    path=source,
-                    field="shifts.autoattack",
-                )
-        target = shifts[name].params.get("target") if name in shifts else None
-        if target is not None and int(target) >= classes:
+        misfit = shifts[name].misfit(dataset, classes) if name in shifts else None
+        if misfit is not None:
             raise InputError(
-                f"target class {target} is not a class of dataset {dataset!r} ({classes} classes, 0..{classes - 1}); "
-                f"list the shifts evaluated on it with datasets.{dataset}.shifts",
+                f"{misfit.message}; list the shifts evaluated on it with datasets.{dataset}.shifts",
                 path=source,
-                field="shifts.pgd_targeted.targets",
+                field=misfit.field,
             )
 
 
 def _check_transfer_sources(shifts: Mapping[str, Any], models: Mapping[str, Mapping[str, Any]], source: str) -> None:
     """A transfer attack is crafted on a model of the config that the pipeline runs (not one
     given by files of its outputs: it has no gradients to attack)."""
-    for i, (name, spec) in enumerate((n, s) for n, s in shifts.items() if s.kind == "transfer"):
-        model = spec.params["source"]
+    for i, (name, spec) in enumerate((n, s) for n, s in shifts.items() if s.source_model is not None):
+        model = spec.source_model
         if model not in models:
             raise InputError(
                 f"shift {name!r} transfers an attack from model {model!r}, which is not a model of the config; "
@@ -323,10 +309,10 @@ def _check_transfers(
 ) -> None:
     """A transfer attack evaluated on a dataset is crafted on a model evaluated there."""
     for name in evaluated:
-        spec = shifts[name]
-        if spec.kind == "transfer" and spec.params["source"] not in names:
+        source_model = shifts[name].source_model
+        if source_model is not None and source_model not in names:
             raise InputError(
-                f"shift {name!r} transfers an attack from model {spec.params['source']!r}, which is not evaluated on "
+                f"shift {name!r} transfers an attack from model {source_model!r}, which is not evaluated on "
                 f"dataset {dataset!r} (models {list(names)}); list the shifts evaluated on it with datasets.{dataset}.shifts",
                 path=source,
                 field=f"datasets.{dataset}.shifts",
@@ -641,21 +627,14 @@ def resolve_robustness(
     resolved = {}
     for dataset, evaluated in plan.models.items():
         original = plan.view_shifts[(dataset, "original")]
-        transformed = [
-            s
-            for s in original
-            if shifts[s].kind == "corruption" or (shifts[s].kind == "dataset" and shifts[s].paired and not shifts[s].restricted)
-        ]
         runs = RobustnessRuns(
             full_label_space=[s for s in original if not shifts[s].restricted],
             attacked=[s for s in original if shifts[s].adversarial_images],
             adversarial=[s for s in original if shifts[s].adversarial],
-            corruptions=[s for s in original if shifts[s].kind == "corruption"],
-            transformed=transformed,
-            transfers=[
-                (shifts[s].params["source"], model, s) for s in original if shifts[s].kind == "transfer" for model in evaluated
-            ],
-            targeted=[s for s in plan.shifts[dataset] if "target" in shifts[s].params],
+            corruptions=[s for s in original if shifts[s].corrupted_on_the_fly],
+            transformed=[s for s in original if shifts[s].transformed],
+            transfers=[(shifts[s].source_model, model, s) for s in original if shifts[s].source_model for model in evaluated],
+            targeted=[s for s in plan.shifts[dataset] if shifts[s].target is not None],
             targeted_models=[model for model in robustness["targeted_models"] if model in evaluated],
             has_clean="clean" in original,
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from classwise.errors import InputError
 from classwise.logits_io import ScoresFile, load_outputs
 
 
@@ -18,7 +19,16 @@ def as_scores(source: ScoresFile | str | Path) -> ScoresFile:
 
 
 def predictions(scores: ScoresFile) -> np.ndarray:
-    """Top-1 predicted class per sample (``argmax``; ties -> lowest index), int64."""
+    """Top-1 predicted class per sample (``argmax``; ties -> lowest index), int64.
+    :class:`InputError` for a model that abstained: these analyses compare the predicted
+    classes of every sample across shifts and take no abstentions."""
+    if scores.abstained is not None:
+        raise InputError(
+            f"the model abstained on {int(scores.abstained.sum())} samples; the robustness analyses need a predicted class "
+            "for every sample (leave the model out of them)",
+            path=scores.path,
+            field="predictions",
+        )
     return np.asarray(scores.scores).argmax(axis=1).astype(np.int64)
 
 

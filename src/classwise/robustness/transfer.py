@@ -33,14 +33,16 @@ TRANSFER_COLUMNS = (
     "robust_accuracy",
     "worst_class",
     "worst_class_accuracy",
+    "worst_class_tied",
 )
 
 
 def transfer_cell(clean: ScoresFile | str | Path, transferred: ScoresFile | str | Path) -> dict[str, object]:
     """One cell: the target's accuracy on the transferred images (``robust_accuracy``) and on the
     same samples clean (``clean_accuracy``; matched by sample id, as a ``per_class`` attack holds
-    a subset), and the class of lowest accuracy under the transfer (ties: the lowest index;
-    classes without samples left out)."""
+    a subset), and the class of lowest accuracy under the transfer (ties: the lowest index, and
+    ``worst_class_tied`` says how many classes share that accuracy; classes without samples left
+    out)."""
     clean_file, attacked = as_scores(clean), as_scores(transferred)
     rows = sample_id_positions(
         attacked.sample_ids,
@@ -59,7 +61,10 @@ def transfer_cell(clean: ScoresFile | str | Path, transferred: ScoresFile | str 
         )
     if not len(labels):
         nan = float("nan")
-        return {"samples": 0, "clean_accuracy": nan, "robust_accuracy": nan, "worst_class": None, "worst_class_accuracy": nan}
+        return {
+            "samples": 0, "clean_accuracy": nan, "robust_accuracy": nan, "worst_class": None, "worst_class_accuracy": nan,
+            "worst_class_tied": 0,
+        }  # fmt: skip
     predicted = predictions(attacked)
     right = predicted == labels
     support = np.bincount(labels, minlength=attacked.n_classes)
@@ -70,6 +75,7 @@ def transfer_cell(clean: ScoresFile | str | Path, transferred: ScoresFile | str 
         "robust_accuracy": float(np.mean(right)),
         "worst_class": str(attacked.class_names[worst.classes[0]]),
         "worst_class_accuracy": worst.value,
+        "worst_class_tied": int(worst.details.get("n_tied", 1)),
     }
 
 

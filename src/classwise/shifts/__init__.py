@@ -1,4 +1,4 @@
-"""Distribution shifts: specifications, seeding, common corruptions, PGD and AutoAttack.
+"""Distribution shifts: specifications and their kinds, seeding, common corruptions, PGD and AutoAttack.
 
 The names below are imported on first use, so that the workflow's DAG build (which needs only
 :mod:`classwise.shifts.spec`) does not import torch through the PGD module.
@@ -19,12 +19,16 @@ if TYPE_CHECKING:
         corrupt_image,
         register_corruption,
     )
+    from classwise.shifts.kinds import KINDS, ShiftKind, shift_kind
     from classwise.shifts.pgd import pgd_attack, random_start_delta
     from classwise.shifts.seeding import sample_seed
     from classwise.shifts.spec import ADVERSARIAL_KINDS, ShiftSpec, expand_shifts, stratified_subset
 
 _LAZY = {
     "autoattack": "classwise.shifts.autoattack",
+    "KINDS": "classwise.shifts.kinds",
+    "ShiftKind": "classwise.shifts.kinds",
+    "shift_kind": "classwise.shifts.kinds",
     "CORRUPTIONS": "classwise.shifts.corruptions",
     "Corruption": "classwise.shifts.corruptions",
     "corrupt_batch": "classwise.shifts.corruptions",

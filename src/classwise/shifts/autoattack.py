@@ -48,20 +48,19 @@ from __future__ import annotations
 
 import contextlib
 import io
-import math
 import time
 from collections.abc import Iterator
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import torch
 from torch import nn
 
 from classwise.errors import InputError
-from classwise.shifts.pgd import NORMS, Norm, _flat_norm, _model_device, check_attack_inputs
-from classwise.shifts.spec import AUTOATTACK_MIN_CLASSES
+from classwise.shifts.attack_settings import AUTOATTACK_MIN_CLASSES, AUTOATTACK_VERSIONS, NORMS, Norm, check_eps
+from classwise.shifts.attack_settings import AutoAttackVersion as Version
+from classwise.shifts.pgd import _flat_norm, _model_device, check_attack_inputs
 
-Version = Literal["standard", "rand"]
-VERSIONS: tuple[Version, ...] = ("standard", "rand")
+VERSIONS: tuple[Version, ...] = AUTOATTACK_VERSIONS
 REFERENCE_ITERATIONS = 100
 """APGD's, APGD-T's and FAB-T's iterations in the reference (``n_iter=100``)."""
 REFERENCE_TARGET_CLASSES = 9
@@ -88,8 +87,7 @@ def check_autoattack_arguments(*, norm: Any, eps: Any, version: Any, seed: Any, 
         )
     if norm not in NORMS:
         raise InputError(f"AutoAttack supports the norms {list(NORMS)}, got {norm!r}", field=f"{field_prefix}norm")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
-        raise InputError(f"expected a finite number >= 0, got {eps!r}", field=f"{field_prefix}eps")
+    check_eps(eps, f"{field_prefix}eps")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"expected an integer >= 0, got {seed!r}", field=f"{field_prefix}seed")
 

@@ -10,16 +10,14 @@ summed (not averaged) so each sample's step does not depend on the batch it is i
 from __future__ import annotations
 
 import itertools
-from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from classwise.errors import InputError
+from classwise.shifts.attack_settings import NORMS, Norm, check_eps
 
-Norm = Literal["linf", "l2"]
-NORMS: tuple[Norm, ...] = ("linf", "l2")
 _TINY = 1e-12
 
 
@@ -122,9 +120,9 @@ def pgd_attack(
     """
     if norm not in NORMS:
         raise InputError(f"unknown norm {norm!r}; expected one of {list(NORMS)}", field="norm")
-    for name, value in (("eps", eps), ("alpha", alpha)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            raise InputError(f"expected a number >= 0, got {value!r}", field=name)
+    check_eps(eps, "eps")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha >= 0:
+        raise InputError(f"expected a number >= 0, got {alpha!r}", field="alpha")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise InputError(f"expected an integer >= 0, got {steps!r}", field="steps")
     check_attack_inputs(images, labels)

@@ -27,6 +27,7 @@ from classwise.metrics.suite import (
     bootstrap_metrics,
     cfps_max_of_stats,
     classes_with_samples,
+    coverage_json,
     nelson_family,
     per_class_table,
     skipped_worst_class_metrics,
@@ -76,7 +77,7 @@ def load_view(
 def view_stats(view: LabelledScores, ranked: np.ndarray) -> ClassificationStats:
     """The sufficient statistics of a view: of its labels, or under several correct labels per
     sample (ReaL) with each sample's rank that of its best-ranked correct class."""
-    stats = compute_stats(ranked, view.labels, n_classes=view.scores.shape[1])
+    stats = compute_stats(ranked, view.labels, n_classes=view.scores.shape[1], abstained=view.abstained)
     if view.label_sets is None:
         return stats
     from classwise.labels.real import best_set_rank
@@ -134,8 +135,11 @@ def worst_class_step(
     intervals (CSV) and the confusion matrix (CSV of counts, rows = true class, columns =
     predicted) of one logits file, and its heatmap (rows normalised to the true class) when
     ``confusion_figure_path`` is given. A file of hard predictions gives the metrics of the
-    confusion matrix; those that need scores are listed under ``skipped`` with why (and the
-    per-class top-k recall is empty).
+    confusion matrix (and of the top-k set, for top-k predictions of at least k classes); those
+    it cannot give are listed under ``skipped`` with why (and the per-class top-k recall is
+    empty). Where the model abstained, the JSON gets ``coverage`` and the CSV a ``coverage``
+    column (abstentions count as errors and as no class's prediction: the confusion leaves
+    them out).
 
     With ``bootstrap`` settings, each metric of the JSON gets its interval (``ci``, and
     ``ci_bound`` for the recall-type minima) and the classes most often the worst
@@ -151,7 +155,7 @@ def worst_class_step(
     metrics["CFPS_max"] = cfps_max_of_stats(stats)
     skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
     if view.hard_predictions:
-        metrics, skipped = without_score_metrics(metrics, skipped, k=k, ns=ns)
+        metrics, skipped = without_score_metrics(metrics, skipped, k=k, ns=ns, top_k=view.top_k)
     if view.label_sets is not None:
         metrics, skipped = without_pair_metrics(metrics, skipped)
     entries = {name: result.to_json() for name, result in metrics.items()}
@@ -175,9 +179,11 @@ def worst_class_step(
     }
     if bootstrap is not None:
         document["bootstrap"] = bootstrap.to_json()
+    if stats.n_abstained:
+        document["coverage"] = coverage_json(stats)
     per_class = per_class_table(stats, k=k, class_names=view.class_names, confidence=confidence, worst_shares=shares)
-    if view.hard_predictions:
-        per_class[f"top{k}_recall"] = np.nan  # no ranks without scores
+    if view.hard_predictions and view.top_k < k:
+        per_class[f"top{k}_recall"] = np.nan  # fewer ranked classes than k
     names = [str(name) for name in view.class_names]
     confusion = pd.DataFrame(stats.confusion, index=pd.Index(names, name="true"), columns=names)
     write_json(metrics_path, document)

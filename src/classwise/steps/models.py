@@ -147,7 +147,7 @@ def prototypes_step(
     from classwise.models.sources import parse_model_spec
     from classwise.models.sources.prototype import load_backbone
     from classwise.models.wrapper import wrap_pixel_space
-    from classwise.shifts.spec import ShiftSpec
+    from classwise.shifts.spec import clean_spec
 
     spec = parse_model_spec(model_cfg, key=model_name, check_names=False)
     resize = model_cfg.get("resize")
@@ -155,7 +155,7 @@ def prototypes_step(
     extractor = wrap_pixel_space(FeatureExtractor(backbone, resize), data_config)
     train = open_split(dict(dataset_cfg), "train", name=dataset_name)
     n_classes = len(train.class_names)
-    clean = ShiftSpec(name="clean", kind="clean", params={})
+    clean = clean_spec()
     batches, total = _batches(train, data_config, batch_size, workers=max(1, int(threads or 1)), chunk=64 * batch_size)
     sums: np.ndarray | None = None
     counts = np.zeros(n_classes, dtype=np.int64)
@@ -243,18 +243,19 @@ def infer_step(
 ) -> None:
     """Run one (dataset, model, shift) inference and cache its logits with a sidecar JSON.
 
-    Image-file datasets are decoded batch by batch with the model's own resize, crop and
-    interpolation (its resolved data config, recorded in the sidecar); the perturbation of each
-    sample is seeded by its id, so batching never changes the logits. ``threads`` caps torch's
-    intra-op threads (the job's Snakemake threads). A published shift set (``kind="dataset"``,
-    :mod:`classwise.data.shift_sets`) is read from its own files with the dataset's labels; one
-    restricted to a class subset keeps only the subset's logits (:mod:`classwise.class_subsets`).
-    An adversarial shift with ``per_class`` attacks only a class-stratified subset of the samples,
-    drawn from ``sample_seed(seed, "per_class")`` (the same for every shift and model), recorded
-    under ``attacked_subset`` in the sidecar; the logits' ``sample_ids`` say which. A transfer
-    shift loads its source model too (``source_cfg``, ``source_weights``: as ``model_cfg`` and
-    ``checkpoint_path``), crafts the attack on it and evaluates ``model_name``
-    (:func:`classwise.inference.transferred_images`); both must take the same input.
+    ``shift`` is the shift's JSON form; a shift crafted on another model
+    (:attr:`~classwise.shifts.spec.ShiftSpec.source_model`) loads it too, from ``source_cfg`` and
+    ``source_weights`` (as ``model_cfg`` and ``checkpoint_path``). The shift's kind says which images are evaluated (the
+    dataset's test split, or a published shift set's own files with the dataset's labels, whose
+    logits keep only a class subset's columns when it is restricted: :mod:`classwise.class_subsets`)
+    and makes each batch (:mod:`classwise.shifts.kinds`). Image-file datasets are decoded batch
+    by batch with the model's own resize, crop and interpolation (its resolved data config,
+    recorded in the sidecar); the perturbation of each sample is seeded by its id, so batching
+    never changes the logits. ``threads`` caps torch's intra-op threads (the job's Snakemake
+    threads). An adversarial shift with ``per_class`` attacks only a class-stratified subset of
+    the samples, drawn from ``sample_seed(seed, "per_class")`` (the same for every shift and
+    model), recorded under ``attacked_subset`` in the sidecar; the logits' ``sample_ids`` say
+    which. A transfer shift's source model must take the same input as ``model_name``.
 
     Faults stop the job with an :class:`InputError` and write nothing: in-memory images of another
     shape than a classwise checkpoint takes, a model with another number of outputs than the
@@ -268,87 +269,38 @@ def infer_step(
     :func:`merge_shards_step` makes the cached file of the ``S`` shards, byte for byte this
     step's unsharded output. A shard with no batch (fewer batches than shards) writes no rows."""
     limit_threads(threads)
-    from tqdm import tqdm
-
     from classwise.inference import predict_logits, resolve_device
     from classwise.shifts.spec import ShiftSpec
 
-    spec = ShiftSpec(name=shift["name"], kind=shift["kind"], params=dict(shift["params"]))
-    subset = None
-    if spec.kind == "dataset":  # a published shift set of this dataset: its own images
-        from classwise.data.shift_sets import open_shift
-
-        opened = open_shift(spec, dict(dataset_cfg), dataset=dataset_name)
-        evaluation, subset = opened.images, opened.classes
-    else:
-        evaluation = open_split(dict(dataset_cfg), "test", name=dataset_name)
-    attacked_subset = None
-    if spec.per_class is not None:  # an expensive shift on a class-stratified subset (classwise.shifts.spec)
-        from classwise.shifts.seeding import sample_seed
-        from classwise.shifts.spec import stratified_subset
-
-        of = len(evaluation)
-        evaluation = evaluation.subset(stratified_subset(evaluation.labels, spec.per_class, sample_seed(seed, "per_class")))
-        attacked_subset = {"per_class": spec.per_class, "samples": len(evaluation), "of": of}
+    spec = ShiftSpec.from_json(shift)
+    evaluation, subset = spec.shift_kind.evaluation_images(spec, _DatasetImages(dataset_name, dataset_cfg))
+    evaluation, attacked_subset = _attacked_samples(evaluation, spec, seed)
     model, model_meta, data_config = load_inference_model(model_name, model_cfg or {"source": "train"}, checkpoint_path, device)
-    resolved_device = resolve_device(device)
+    source_model = _source_model(spec, source_cfg, source_weights, data_config, model_name, device)
     weights = None if checkpoint_path is None else str(checkpoint_path)
-    source_model = None
-    if spec.kind == "transfer":
-        source_name = spec.params["source"]
-        source_model, _, source_data_config = load_inference_model(
-            source_name, source_cfg or {"source": "train"}, source_weights, device
-        )
-        if source_data_config != data_config:  # frozen dataclasses (or None): compared field by field
-            raise InputError(
-                f"shift {spec.name!r}: model {source_name!r} preprocesses images otherwise than {model_name!r} "
-                "(data config), so its adversarial images cannot be fed to it; transfer between models of the same input",
-                field="shifts.transfer",
-            )
     _check_input_shape(evaluation, model_name, model_meta, data_config, weights, dataset_name)
-    position = None
+    position: dict[str, Any] | None = None
     if shard is not None:  # whole batches of the set (after its per_class subset): classwise.sharding
         from classwise.sharding import Shard, shard_range
 
-        position = (Shard.of(shard), len(evaluation), *shard_range(len(evaluation), batch_size, shard))
-        evaluation = evaluation.subset(np.arange(position[2], position[3]))
+        start, stop = shard_range(len(evaluation), batch_size, shard)
+        position = {"shard": Shard.of(shard), "start": start, "stop": stop, "samples": len(evaluation)}
+        evaluation = evaluation.subset(np.arange(start, stop))
     batches, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
-    logits, labels, sample_ids, input_shape = [], [], [], None
-    bar = tqdm(total=total, desc=f"{model_name} {spec.name}", unit="img", file=progress, disable=progress is None)
-    for batch in batches:
-        logits.append(
-            predict_logits(
-                model,
-                batch,
-                spec,
-                base_seed=seed,
-                batch_size=batch_size,
-                device=device,
-                progress=None,
-                attack_log=progress,
-                source_model=source_model,
-            )
+    outputs = _Outputs(evaluation, model_name, weights, dataset_name)
+    for batch in outputs.tracked(batches, total, f"{model_name} {spec.name}", progress):
+        logits = predict_logits(
+            model,
+            batch,
+            spec,
+            base_seed=seed,
+            batch_size=batch_size,
+            device=device,
+            attack_log=progress,
+            source_model=source_model,
         )
-        _check_outputs(logits[-1], batch, model_name, weights, dataset_name, len(evaluation.class_names))
-        labels.append(batch.labels)
-        sample_ids.append(batch.sample_ids)
-        input_shape = list(batch.images.shape[1:])
-        bar.update(len(batch))
-    bar.close()
-    if not logits:
-        if position is None:
-            raise InputError("the evaluation set has no readable images", field=f"datasets.{dataset_name}")
-        # a shard without a readable image: no rows, in the dtypes the set's batches have
-        logits.append(np.zeros((0, len(evaluation.class_names)), dtype=np.float32))
-        labels.append(np.asarray(evaluation.labels[:0], dtype=np.int64))
-        sample_ids.append(np.asarray(evaluation.sample_ids[:0]))
-    skipped = [{"sample_id": s.sample_id, "path": str(s.path), "reason": s.reason} for s in getattr(evaluation, "skipped", [])]
-    scores, label_array, class_names = np.concatenate(logits), np.concatenate(labels), np.asarray(evaluation.class_names)
-    if subset is not None:  # restricted to the set's classes before any argmax (classwise.class_subsets)
-        from classwise.class_subsets import restrict_to_classes
-
-        scores, label_array = restrict_to_classes(scores, label_array, subset)
-        class_names = class_names[subset]
+        outputs.add(logits, batch)
+    arrays, input_shape = outputs.arrays(subset, sharded=position is not None)
     metadata = {
         "dataset": {"name": dataset_name, **_json_safe(dict(dataset_cfg))},
         "model": model_meta,
@@ -362,30 +314,131 @@ def infer_step(
         **({} if subset is None else {"class_subset": {"class_indices": subset.tolist(), "of": len(evaluation.class_names)}}),
         **({} if attacked_subset is None else {"attacked_subset": attacked_subset}),
         "seed": seed,
-        "device": resolved_device.type,
-        "skipped_images": skipped,
+        "device": resolve_device(device).type,
+        "skipped_images": outputs.skipped(),
         "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
     }
-    arrays = {"logits": scores, "labels": label_array, "sample_ids": np.concatenate(sample_ids), "class_names": class_names}
     if position is None:
         save_logits(logits_path, **arrays, metadata=metadata, class_indices=subset)
         return
     from classwise.sharding import save_shard
 
-    which, samples, start, stop = position
-    save_shard(
-        logits_path,
-        shard=which,
-        start=start,
-        stop=stop,
-        samples=samples,
-        batch_size=batch_size,
-        **arrays,
-        metadata=metadata,
-        class_indices=subset,
-    )
+    save_shard(logits_path, **position, batch_size=batch_size, **arrays, metadata=metadata, class_indices=subset)
     if progress is not None:
-        print(f"shard {which.name}: samples [{start}, {stop}) of {samples}, {len(label_array)} rows", file=progress)
+        print(
+            f"shard {position['shard'].name}: samples [{position['start']}, {position['stop']}) of {position['samples']}, "
+            f"{len(arrays['labels'])} rows",
+            file=progress,
+        )
+
+
+class _DatasetImages:
+    """Where a shift's kind finds its images (:class:`classwise.shifts.kinds.ImageSources`): the
+    dataset's test split, or one of its published shift sets."""
+
+    def __init__(self, name: str, config: Mapping[str, Any]) -> None:
+        self.name, self.config = name, dict(config)
+
+    def test_split(self) -> Any:
+        return open_split(self.config, "test", name=self.name)
+
+    def shift_set(self, spec: Any) -> tuple[Any, np.ndarray | None]:
+        from classwise.data.shift_sets import open_shift
+
+        opened = open_shift(spec, self.config, dataset=self.name)
+        return opened.images, opened.classes
+
+
+def _attacked_samples(evaluation: Any, spec: Any, seed: int) -> tuple[Any, dict[str, int] | None]:
+    """The samples an expensive shift attacks (``per_class`` of each class, :func:`stratified_subset`)
+    and what the sidecar records of them; the whole set and None when it attacks all."""
+    if spec.per_class is None:
+        return evaluation, None
+    from classwise.shifts.seeding import sample_seed
+    from classwise.shifts.spec import stratified_subset
+
+    of = len(evaluation)
+    evaluation = evaluation.subset(stratified_subset(evaluation.labels, spec.per_class, sample_seed(seed, "per_class")))
+    return evaluation, {"per_class": spec.per_class, "samples": len(evaluation), "of": of}
+
+
+def _source_model(
+    spec: Any,
+    source_cfg: Mapping[str, Any] | None,
+    source_weights: str | Path | None,
+    data_config: Any,
+    model_name: str,
+    device: str,
+) -> Any:
+    """The model a shift crafts its attack on (:attr:`ShiftSpec.source_model`), None for the
+    others; it must preprocess images as ``model_name`` does, else its images cannot be fed to it."""
+    source_name = spec.source_model
+    if source_name is None:
+        return None
+    source_model, _, source_data_config = load_inference_model(
+        source_name, source_cfg or {"source": "train"}, source_weights, device
+    )
+    if source_data_config != data_config:  # frozen dataclasses (or None): compared field by field
+        raise InputError(
+            f"shift {spec.name!r}: model {source_name!r} preprocesses images otherwise than {model_name!r} "
+            "(data config), so its adversarial images cannot be fed to it; transfer between models of the same input",
+            field="shifts.transfer",
+        )
+    return source_model
+
+
+class _Outputs:
+    """The logits, labels and sample ids of an inference, gathered batch by batch, each batch checked."""
+
+    def __init__(self, evaluation: Any, model_name: str, weights: str | None, dataset: str) -> None:
+        self.evaluation, self.model_name, self.weights, self.dataset = evaluation, model_name, weights, dataset
+        self.logits: list[np.ndarray] = []
+        self.labels: list[np.ndarray] = []
+        self.sample_ids: list[np.ndarray] = []
+        self.input_shape: list[int] | None = None
+
+    def tracked(self, batches: Any, total: int, description: str, progress: TextIO | None) -> Any:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc=description, unit="img", file=progress, disable=progress is None)
+        for batch in batches:
+            yield batch
+            bar.update(len(batch))
+        bar.close()
+
+    def add(self, logits: np.ndarray, batch: Any) -> None:
+        _check_outputs(logits, batch, self.model_name, self.weights, self.dataset, len(self.evaluation.class_names))
+        self.logits.append(logits)
+        self.labels.append(batch.labels)
+        self.sample_ids.append(batch.sample_ids)
+        self.input_shape = list(batch.images.shape[1:])
+
+    def arrays(self, subset: np.ndarray | None, *, sharded: bool) -> tuple[dict[str, Any], list[int] | None]:
+        """What the logits file holds (restricted to ``subset``'s classes when given, before any
+        argmax: :mod:`classwise.class_subsets`) and the input shape; a shard without a readable
+        image has no rows, an unsharded set without one is an error."""
+        evaluation = self.evaluation
+        if not self.logits:
+            if not sharded:
+                raise InputError("the evaluation set has no readable images", field=f"datasets.{self.dataset}")
+            # a shard without a readable image: no rows, in the dtypes the set's batches have
+            self.logits.append(np.zeros((0, len(evaluation.class_names)), dtype=np.float32))
+            self.labels.append(np.asarray(evaluation.labels[:0], dtype=np.int64))
+            self.sample_ids.append(np.asarray(evaluation.sample_ids[:0]))
+        scores, labels, class_names = np.concatenate(self.logits), np.concatenate(self.labels), np.asarray(evaluation.class_names)
+        if subset is not None:
+            from classwise.class_subsets import restrict_to_classes
+
+            scores, labels = restrict_to_classes(scores, labels, subset)
+            class_names = class_names[subset]
+        arrays = {"logits": scores, "labels": labels, "sample_ids": np.concatenate(self.sample_ids), "class_names": class_names}
+        return arrays, self.input_shape
+
+    def skipped(self) -> list[dict[str, str]]:
+        """The images skipped as unreadable (``on_bad_image: skip``)."""
+        return [
+            {"sample_id": s.sample_id, "path": str(s.path), "reason": s.reason} for s in getattr(self.evaluation, "skipped", [])
+        ]
 
 
 def merge_shards_step(*, shard_paths: list[str | Path], logits_path: str | Path, progress: TextIO | None = None) -> None:
@@ -431,6 +484,7 @@ def import_predictions_step(
         dataset=dataset_name,
         cache_path=logits_path,
         metadata=metadata,
+        abstain=model_cfg.get("abstain"),
     )
 
 

@@ -109,14 +109,17 @@ def compare_models_step(
     worst-class table (:func:`classwise.metrics.compare.compare_models`: paired by sample id,
     the same bootstrap draws for every model); written as :func:`tables.comparison_tables`."""
     from classwise.logits_io import ScoresFile
-    from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON, score_metric_names
+    from classwise.metrics.catalogue import unavailable_for_hard_predictions
     from classwise.metrics.compare import compare_models
     from classwise.steps.metrics import load_view, view_superclasses
 
     files, hard = {}, {}
     for model, path in logits_paths.items():
         view = load_view(path, label_view, view_labels_path, hard_predictions=True)
-        files[model] = ScoresFile(view.scores, view.labels, view.kind, view.sample_ids, view.class_names, path=str(path))
+        files[model] = ScoresFile(
+            view.scores, view.labels, view.kind, view.sample_ids, view.class_names, path=str(path),
+            hard_predictions=view.hard_predictions, top_k=view.top_k, abstained=view.abstained,
+        )  # fmt: skip
         hard[model] = view.hard_predictions
     n_classes = next(iter(files.values())).n_classes
     groups = view_superclasses(view, superclasses)  # the same columns for every model of the shift
@@ -128,8 +131,10 @@ def compare_models_step(
     trivial = skipped_worst_class_metrics(
         n_classes, k=k, ns=ns, with_samples=int(np.unique(next(iter(files.values())).labels).size)
     )
-    needs_scores = dict.fromkeys(score_metric_names(k, ns), HARD_PREDICTIONS_REASON)
-    skipped = {model: {**needs_scores, **trivial} if hard[model] else trivial for model in files}
+    skipped = {
+        model: {**unavailable_for_hard_predictions(files[model].top_k, k=k, ns=ns), **trivial} if hard[model] else trivial
+        for model in files
+    }
     rows, note = worst_class_rows(k=k, ns=ns, superclasses=bool(groups), label_view=label_view, skipped=skipped)
     display, data = tables.comparison_tables(
         {pair: c.to_json()["metrics"] for pair, c in comparisons.items()},

@@ -104,7 +104,7 @@ def expand_shift_sets(datasets: Mapping[str, Mapping[str, Any]], *, source: str 
     """Dataset -> its published shifts by name, in config order (entries, then corruptions, then
     severities), checked against the base dataset and the files on disk (see the module
     docstring). Errors about the config name ``source``; errors about files name the file."""
-    from classwise.data.sources import dataset_class_ids, dataset_classes
+    from classwise.data.sources import dataset_class_ids, dataset_classes, dataset_image_shape
 
     expanded: dict[str, dict[str, ShiftSpec]] = {}
     for name, dataset in datasets.items():
@@ -118,7 +118,7 @@ def expand_shift_sets(datasets: Mapping[str, Mapping[str, Any]], *, source: str 
             for key, entry in entries.items():
                 where = f"datasets.{name}.shift_sets.{key}"
                 family = family_of(key, entry, where)
-                family.check_base(name, dataset, classes, where)
+                family.check_base(name, dataset, classes, dataset_image_shape(dataset), where)
                 if family.uses_class_ids and class_ids is None:
                     class_ids = dataset_class_ids(dataset)
                 _check_classes(entry, class_ids, where)

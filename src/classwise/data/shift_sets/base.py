@@ -99,8 +99,11 @@ class ShiftFamily:
         }
         return ShiftSpec(name=name, kind="dataset", params=payload)
 
-    def check_base(self, base_name: str, base: Mapping[str, Any], classes: int | None, where: str) -> None:
-        """:class:`InputError` unless the base dataset shares this family's label space."""
+    def check_base(
+        self, base_name: str, base: Mapping[str, Any], classes: int | None, shape: tuple[int, ...] | None, where: str
+    ) -> None:
+        """:class:`InputError` unless the base dataset shares this family's label space (``classes``:
+        its class count, ``shape``: its in-memory image shape; None where unknown)."""
 
     def check_layout(self, params: Mapping[str, Any], class_ids: tuple[str, ...] | None, where: str) -> None:
         """:class:`InputError` naming the directory and what is missing when the files are not in

@@ -60,10 +60,18 @@ def _directory(root: Path, folder: str, marker: str) -> Path:
 
 
 def load_cifar_c(
-    directory: str | Path, corruption: str, severity: int, *, id_prefix: str, class_names: tuple[str, ...]
+    directory: str | Path,
+    corruption: str,
+    severity: int,
+    *,
+    id_prefix: str,
+    class_names: tuple[str, ...],
+    per_severity: int | None = None,
 ) -> ImageSet:
     """Severity ``severity`` (1-5) of ``<directory>/<corruption>.npy`` with ``labels.npy`` (the
-    layout above), as ``(n, 3, 32, 32)`` float32 in ``[0, 1]``; sample ids ``<id_prefix>%05d``."""
+    layout above), as ``(n, 3, 32, 32)`` float32 in ``[0, 1]``; sample ids ``<id_prefix>%05d``.
+    ``per_severity``: the images of each severity (default: a fifth of the rows; 10,000 in the
+    published files)."""
     directory = Path(directory)
     data_path, labels_path = directory / f"{corruption}.npy", directory / "labels.npy"
     for path in (data_path, labels_path):
@@ -74,14 +82,15 @@ def load_cifar_c(
     data = np.load(data_path, mmap_mode="r")
     labels_all = np.load(labels_path, mmap_mode="r")
     total = int(labels_all.shape[0]) if labels_all.ndim == 1 else -1
-    if total <= 0 or total % SEVERITY_COUNT or data.shape != (total, 32, 32, 3) or data.dtype != np.uint8:
+    per = total // SEVERITY_COUNT if per_severity is None else int(per_severity)
+    rows_ok = total % SEVERITY_COUNT == 0 if per_severity is None else total >= SEVERITY_COUNT * per
+    if total <= 0 or per <= 0 or not rows_ok or data.shape != (total, 32, 32, 3) or data.dtype != np.uint8:
         raise InputError(
             f"expected uint8 images of shape (5 n, 32, 32, 3) beside {labels_all.shape[0] if labels_all.ndim else '?'} labels "
             f"(5 severities of n images), got {data.dtype} {data.shape}",
             path=data_path,
             field="shape",
         )
-    per = total // SEVERITY_COUNT
     rows = slice((int(severity) - 1) * per, int(severity) * per)
     labels = np.asarray(labels_all[rows], dtype=np.int64)
     _check_labels(labels, len(class_names), labels_path)
@@ -122,9 +131,9 @@ class _CifarFamily(ShiftFamily):
     downloaded = True
     classes: tuple[str, ...] = CIFAR10_CLASSES
 
-    def check_base(self, base_name: str, base: Mapping[str, Any], classes: int | None, where: str) -> None:
-        from classwise.data.sources import dataset_image_shape
-
+    def check_base(
+        self, base_name: str, base: Mapping[str, Any], classes: int | None, shape: tuple[int, ...] | None, where: str
+    ) -> None:
         hint = f"put it under a CIFAR-{len(self.classes)} dataset"
         if classes is not None and classes != len(self.classes):
             raise InputError(
@@ -132,7 +141,6 @@ class _CifarFamily(ShiftFamily):
                 f"dataset {base_name!r} has {classes}; {hint}",
                 field=where,
             )
-        shape = dataset_image_shape(base)
         if shape is not None and shape != (3, 32, 32):
             raise InputError(
                 f"{self.description} holds 3 x 32 x 32 images, dataset {base_name!r} has {shape}; {hint}", field=where
@@ -141,17 +149,20 @@ class _CifarFamily(ShiftFamily):
 
 class CifarCorruptions(_CifarFamily):
     """CIFAR-10-C or CIFAR-100-C: one shift ``<key>_<corruption>_s<severity>`` per corruption and
-    severity (``corruptions``: ``all`` (default) or a list; ``severities``: default 1-5)."""
+    severity (``corruptions``: ``all`` (default) or a list; ``severities``: default 1-5). The one
+    definition of each set: its archive (url, sha256, folder), its 19 corruptions, its sample ids
+    and classes (``source: cifar10c`` datasets read CIFAR-10-C through it too)."""
 
     options = ("corruptions", "severities")
     paired = True
+    corruptions: tuple[str, ...] = COMMON_CORRUPTIONS
 
     def __init__(self, name: str, folder: str, id_prefix: str, classes: tuple[str, ...], archive: Archive, description: str):
         self.name, self.folder, self.id_prefix, self.classes = name, folder, id_prefix, classes
         self.archive, self.description = archive, description
 
     def shifts(self, key: str, entry: Mapping[str, Any], where: str) -> list[ShiftSpec]:
-        corruptions = choices(entry, "corruptions", COMMON_CORRUPTIONS, COMMON_CORRUPTIONS, where)
+        corruptions = choices(entry, "corruptions", self.corruptions, self.corruptions, where)
         levels = severities(entry, where)
         return [self.spec(key, f"{key}_{c}_s{s}", entry, corruption=c, severity=s) for c in corruptions for s in levels]
 
@@ -216,6 +227,8 @@ _CIFAR10_1_SHA256 = {
     "v4_labels": "1f9544300ded199539b6662364ce7fe6c2e1ea9f87408f06db4b1a6184cffb18",
 }
 
+CIFAR10C_MD5 = "56bf5dcef84df0e2308c6dcbcbbd8499"
+"""Zenodo's published md5 of CIFAR-10-C.tar (for a manual check: ``md5sum CIFAR-10-C.tar``)."""
 CIFAR10C = CifarCorruptions(
     "cifar10c",
     "CIFAR-10-C",

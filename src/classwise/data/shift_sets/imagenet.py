@@ -65,7 +65,9 @@ class _ImagenetFamily(ShiftFamily):
     id_prefix: str | None = None
     uses_class_ids = True
 
-    def check_base(self, base_name: str, base: Mapping[str, Any], classes: int | None, where: str) -> None:
+    def check_base(
+        self, base_name: str, base: Mapping[str, Any], classes: int | None, shape: tuple[int, ...] | None, where: str
+    ) -> None:
         if base.get("source") != "imagenet_val":
             raise InputError(
                 f"{self.description} shares ImageNet's label space; put it under a dataset of source "

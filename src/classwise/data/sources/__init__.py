@@ -38,6 +38,7 @@ __all__ = [
     "dataset_classes",
     "dataset_classes_with_images",
     "dataset_image_shape",
+    "dataset_notes",
     "dataset_sample_ids",
     "dataset_source",
     "has_images",
@@ -122,6 +123,11 @@ def input_files(dataset: Mapping[str, Any]) -> list[str]:
     """The files the user provides for a configured dataset that jobs reading it depend on."""
     source = DATASET_SOURCES.get(str(dataset.get("source")), _UNKNOWN)
     return source.input_files(dataset)
+
+
+def dataset_notes(name: str, dataset: Mapping[str, Any]) -> list[str]:
+    """What ``results/README.md`` says about a configured dataset (named ``name``), one line each."""
+    return DATASET_SOURCES.get(str(dataset.get("source")), _UNKNOWN).notes(dataset, name)
 
 
 def has_images(dataset: Mapping[str, Any]) -> bool:

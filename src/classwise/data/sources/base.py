@@ -73,6 +73,11 @@ class DatasetSource(Protocol):
         them); directories of images are not listed."""
         ...
 
+    def notes(self, dataset: Mapping[str, Any], name: str) -> list[str]:
+        """What ``results/README.md`` says about the entry (one line each): how an old form of
+        entry is read now."""
+        ...
+
     def open_split(self, dataset: Mapping[str, Any], split: Split, name: str) -> Any:
         """An :class:`ImageSet` or a lazy ``ImageFileDataset`` of ``split`` (checked to exist)."""
         ...
@@ -118,6 +123,9 @@ class BaseDatasetSource:
         return None
 
     def input_files(self, dataset: Mapping[str, Any]) -> list[str]:
+        return []
+
+    def notes(self, dataset: Mapping[str, Any], name: str) -> list[str]:
         return []
 
     # a mixin: the concrete source that inherits this is the DatasetSource (with open_split)

@@ -5,12 +5,16 @@ Config shape (one entry of ``models:``)::
 
     {source: predictions, files: {clean: net_clean.npz, gaussian_noise_s3: net_noise.csv}}
     {source: predictions, files: {mnist: {clean: mnist.npz}, cifar10: {clean: cifar.csv}}}
+    {source: predictions, files: {clean: net.csv}, abstain: "?"}
 
 The first form gives the files of every dataset the model is evaluated on (the same file for
 each), the second one set per dataset. Each file is an ``.npz`` in the logits-file format
 (``logits``, ``probs`` or ``predictions``, with ``sample_ids``), a CSV
-``sample_id,label,score_0,...`` or a CSV of hard predictions ``sample_id,prediction``; paths are
-relative to the working directory. The rule ``import_predictions`` (not ``infer``) matches a file
+``sample_id,label,score_0,...``, a CSV of hard predictions ``sample_id,prediction`` (class
+indices or names; an empty cell, ``-1`` or the ``abstain`` token: the model abstained), timm
+``inference.py``'s outputs (``.csv``, ``.json``, ``.parquet``) or an ``.npy`` of probabilities in
+the dataset's order (:mod:`classwise.predictions_io` reads them all); paths are relative to the
+working directory. The rule ``import_predictions`` (not ``infer``) matches a file
 to the dataset's samples by id and writes it as the model's cached outputs, so every table,
 figure, label view and analysis downstream reads it as it reads a model the pipeline ran, and a
 changed file reruns them. Before any job: a key of ``files`` that names no shift of the config
@@ -37,8 +41,6 @@ if TYPE_CHECKING:
     from classwise.models.data_config import DataConfig
     from classwise.models.fetch import FetchedFile, FetchOptions
 
-_SUFFIXES = (".npz", ".csv")
-
 
 def _nested(files: Mapping[str, Any]) -> bool:
     return any(isinstance(value, Mapping) for value in files.values())
@@ -61,9 +63,14 @@ def _files_field(model: str, entry: Mapping[str, Any], dataset: str, shift: str)
 def _check_file(value: Any, field: str, config_path: str | Path | None) -> None:
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"expected the path of a file of the model's outputs, got {value!r}", path=config_path, field=field)
-    if not value.lower().endswith((*_SUFFIXES, ".csv.gz")):
+    from classwise.predictions_io import SUFFIXES
+
+    if not value.lower().endswith(SUFFIXES):
         raise InputError(
-            f"expected a .npz file (the logits-file format) or a .csv file, got {value!r}", path=config_path, field=field
+            f"expected a .npz file (the logits-file format) or a .csv file, or timm's .json or .parquet, or an .npy; got "
+            f"{value!r}",
+            path=config_path,
+            field=field,
         )
 
 
@@ -75,7 +82,14 @@ class PredictionsSource:
     cached_by = "import_predictions"
 
     def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
-        check_keys(self.name, given, frozenset({"files"}), frozenset(), where, config_path)
+        check_keys(self.name, given, frozenset({"files"}), frozenset({"abstain"}), where, config_path)
+        token = given.get("abstain")
+        if token is not None and (not isinstance(token, (str, int)) or isinstance(token, bool) or not str(token).strip()):
+            raise InputError(
+                f"expected the prediction cell that means 'abstained' (a word or a number), got {token!r}",
+                path=config_path,
+                field=f"{where}.abstain",
+            )
         files = given["files"]
         here = f"{where}.files"
         if not isinstance(files, Mapping) or not files:

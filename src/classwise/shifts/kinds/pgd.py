@@ -1,0 +1,182 @@
+"""``pgd``: projected gradient descent on the model (:func:`classwise.shifts.pgd.pgd_attack`),
+its random start drawn per sample (``params == {"norm": "linf"|"l2", "eps": float, "steps": int,
+"step_size": float, "random_start": bool}``, and ``"target": int`` when targeted, ``"per_class":
+int`` when only that many samples of each class are attacked).
+
+``shifts.pgd`` lists the untargeted attacks, one shift ``pgd_{norm}_eps{eps:g}`` each;
+``shifts.pgd_targeted`` (one entry with ``targets``) one shift ``pgd_targeted_{t}`` per target
+class, every sample attacked towards ``t``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from classwise.errors import InputError, field_path
+from classwise.shifts.attack_settings import NORMS, check_eps
+from classwise.shifts.kinds.base import (
+    Batch,
+    Entry,
+    Misfit,
+    Run,
+    ShiftKind,
+    ShiftSpec,
+    add_per_class,
+    as_list,
+    check_keys,
+    check_mapping,
+    number,
+)
+
+if TYPE_CHECKING:
+    import torch
+
+PGD_NORMS = NORMS
+PGD_DEFAULTS: dict[str, Any] = {"steps": 10, "random_start": True}
+"""``step_size`` defaults to ``2.5 * eps / steps`` (Madry et al.) when not given."""
+
+
+def pgd_spec(
+    *,
+    norm: str,
+    eps: float,
+    steps: int = 10,
+    step_size: float | None = None,
+    random_start: bool = True,
+    target: int | None = None,
+    per_class: int | None = None,
+    field_prefix: str = "shifts.pgd",
+) -> ShiftSpec:
+    """The spec named ``pgd_{norm}_eps{eps:g}`` (untargeted) or ``pgd_targeted_{target}``
+    (every sample attacked towards class ``target``); validates every parameter."""
+    if norm not in NORMS:
+        raise InputError(f"unknown norm {norm!r}; expected one of {list(NORMS)}", field=f"{field_prefix}.norm")
+    eps_f = check_eps(eps, f"{field_prefix}.eps")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise InputError(f"expected an integer >= 0, got {steps!r}", field=f"{field_prefix}.steps")
+    if step_size is None:
+        step_size_f = 2.5 * eps_f / steps if steps else 0.0
+    else:
+        step_size_f = number(step_size, f"{field_prefix}.step_size", minimum=0.0)
+    if not isinstance(random_start, bool):
+        raise InputError(f"expected true or false, got {random_start!r}", field=f"{field_prefix}.random_start")
+    params: dict[str, Any] = {
+        "norm": norm,
+        "eps": eps_f,
+        "steps": int(steps),
+        "step_size": step_size_f,
+        "random_start": random_start,
+    }
+    name = f"pgd_{norm}_eps{eps_f:g}"
+    if target is not None:
+        if isinstance(target, bool) or not isinstance(target, int) or target < 0:
+            raise InputError(f"expected a class index >= 0, got {target!r}", field=f"{field_prefix}.targets")
+        params["target"] = target
+        name = f"pgd_targeted_{target}"
+    add_per_class(params, per_class, field_prefix)
+    return ShiftSpec(name=name, kind=KIND.name, params=params)
+
+
+def pgd_entry(entry: Any, prefix: str, *, target: int | None = None, inline: bool = False) -> ShiftSpec:
+    """One PGD shift from a config entry (``shifts.pgd[i]``, ``shifts.pgd_targeted`` and a
+    target, or a transfer entry's inline attack: ``inline``, whose ``shards`` is the transfer
+    entry's)."""
+    if target is None:
+        _check_pgd_keys(entry, prefix, inline=inline)
+    return pgd_spec(
+        norm=entry["norm"],
+        eps=entry["eps"],
+        steps=entry.get("steps", PGD_DEFAULTS["steps"]),
+        step_size=entry.get("step_size"),
+        random_start=entry.get("random_start", PGD_DEFAULTS["random_start"]),
+        target=target,
+        per_class=entry.get("per_class"),
+        field_prefix=prefix,
+    )
+
+
+def _check_pgd_keys(entry: Any, prefix: str, *, extra_keys: tuple[str, ...] = (), inline: bool = False) -> None:
+    check_mapping(entry, prefix)
+    allowed = {"norm", "eps", "steps", "step_size", "random_start", "per_class", *extra_keys}
+    if not inline:
+        allowed.add("shards")
+    check_keys(entry, prefix, allowed=allowed, required=("norm", "eps", *extra_keys))
+
+
+class Pgd(ShiftKind):
+    name = "pgd"
+    config_keys = ("pgd", "pgd_targeted")
+    attacks_the_model = True
+
+    def expand(self, section: Mapping[str, Any], earlier: Mapping[str, ShiftSpec]) -> list[Entry]:
+        entries = []
+        for i, entry in enumerate(as_list(section.get("pgd", []) or [], "shifts.pgd")):
+            prefix = field_path("shifts.pgd", i)
+            entries.append(Entry(prefix, entry, [pgd_entry(entry, prefix)]))
+        targeted = section.get("pgd_targeted")
+        if targeted is not None:
+            prefix = "shifts.pgd_targeted"
+            _check_pgd_keys(targeted, prefix, extra_keys=("targets",))
+            targets = as_list(targeted["targets"], f"{prefix}.targets")
+            entries.append(Entry(prefix, targeted, [pgd_entry(targeted, prefix, target=target) for target in targets]))
+        return entries
+
+    def target(self, spec: ShiftSpec) -> int | None:
+        # as given: the job checks that it is a class of the model (classwise.inference.pgd_target)
+        target: int | None = spec.params.get("target")
+        return target
+
+    def misfit(self, spec: ShiftSpec, dataset: str, classes: int) -> Misfit | None:
+        target = self.target(spec)
+        if target is None or int(target) < classes:
+            return None
+        return Misfit(
+            f"target class {target} is not a class of dataset {dataset!r} ({classes} classes, 0..{classes - 1})",
+            "shifts.pgd_targeted.targets",
+        )
+
+    def shifted_batch(self, spec: ShiftSpec, batch: Batch, run: Run) -> torch.Tensor:
+        import torch
+
+        from classwise.shifts.pgd import pgd_attack
+
+        params = spec.params
+        x = torch.from_numpy(np.ascontiguousarray(batch.images)).to(run.device)
+        y = torch.from_numpy(np.ascontiguousarray(batch.labels)).to(run.device)
+        init = None
+        if params.get("random_start", True) and float(params["eps"]) > 0:
+            init = _random_start(batch, spec, run.base_seed).to(run.device)
+        target = self.target(spec)
+        return pgd_attack(
+            run.model,
+            x,
+            y,
+            norm=params["norm"],
+            eps=float(params["eps"]),
+            alpha=float(params["step_size"]),
+            steps=int(params["steps"]),
+            random_start=False,
+            targets=None if target is None else torch.full_like(y, target),
+            init_delta=init,
+        )
+
+
+def _random_start(batch: Batch, spec: ShiftSpec, base_seed: int) -> torch.Tensor:
+    """Each sample's random start, drawn on the CPU from its own seeded generator, so that it
+    depends neither on the batch size nor on the order of the samples."""
+    import torch
+
+    from classwise.shifts.pgd import random_start_delta
+    from classwise.shifts.seeding import sample_seed
+
+    shape = (1, *batch.images.shape[1:])
+    deltas = []
+    for sid in batch.sample_ids:
+        generator = torch.Generator(device="cpu").manual_seed(sample_seed(base_seed, spec.name, str(sid)))
+        deltas.append(random_start_delta(shape, norm=spec.params["norm"], eps=float(spec.params["eps"]), generator=generator))
+    return torch.cat(deltas, dim=0)
+
+
+KIND = Pgd()
