@@ -3,7 +3,7 @@
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
 #   make bench   speed and memory benchmarks (install, metrics, predictions files, PGD, AutoAttack, bootstrap, pipeline,
-#                inference overlap, precision, demo) -> results/bench/
+#                inference overlap, precision, demo, explorer) -> results/bench/
 #   make docs    the documentation site (docs/ and the docstrings, mkdocs) -> results/site/index.html
 #   make soak    CI's suite on fresh clones beside CPU hogs, repeatedly -> results/soak/ (docs/development.md)
 SHELL := /bin/bash
@@ -80,6 +80,7 @@ bench: install
 	$(BIN)/python -m classwise.bench.inference --out results/bench/inference.json
 	$(BIN)/python -m classwise.bench.precision --out results/bench/precision.json
 	$(BIN)/python -m classwise.bench.demo --out results/bench/demo.json
+	$(BIN)/python -m classwise.bench.explorer --out results/bench/explorer.json
 
 soak:
 	$(PYTHON) tools/soak_suite.py --runs $(SOAK_RUNS) --hogs $(SOAK_HOGS) --out results/soak

@@ -5,6 +5,7 @@
 #   logits/{dataset}/{model}/{shift}.npz (+ .json)    cached logits, one inference per triple
 #   metrics/{dataset}/{labels}/{model}/{shift}/       metric JSON + per-class CSV
 #   tables/{dataset}/{labels}/{shift}/                paper-style tables (md, csv, tex)
+#   explorer.html                                     every class, model and shift in one page
 #   gates.md                                          the config's gates: pass / FAIL per run
 #   logs/, benchmarks/                                one log per job, timings of heavy rules
 from snakemake.utils import min_version
@@ -27,6 +28,7 @@ if not workflow.overwrite_configfiles:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/analyses_common.smk"
 include: "workflow/rules/robustness_common.smk"
+include: "workflow/rules/explorer_common.smk"
 include: "workflow/rules/gates_common.smk"
 include: "workflow/rules/outputs_common.smk"
 include: "workflow/rules/resources.smk"
@@ -36,6 +38,7 @@ include: "workflow/rules/metrics.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/analyses.smk"
 include: "workflow/rules/robustness.smk"
+include: "workflow/rules/explorer.smk"
 include: "workflow/rules/gates.smk"
 
 

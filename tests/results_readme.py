@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-#: The suffixes of the tables, figures and data files every run's README lists.
-LISTED_SUFFIXES = {".md", ".csv", ".tex", ".png"}
+#: The suffixes of the tables, figures, data files and pages every run's README lists.
+LISTED_SUFFIXES = {".md", ".csv", ".tex", ".png", ".html"}
 _ROW = re.compile(r"^\| `(?P<file>[^`]+)` \| .* \| (?P<beside>[^|]*)\|$")
 
 
@@ -25,7 +25,8 @@ def listed_files(readme: str) -> set[str]:
 
 
 def written_files(results: Path) -> set[str]:
-    """The tables, figures and data files a run wrote below ``results`` (not the README itself)."""
+    """The tables, figures, data files and pages (the explorer) a run wrote below ``results`` (not
+    the README itself)."""
     return {
         path.relative_to(results).as_posix()
         for path in results.rglob("*")

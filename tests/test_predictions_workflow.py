@@ -7,6 +7,12 @@ only and the config's gates (one of which fails): the worst-class table is check
 library run on the published arrays, the hard model's score metrics are n/a with a note, and
 the failed gate fails the run after every other output is written. The test writes the label
 file and the predictions files itself, in its temporary directory, from the shared arrays.
+
+The class names of the label file come from a user: two are hostile (markup and a script's
+quotes, given to the worst class by recall and by precision, so that the worst-class table
+names them) and three are not Latin. The run's explorer (a run of predictions only, of one
+shift) and its HTML report are opened in headless Chromium: every name shows as written, as
+text, and no script of theirs runs.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from paths import SHARED_DATA
+from browser import browser, check_class_panel, new_page, open_offline
+from paths import REPO, SHARED_DATA
 from snakemake_runner import job_counts, scheduled_jobs
 from snakemake_runner import run_snakemake as snakemake
 
@@ -28,8 +35,10 @@ from classwise.metrics.suite import HARD_PREDICTIONS_REASON, evaluate
 pytestmark = pytest.mark.workflow
 
 MNIST = SHARED_DATA / "mnist-predictions"
-NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+#: The label file's class names: 9 is the worst class by recall (WCA), 7 by precision (WCP).
+NAMES = ["zero", "one", "два", "三", "ארבע", "five", "six", '"; alert(1); "', "eight", "<img src=x onerror=alert(1)>"]
 TABLES = Path("results/tables/mnist/original/clean")
+STYLESHEET = REPO / "workflow" / "report" / "report.css"
 
 
 def _published() -> tuple[np.ndarray, np.ndarray]:
@@ -124,6 +133,57 @@ def test_a_failed_gate_fails_the_run_after_everything_else_is_written(run) -> No
     assert "| mnist | original | net | clean | W2CA >= 0.99 | 0.9935 | pass |" in report
     assert "| mnist | original | hard | clean | WCA >= 0.9 | 0.9851 | pass |" in report
     assert not (workdir / "results/gates.passed").exists()
+
+
+def test_the_explorer_of_a_run_of_predictions_shows_every_name_as_written_as_text(run) -> None:
+    workdir, _, _ = run
+    results = workdir / "results"
+    with browser("explorer test") as launched:
+        visit = open_offline(launched, results / "explorer.html")
+        page = visit.page
+        assert page.locator("#view-select option").all_text_contents() == ["mnist \u00b7 original labels"]
+        # one shift, two models (one of hard predictions only); the worst class named as written
+        rows = page.locator("#summary-table tbody tr")
+        assert rows.locator("td[data-column=shift]").all_text_contents() == ["clean", "clean"]
+        assert rows.locator("td[data-column=worst_class]").all_text_contents() == [NAMES[9], NAMES[9]]
+        # typed in any case and script, part of a name finds it
+        for query, c in (("onerror", 9), ('"; alert', 7), ("ДВА", 2), ("三", 3), ("ארבע", 4)):
+            search = page.locator("#class-search")
+            search.fill("")
+            search.press_sequentially(query)
+            page.locator(f"#class-panel[data-class='{c}']").wait_for(timeout=0)
+            assert page.locator("#class-name").text_content() == NAMES[c]
+            assert page.locator("#class-matches button").first.text_content() == NAMES[c]
+        assert check_class_panel(page, results / "metrics" / "mnist", "original", ["clean"], ["net", "hard"], 4) == 14
+        # the heatmap's first row is the worst class; its tooltip and the worst-class list name it as text
+        page.locator("#heatmap").hover(position={"x": 180, "y": 120})
+        assert page.locator("#heatmap-tooltip:not([hidden]) div").first.text_content() == NAMES[9]
+        assert page.locator("#worst-table tbody tr td.name").first.text_content() == NAMES[9]
+        # no name became markup, and none of their scripts ran
+        assert page.locator("img, iframe, script[src]").count() == 0
+        assert visit.dialogs == [] and visit.errors == [] and visit.requests == []
+
+
+def test_the_html_report_shows_the_hostile_names_as_text(run) -> None:
+    workdir, _, _ = run
+    result = snakemake(workdir, workdir / "config.yaml", "--report", "report.html", "--report-stylesheet", str(STYLESHEET))
+    assert result.returncode == 0, result.stderr[-4000:]
+    document = (workdir / "report.html").read_text(encoding="utf-8")
+    assert NAMES[9] not in document  # in the page only escaped
+    worst = pd.read_csv(workdir / TABLES / "worst_class.csv", index_col=0, keep_default_na=False)
+    assert worst.loc["WCA", "net"].endswith(f"({NAMES[9]})") and worst.loc["WCP", "net"].endswith(f"({NAMES[7]})")
+    with browser("HTML report test") as launched:
+        page = new_page(launched)
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.goto((workdir / "report.html").as_uri(), timeout=0)
+        page.get_by_text("classwise report").first.wait_for(timeout=0)
+        # the landing page's worst-class table: each cell as the CSV writes it, names as text
+        cells = page.locator("td").all_text_contents()
+        for row in ("WCA", "WCP"):
+            assert worst.loc[row, "net"] in [" ".join(cell.split()) for cell in cells], row
+        assert page.locator("img[src='x']").count() == 0
+        assert dialogs == []
 
 
 def test_gates_that_pass_rerun_only_the_gates_and_a_changed_file_reruns_its_import(run) -> None:

@@ -18,17 +18,19 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 import pytest
+from browser import Visit, browser, check_class_panel, chromium_path, open_offline, per_class_rows, same_percent, shown_interval
 from paths import REPO
 from snakemake_runner import run_snakemake
-from system_packages import apt_install, cannot_run, tail
+from system_packages import tail
 
+from classwise.bench.explorer import CHROMIUM_FLAGS
 from classwise.errors import InputError
 from classwise.pipeline.report import (
     format_cell,
@@ -41,7 +43,6 @@ from classwise.pipeline.report import (
 
 CONFIG = REPO / "tests" / "configs" / "report.yaml"
 STYLESHEET = REPO / "workflow" / "report" / "report.css"
-BROWSERS = ("chromium", "chromium-browser")
 WINDOW = (1400, 1000)
 CATEGORIES = {
     "Worst-class metrics (Bitterwolf et al., 2022)",
@@ -167,29 +168,6 @@ def test_directives_render_plain_text_cells_and_embedded_images(tmp_path: Path) 
 # --- the report of a tiny run -----------------------------------------------------------------
 
 
-def _cannot_run(reason: str) -> NoReturn:
-    cannot_run("HTML report test", reason)
-
-
-def _browser() -> str | None:
-    for name in BROWSERS:
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def _chromium() -> str:
-    """Debian's chromium, installed with apt-get when missing (we are root), or skip saying why."""
-    found = _browser()
-    if found:
-        return found
-    apt_install("HTML report test", ["chromium"], missing=BROWSERS)
-    found = _browser()
-    if not found:
-        _cannot_run("apt-get installed chromium, but no chromium program is on PATH")
-    return found
-
-
 def _snakemake(workdir: Path, *args: str) -> None:
     result = run_snakemake(workdir, CONFIG, *args)
     assert result.returncode == 0, f"{' '.join(args) or 'run'} failed:\n{tail(result.stdout + result.stderr, 40)}"
@@ -199,13 +177,7 @@ def _headless(chromium: str, profile: Path, *args: str) -> subprocess.CompletedP
     command = [
         chromium,
         "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
+        *CHROMIUM_FLAGS,
         f"--user-data-dir={profile}",
         f"--window-size={WINDOW[0]},{WINDOW[1]}",
         # let the report's JavaScript and transitions finish before the DOM or pixels are taken
@@ -292,7 +264,7 @@ def _script_json(document: str, name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
-    chromium = _chromium()
+    chromium = chromium_path("HTML report test")
     workdir = tmp_path_factory.mktemp("report-run")
     _snakemake(workdir)
     # as `make report` builds it
@@ -465,3 +437,150 @@ def test_screenshot_is_a_rendered_page_not_a_blank_one(report: Report) -> None:
     figure_blue = int((np.abs(pixels.astype(int) - (31, 119, 180)).sum(axis=1) < 30).sum())  # matplotlib's C0 bars
     assert dark_text > 10_000, dark_text
     assert figure_blue > 10_000, figure_blue
+
+
+# --- the explorer of the same run (results/explorer.html) ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def explorer(report: Report, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Visit]:
+    """The run's explorer, copied away from the run (it needs nothing beside it) and opened offline."""
+    alone = tmp_path_factory.mktemp("explorer-alone") / "explorer.html"
+    shutil.copyfile(report.run / "explorer.html", alone)
+    with browser("explorer test") as launched:
+        yield open_offline(launched, alone)
+
+
+@pytest.mark.workflow
+def test_the_readme_and_the_report_link_the_explorer(report: Report) -> None:
+    readme = (report.run / "README.md").read_text()
+    assert "[`explorer.html`](explorer.html)" in readme
+    assert re.search(r"\| `explorer\.html` \| every class, model and shift in one page", readme)
+    # the report's landing page links it, relative to the report make report writes beside it
+    assert re.search(r'href=\\"explorer\.html\\"', report.html)
+    assert (report.run / "explorer.html").is_file()
+
+
+@pytest.mark.workflow
+def test_the_explorer_is_one_file_that_loads_nothing_and_starts(report: Report, explorer: Visit) -> None:
+    document = (report.run / "explorer.html").read_text()
+    assert document.lower().startswith("<!doctype html>")
+    assert not re.search(r"<(script|img|iframe)[^>]*\bsrc=", document) and not re.search(r"<link\b", document)
+    assert "Content-Security-Policy" in document
+    assert explorer.requests == [] and explorer.errors == [] and explorer.dialogs == []
+    options = explorer.page.locator("#view-select option").all_text_contents()
+    assert options == ["digits \u00b7 original labels", "digits \u00b7 cleaned_cl labels"]
+
+
+@pytest.mark.workflow
+def test_typing_a_class_shows_its_numbers_from_the_csv_outputs(report: Report, explorer: Visit) -> None:
+    page = explorer.page
+    search = page.locator("#class-search")
+    search.fill("")
+    search.press_sequentially("8")
+    page.locator("#class-name", has_text="8").wait_for(timeout=0)
+    assert page.locator("#class-panel").get_attribute("data-class") == "8"
+    shifts = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1"]
+    assert page.locator("#class-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.shift)") == shifts
+    assert check_class_panel(page, report.run / "metrics" / "digits", "original", shifts, ["linear"], 8) == 21
+    # the label view of one shift: its own CSVs
+    page.locator("#view-select").select_option(label="digits \u00b7 cleaned_cl labels")
+    search.fill("")
+    search.press_sequentially("3")
+    page.locator("#class-name", has_text="3").wait_for(timeout=0)
+    assert check_class_panel(page, report.run / "metrics" / "digits", "cleaned_cl", ["clean"], ["linear"], 3) == 7
+    page.locator("#view-select").select_option(label="digits \u00b7 original labels")
+
+
+@pytest.mark.workflow
+def test_the_models_x_shifts_table_is_the_shift_summary_with_intervals_and_sorts(report: Report, explorer: Visit) -> None:
+    page = explorer.page
+    page.locator("#view-select").select_option(label="digits \u00b7 original labels")
+    summary = list(csv.DictReader(open(report.run / "tables" / "digits" / "robustness" / "shift_summary.csv", newline="")))
+    rows = page.locator("#summary-table tbody tr")
+    assert rows.count() == len(summary) == 3
+
+    def cells(i: int) -> dict[str, str]:
+        return (
+            rows.nth(i)
+            .locator("td")
+            .evaluate_all("cells => Object.fromEntries(cells.map(c => [c.dataset.column, c.textContent]))")
+        )
+
+    for i, truth in enumerate(summary):
+        shown = cells(i)
+        assert (shown["shift"], shown["model"], shown["n"]) == (truth["shift"], truth["model"], truth["n"])
+        assert same_percent(shown["accuracy"], truth["accuracy"])
+        assert same_percent(shown["worst_class_accuracy"], truth["worst_class_accuracy"])
+        tied = int(truth["worst_class_tied"])
+        assert shown["worst_class"] == truth["worst_class_name"] + (f"; {tied} tied" if tied > 1 else "")
+        if truth["pairing"] == "reference":
+            assert shown["accuracy_change"] == shown["worst_class_accuracy_change"] == "" and shown["pairing"] == "reference"
+        else:
+            assert same_percent(shown["accuracy_change"], truth["accuracy_change"])
+            assert same_percent(shown["worst_class_accuracy_change"], truth["worst_class_accuracy_change"])
+            assert shown["pairing"] == truth["pairing"] == "same samples"
+        metrics = json.loads(
+            (report.run / "metrics" / "digits" / "original" / "linear" / truth["shift"] / "worst_class.json").read_text()
+        )
+        for column, entry, key in (("accuracy_interval", "A", "ci"), ("worst_class_interval", "WCA", "ci_bound")):
+            low, high = shown_interval(shown[column])
+            assert same_percent(low, metrics["metrics"][entry][key][0]) and same_percent(high, metrics["metrics"][entry][key][1])
+    # sorting: click A % twice, lowest then highest first
+    header = page.locator("#summary-table th[data-column=accuracy]")
+    header.click()
+    assert header.get_attribute("aria-sort") == "ascending"
+    ascending = [cells(i)["shift"] for i in range(rows.count())]
+    assert ascending == [row["shift"] for row in sorted(summary, key=lambda row: float(row["accuracy"]))]
+    header.click()
+    assert [cells(i)["shift"] for i in range(rows.count())] == ascending[::-1]
+
+
+@pytest.mark.workflow
+def test_the_worst_classes_are_listed_as_the_tables_rank_them(report: Report, explorer: Visit) -> None:
+    page = explorer.page
+    page.locator("#view-select").select_option(label="digits \u00b7 original labels")
+    page.locator("#worst-shift").select_option(label="pgd_linf_eps0.1")
+    truth = per_class_rows(report.run / "metrics" / "digits", "original", "linear", "pgd_linf_eps0.1")
+    ranked = sorted(range(len(truth)), key=lambda c: (float(truth[c]["recall"]), c))
+    shown = page.locator("#worst-table tbody tr")
+    assert [int(c) for c in shown.evaluate_all("rows => rows.map(r => r.dataset.class)")] == ranked[:10]
+    for i, c in enumerate(ranked[:10]):
+        assert same_percent(shown.nth(i).locator("[data-field=accuracy]").text_content(), truth[c]["recall"])
+    lowest = [c for c in ranked if float(truth[c]["recall"]) == float(truth[ranked[0]]["recall"])]
+    ties = page.locator("#worst-ties").text_content()
+    assert (f"{len(lowest)} classes tie at the lowest accuracy" in ties) == (len(lowest) > 1)
+
+
+@pytest.mark.workflow
+def test_the_heatmap_draws_every_class_by_mean_accuracy_and_hovering_names_the_cell(report: Report, explorer: Visit) -> None:
+    page = explorer.page
+    page.locator("#view-select").select_option(label="digits \u00b7 original labels")
+    shifts = ["clean", "gaussian_noise_s3", "pgd_linf_eps0.1"]
+    recall = np.array(
+        [
+            [float(row["recall"]) for row in per_class_rows(report.run / "metrics" / "digits", "original", "linear", s)]
+            for s in shifts
+        ]
+    )
+    # rows: lowest mean accuracy first, ties to the lower index
+    order = sorted(range(recall.shape[1]), key=lambda c: (recall[:, c].mean(), c))
+    canvas = page.locator("#heatmap")
+    assert canvas.get_attribute("data-window") == "0.00,10.00,0.00,3.00"
+    # the top-left cell (the plot starts 170 px right of and 110 px below the canvas's corner):
+    # the hardest class under the easiest shift (highest mean accuracy)
+    easiest = shifts[int(np.argmax(recall.mean(axis=1)))]
+    canvas.hover(position={"x": 180, "y": 120})
+    tooltip = page.locator("#heatmap-tooltip:not([hidden])")
+    tooltip.wait_for(timeout=0)
+    lines = tooltip.locator("div").all_text_contents()
+    assert lines[0] == per_class_rows(report.run / "metrics" / "digits", "original", "linear", easiest)[order[0]]["name"]
+    assert lines[1] == f"shift: {easiest}"
+    truth = per_class_rows(report.run / "metrics" / "digits", "original", "linear", easiest)[order[0]]
+    assert same_percent(re.match(r"accuracy: (\S+) %", lines[3]).group(1), truth["recall"])
+    assert lines[5] == f"n = {truth['support']}"
+    # scrolling zooms the classes around the pointer
+    page.mouse.wheel(0, -300)
+    page.locator("#heatmap:not([data-window='0.00,10.00,0.00,3.00'])").wait_for(timeout=0)
+    r0, r1, c0, c1 = map(float, canvas.get_attribute("data-window").split(","))
+    assert r1 - r0 < 10 and (c0, c1) == (0.0, 3.0)

@@ -166,13 +166,14 @@ def test_label_view_reuses_the_clean_logits_with_its_own_labels(finished_run: Pa
 
 
 def test_the_readme_lists_every_table_figure_and_data_file_the_run_wrote(finished_run: Path) -> None:
-    """Every .md, .csv, .tex and .png of the run (paper tables, robustness, analyses, per-model
-    numbers, label views, features) is a row of results/README.md or a file beside one; and the
-    README lists nothing the run did not write."""
+    """Every .md, .csv, .tex, .png and .html of the run (paper tables, robustness, analyses, per-model
+    numbers, label views, features, the explorer) is a row of results/README.md or a file beside
+    one; and the README lists nothing the run did not write."""
     results = finished_run / "results"
     listed = listed_files((results / "README.md").read_text())
     written = written_files(results)
     assert {path.split("/")[0] for path in written} >= {"tables", "figures", "analyses", "metrics", "labels", "features"}
+    assert "explorer.html" in written
     assert any(path.startswith("tables/digits/robustness/") for path in written)
     assert sorted(written - listed) == []
     assert sorted(path for path in listed if not (results / path).is_file()) == []
@@ -344,6 +345,7 @@ def test_changing_a_metric_parameter_reruns_only_that_family(finished_run: Path)
         "plot_class_wise_figures",
         "compare_models",  # compares the models on the same metrics
         "analyse_classwise_robustness",  # reads the confusion matrices the same job writes
+        "build_explorer",  # reads the per-class numbers and confusions the same job writes
         "all",
     }
     assert jobs["compute_worst_class_metrics"] == len(MODELS) * (len(SHIFTS) + 1)  # + the cleaned_cl view

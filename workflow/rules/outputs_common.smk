@@ -31,8 +31,14 @@ def outputs_of(name):
 
 def planned_outputs():
     """Every output of the run, planned: the tables, figures and data files of every (dataset,
-    label view, shift), of the analyses and of robustness."""
-    return [*final_outputs(), *analysis_outputs(), *robustness_outputs()]
+    label view, shift), of the analyses and of robustness, and the explorer of them all.
+    """
+    return [
+        *final_outputs(),
+        *analysis_outputs(),
+        *robustness_outputs(),
+        Planned("explorer"),
+    ]
 
 
 def requested(planned):

@@ -409,10 +409,12 @@ def worst_probability(
     nothing (CFPS_max without errors) count in the denominator."""
     counts: Mapping[tuple[Any, ...], float] = shares if shares is not None else Counter(w for w in worst if w)
     # sums of 1/t added in different orders differ in the last bits: equal shares must rank (and
-    # read) as equal, by the class index
+    # read) as equal, by the class index. Each reads as the first sum of its equals, not as the
+    # rounded sum (which would write 0.305583333335 for 611.1666.../2000).
     rounded = {classes: round(count, SHARE_DECIMALS) for classes, count in counts.items()}
-    ranked = sorted(rounded.items(), key=lambda item: (-item[1], _sort_key(item[0])))
-    return [(classes, count / len(worst)) for classes, count in ranked[:top]]
+    ranked = sorted(counts.items(), key=lambda item: (-rounded[item[0]], _sort_key(item[0])))[:top]
+    reads_as: dict[float, float] = {}
+    return [(classes, reads_as.setdefault(rounded[classes], count) / len(worst)) for classes, count in ranked]
 
 
 def worst_shares(replicates: MetricReplicates, n_classes: int) -> np.ndarray:

@@ -6,7 +6,7 @@ calls it with the source of a spec."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from classwise.data.downloads import sha256_file
 from classwise.errors import InputError
@@ -15,16 +15,29 @@ from classwise.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     import torch
+    from torch import nn
 
     from classwise.models.data_config import DataConfig
-    from classwise.models.sources.base import ModelSource
     from classwise.models.wrapper import PixelSpaceModel
 
-__all__ = ["load_with_source", "weight_files"]
+__all__ = ["BuildsFromWeights", "load_with_source", "weight_files"]
+
+
+class BuildsFromWeights(Protocol):
+    """What loading asks of a model source (every
+    :class:`~classwise.models.sources.base.ModelSource` answers it). Declared here, not imported,
+    so that the sources, which load through this module, and this module import in one direction."""
+
+    #: Whether a plain weights file (not a download manifest) may be loaded.
+    plain_file: bool
+
+    def local_weights(self, spec: ModelSpec) -> tuple[list[Path], Path] | None: ...
+
+    def build(self, spec: ModelSpec, files: list[Path], base: Path) -> tuple[nn.Module, DataConfig]: ...
 
 
 def load_with_source(
-    source: ModelSource,
+    source: BuildsFromWeights,
     spec: ModelSpec,
     weights: str | Path | None = None,
     *,
@@ -46,7 +59,7 @@ def load_with_source(
 
 
 def weight_files(
-    source: ModelSource, spec: ModelSpec, weights: str | Path | None, verify_sha256: bool
+    source: BuildsFromWeights, spec: ModelSpec, weights: str | Path | None, verify_sha256: bool
 ) -> tuple[list[Path], Path]:
     """The weight files to load and the directory they belong to."""
     if weights is None:

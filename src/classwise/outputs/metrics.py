@@ -1,6 +1,6 @@
 """The outputs of every (dataset, label view, shift): the paper tables and figures of
 workflow/rules/tables.smk and metrics.smk, each model's per-class numbers, the label views'
-labels and the gates' report."""
+labels, the explorer of every class (workflow/rules/explorer.smk) and the gates' report."""
 
 from __future__ import annotations
 
@@ -410,6 +410,18 @@ Mirrors **Figure 1** of :classwise-cite:`george2020`.
         path="labels/{dataset}/{labels}",
         files={"view": ".csv"},
         mirrors=(None, "a label view's labels, one per sample of the dataset (-1: removed)"),
+    ),
+    Output(
+        name="explorer",
+        rule="build_explorer",
+        path="explorer",
+        files={"explorer": ".html"},
+        mirrors=(
+            None,
+            "every class, model and shift in one page to open in a browser: a search box for any class (its accuracy, "
+            "CFPS and confusions under every shift), the models x shifts table, a class x shift heatmap per model, "
+            "the worst classes of each shift",
+        ),
     ),
     Output(
         name="gates",

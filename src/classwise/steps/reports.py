@@ -231,6 +231,12 @@ def _mirrored(mirrors: tuple[str | None, str]) -> str:
     return cite(key, what, style="markdown") if key else what
 
 
+def _is_explorer(output: str, root: Path) -> bool:
+    relative = Path(output).relative_to(root) if Path(output).is_relative_to(root) else Path(output)
+    found = record_of(relative.as_posix())
+    return found is not None and found[0].name == "explorer"
+
+
 def results_readme_step(
     *,
     description: str,
@@ -239,7 +245,8 @@ def results_readme_step(
     readme_path: str | Path,
     notes: Sequence[str] = (),
 ) -> None:
-    """``<output_dir>/README.md``: what the run reproduces; every output of ``outputs`` (one file
+    """``<output_dir>/README.md``: what the run reproduces; a link to the explorer when
+    ``outputs`` holds it (``explorer.html``, :func:`explorer_step`); every output of ``outputs`` (one file
     of each planned output: the workflow lists them all) with what it mirrors (a linked short
     citation, from its record in :mod:`classwise.outputs`) and the files written beside it (a
     table's CSV and LaTeX); the note on corruptions made on the fly when an output is of one; one
@@ -249,6 +256,15 @@ def results_readme_step(
     lines = ["# Results", ""]
     if description.strip():
         lines += [description.strip(), ""]
+    explorer = next((output for output in outputs if _is_explorer(output, root)), None)
+    if explorer is not None:
+        link = Path(explorer).relative_to(root).as_posix() if Path(explorer).is_relative_to(root) else explorer
+        lines += [
+            f"**Every class, model and shift: [`{link}`]({link})**, one page that opens in any browser, offline "
+            "(double-click it, or `xdg-open` / `open` it): a search box for any class, the models x shifts table, "
+            "a class x shift heatmap per model and the worst classes of each shift.",
+            "",
+        ]
     lines += ["| file | mirrors | also written as |", "|:--|:--|:--|"]
     cited: set[str] = set()
     shifts: set[str] = set()
@@ -275,3 +291,21 @@ def results_readme_step(
         lines += ["", "## References", ""]
         lines += [f"- {reference.full()}" for key, reference in REFERENCES.items() if key in cited]
     write_text(readme_path, "\n".join(lines) + "\n")
+
+
+def explorer_step(
+    *,
+    views: Sequence[Mapping[str, Any]],
+    description: str,
+    confidence: float,
+    explorer_path: str | Path,
+    title: str = "classwise explorer",
+) -> None:
+    """``results/explorer.html``: every class, model and shift of the run in one page
+    (:mod:`classwise.explorer`), from the metric outputs that ``views`` name
+    (:func:`classwise.pipeline.explorer.explorer_views`); ``confidence``: the level of the
+    per-class recall intervals. Everything is read before the page is written."""
+    from classwise.explorer import ViewFiles, explorer_payload, read_view, view_payload, write_explorer
+
+    payloads = [view_payload(read_view(ViewFiles.from_json(view))) for view in views]
+    write_explorer(explorer_path, explorer_payload(payloads, title=title, description=description, confidence=confidence))

@@ -1,0 +1,375 @@
+"""The explorer (classwise.explorer): what it reads, what the page holds, how names are kept data,
+and the page at ImageNet's size (1,000 classes x 100 shifts) drawn in headless Chromium.
+
+The browser tests of a run's explorer are in tests/test_report.py (the report test's run) and
+tests/test_predictions_workflow.py (a run of predictions only, with hostile and non-Latin class
+names)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from browser import browser, open_offline, required_browser
+from paths import REPO
+
+from classwise.bench.explorer import synthetic_view, write_synthetic_explorer
+from classwise.errors import InputError
+from classwise.explorer import (
+    ViewFiles,
+    explorer_payload,
+    read_view,
+    render_page,
+    script_json,
+    top_confusions,
+    view_payload,
+    worst_class_lists,
+)
+from classwise.metrics.intervals import clopper_pearson
+from classwise.outputs import Planned, listed_file, output
+from classwise.pipeline.explorer import explorer_inputs, explorer_views
+from classwise.pipeline.plan import Plan, RobustnessRuns
+from classwise.robustness.across_shifts import ranked_confusions
+
+HOSTILE = ["<img src=x onerror=alert(1)>", '"; alert(1); "', "</script><script>alert(1)</script>", "кошка", "猫", "NA", "a & b"]
+
+
+# --- the reductions, against brute force ------------------------------------------------------
+
+
+def test_top_confusions_are_each_row_s_largest_cells_ties_to_the_lower_index() -> None:
+    rng = np.random.default_rng(0)
+    for c, k in ((7, 3), (12, 5), (2, 3), (1, 3)):
+        confusion = rng.integers(0, 4, size=(c, c))  # many ties
+        confusion[0] = 0
+        predicted, count = top_confusions(confusion, k)
+        names = [str(i) for i in range(c)]
+        ranked = ranked_confusions(confusion, names, top=c * c)
+        for row in range(c):
+            expected = ranked[ranked["true"] == row].head(min(k, c - 1))
+            got = [(int(p), int(n)) for p, n in zip(predicted[row], count[row]) if p >= 0]
+            assert got == list(zip(expected["predicted"].astype(int), expected["count"].astype(int))), (c, row)
+            assert all(p == -1 and n == 0 for p, n in zip(predicted[row], count[row]) if p < 0)
+        assert predicted.shape == (c, min(k, c - 1))
+
+
+def _brute_worst(recall: np.ndarray, listed: int) -> tuple[list[int], int, int]:
+    with_samples = [c for c in range(recall.size) if np.isfinite(recall[c])]
+    ranked = sorted(with_samples, key=lambda c: (recall[c], c))
+    shown = ranked[:listed]
+    if not shown:
+        return [], 0, 0
+    lowest = sum(1 for c in with_samples if recall[c] == recall[ranked[0]])
+    past = sum(1 for c in ranked[listed:] if recall[c] == recall[shown[-1]])
+    return shown, lowest, past
+
+
+def test_worst_class_lists_rank_as_the_tables_and_count_the_ties() -> None:
+    rng = np.random.default_rng(1)
+    recall = rng.integers(0, 5, size=(3, 4, 30)) / 4.0  # heavy ties
+    recall[0, 0, :] = np.nan  # no class has samples
+    recall[1, 1, ::3] = np.nan
+    recall[2, 3, :] = 0.0  # every class tied
+    classes, lowest, past = worst_class_lists(recall, 10)
+    for index in np.ndindex(recall.shape[:2]):
+        shown, expected_lowest, expected_past = _brute_worst(recall[index], 10)
+        assert [int(c) for c in classes[index] if c >= 0] == shown, index
+        assert (int(lowest[index]), int(past[index])) == (expected_lowest, expected_past), index
+    assert lowest[2, 3] == 30 and past[2, 3] == 20
+
+
+# --- reading a view's files -------------------------------------------------------------------
+
+
+def _write_view(folder: Path, names: list[str], confusions: dict[tuple[str, str], np.ndarray], summary: bool = True) -> ViewFiles:
+    """The files the workflow writes for each (model, shift) of ``confusions``, from the confusion
+    itself (recall, CFPS and the Clopper-Pearson interval as the metrics step writes them)."""
+    from classwise.metrics.cfps import class_false_positive_score
+
+    files: dict[str, dict[str, dict[str, str]]] = {}
+    rows = []
+    for (model, shift), confusion in confusions.items():
+        where = folder / model / shift
+        where.mkdir(parents=True)
+        support = confusion.sum(axis=1)
+        hits = np.diag(confusion)
+        low, high = clopper_pearson(hits, support)
+        recall = np.divide(hits, support, out=np.full(len(names), np.nan), where=support > 0)
+        pd.DataFrame(
+            {
+                "class": np.arange(len(names)),
+                "name": names,
+                "support": support,
+                "predicted": confusion.sum(axis=0),
+                "recall": recall,
+                "cfps": class_false_positive_score(confusion),
+                "recall_ci_low": low,
+                "recall_ci_high": high,
+            }
+        ).to_csv(where / "per_class.csv", index=False)
+        pd.DataFrame(confusion, index=pd.Index(names, name="true"), columns=names).to_csv(where / "confusion.csv")
+        a = np.trace(confusion) / confusion.sum()
+        worst = int(np.nanargmin(recall))
+        (where / "worst_class.json").write_text(
+            json.dumps(
+                {
+                    "n_samples": int(confusion.sum()),
+                    "metrics": {
+                        "A": {"value": a, "ci": [a - 0.1, a + 0.05]},
+                        "WCA": {"value": recall[worst], "classes": [worst], "ci_bound": [0.0, recall[worst]]},
+                    },
+                }
+            )
+        )
+        files.setdefault(model, {})[shift] = {
+            "per_class": str(where / "per_class.csv"),
+            "confusion": str(where / "confusion.csv"),
+            "worst_class": str(where / "worst_class.json"),
+        }
+        rows.append(
+            {
+                "shift": shift,
+                "model": model,
+                "accuracy": a,
+                "worst_class_accuracy": recall[worst],
+                "worst_class": worst,
+                "worst_class_name": names[worst],
+                "worst_class_tied": int(np.sum(recall == recall[worst])),
+                "n": int(confusion.sum()),
+                "reference_n": int(confusion.sum()),
+                "pairing": "reference" if shift == "clean" else "same samples",
+                "accuracy_change": 0.0 if shift == "clean" else -0.25,
+                "worst_class_accuracy_change": 0.0 if shift == "clean" else -0.5,
+            }
+        )
+    models = tuple(dict.fromkeys(model for model, _ in confusions))
+    shifts = tuple(dict.fromkeys(shift for _, shift in confusions))
+    path = None
+    if summary:
+        path = str(folder / "shift_summary.csv")
+        pd.DataFrame(rows).to_csv(path, index=False)
+    return ViewFiles("d", "original", models, shifts, files, path)
+
+
+def _confusions(names: list[str], models: list[str], shifts: list[str], seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    c = len(names)
+    return {(m, s): rng.integers(0, 6, size=(c, c)) + np.diag(rng.integers(0, 20, size=c)) for m in models for s in shifts}
+
+
+def test_a_view_is_read_as_the_csvs_hold_it_names_as_written(tmp_path: Path) -> None:
+    confusions = _confusions(HOSTILE, ["m1", "m2"], ["clean", "fog"])
+    view = read_view(_write_view(tmp_path, HOSTILE, confusions))
+    assert view.class_names == HOSTILE  # "NA" stays a name, markup stays text
+    assert view.models == ["m1", "m2"] and view.shifts == ["clean", "fog"]
+    confusion = confusions[("m2", "fog")]
+    np.testing.assert_array_equal(view.support[1, 1], confusion.sum(axis=1))
+    np.testing.assert_array_equal(view.hits[1, 1], np.diag(confusion))
+    np.testing.assert_allclose(view.recall[1, 1], np.diag(confusion) / confusion.sum(axis=1))
+    predicted, count = top_confusions(confusion)
+    np.testing.assert_array_equal(view.confused_with[1, 1], predicted)
+    np.testing.assert_array_equal(view.confused_count[1, 1], count)
+    # the models x shifts table: the shift summary's numbers, worst_class.json's intervals
+    row = view.summary.loc[("fog", "m1")]
+    assert row["pairing"] == "same samples" and row["accuracy_change"] == -0.25
+    a = np.trace(confusions[("m1", "fog")]) / confusions[("m1", "fog")].sum()
+    assert row["accuracy_low"] == pytest.approx(a - 0.1) and row["accuracy_high"] == pytest.approx(a + 0.05)
+
+
+def test_without_a_shift_summary_a_view_shows_no_change_from_clean(tmp_path: Path) -> None:
+    names = ["a", "b", "c"]
+    confusions = {("m", "clean"): np.array([[3, 1, 0], [0, 2, 2], [0, 0, 4]])}
+    view = read_view(_write_view(tmp_path, names, confusions, summary=False))
+    row = view.summary.loc[("clean", "m")]
+    assert row["pairing"] == "" and np.isnan(row["accuracy_change"]) and np.isnan(row["worst_class_accuracy_change"])
+    assert row["worst_class"] == 1 and row["worst_class_tied"] == 1 and row["worst_class_accuracy"] == 0.5
+
+
+def test_bad_files_are_named_with_what_was_expected(tmp_path: Path) -> None:
+    files = _write_view(tmp_path, ["a", "b"], _confusions(["a", "b"], ["m"], ["clean", "fog"]))
+    fog = Path(files.files["m"]["fog"]["per_class"])
+    good = pd.read_csv(fog, keep_default_na=False, dtype=str)
+
+    def fog_with(column: str, value: str) -> None:
+        bad = good.copy()
+        bad.loc[1, column] = value
+        bad.to_csv(fog, index=False)
+
+    fog_with("name", "B")
+    with pytest.raises(InputError, match=r"fog/per_class\.csv: field 'name': expected the class names of .*clean/per_class\.csv"):
+        read_view(files)
+    fog_with("recall", "0.123456")
+    with pytest.raises(InputError, match=r"fog/per_class\.csv: field 'recall': expected each recall to be hits / support"):
+        read_view(files)
+    fog_with("support", "2.5")
+    with pytest.raises(InputError, match=r"fog/per_class\.csv: field 'support': expected whole, non-negative sample counts"):
+        read_view(files)
+    good.drop(columns="cfps").to_csv(fog, index=False)
+    with pytest.raises(InputError, match=r"fog/per_class\.csv: expected the columns .* missing \['cfps'\]"):
+        read_view(files)
+    good.to_csv(fog, index=False)
+    read_view(files)  # as written again: read
+    Path(files.files["m"]["clean"]["confusion"]).write_text("true,a\na,1\n")
+    with pytest.raises(InputError, match=r"clean/confusion\.csv: expected a \(2, 2\) confusion matrix"):
+        read_view(files)
+
+
+# --- the page's data --------------------------------------------------------------------------
+
+
+def test_the_payload_holds_counts_that_give_back_every_number(tmp_path: Path) -> None:
+    confusions = _confusions(HOSTILE, ["m1", "m2"], ["clean", "fog", "snow"], seed=3)
+    data = read_view(_write_view(tmp_path, HOSTILE, confusions))
+    payload = view_payload(data)
+    lookup = {
+        (h, n): (low, high) for h, n, low, high in zip(*(payload["intervals"][k] for k in ("hits", "support", "low", "high")))
+    }
+    for m in range(2):
+        for s in range(3):
+            for c in range(len(HOSTILE)):
+                h, n = payload["hits"][m][s][c], payload["support"][m][s][c]
+                assert h / n == data.recall[m, s, c]
+                assert lookup[(h, n)] == (data.recall_low[m, s, c], data.recall_high[m, s, c])
+                assert payload["cfps"][m][s][c] == float(f"{data.cfps[m, s, c]:.4g}")
+    # rows: lowest mean accuracy first; columns: highest mean accuracy first
+    mean_class = np.nanmean(data.recall, axis=(0, 1))
+    assert payload["classOrder"] == sorted(range(len(HOSTILE)), key=lambda c: (mean_class[c], c))
+    mean_shift = np.nanmean(data.recall, axis=(0, 2))
+    assert payload["shiftOrder"] == sorted(range(3), key=lambda s: (-mean_shift[s], s))
+    assert payload["hasShiftSummary"] and payload["reference"] == "clean"
+
+
+def test_json_in_the_page_cannot_close_its_block_and_reads_back_the_same() -> None:
+    payload = {"names": HOSTILE, "x": [1.5, None]}
+    text = script_json(payload)
+    assert not re.search(r"[<>&]", text)
+    assert json.loads(text) == payload
+
+
+def test_the_page_runs_only_its_own_script_and_writes_names_as_text() -> None:
+    data = synthetic_view(6, 2, 1)
+    data.class_names = HOSTILE[:6]
+    page = render_page(explorer_payload([view_payload(data)], title="t <b>", description="<i>d</i>"))
+    scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
+    styles = re.findall(r"<style>(.*?)</style>", page, flags=re.S)
+    assert len(scripts) == len(styles) == 1
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1).replace("&#x27;", "'")
+    for text, directive in ((scripts[0], "script-src"), (styles[0], "style-src")):
+        digest = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+        assert f"{directive} 'sha256-{digest}'" in csp
+    assert "default-src 'none'" in csp and "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    # the only markup made from data: none (names go through textContent)
+    assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function", scripts[0])
+    assert "<title>t &lt;b&gt;</title>" in page
+    for name in HOSTILE:  # markup characters only as JSON escapes
+        assert not re.search("[<>&]", name) or name not in page
+    assert "\\u003cimg src=x onerror=alert(1)\\u003e" in page
+
+
+# --- the workflow's plan of what the explorer reads -------------------------------------------
+
+
+def _runs(full_label_space: list[str]) -> RobustnessRuns:
+    return RobustnessRuns(
+        full_label_space=full_label_space,
+        attacked=[],
+        adversarial=[],
+        corruptions=[],
+        transformed=[],
+        transfers=[],
+        targeted=[],
+        targeted_models=[],
+        has_clean="clean" in full_label_space,
+    )
+
+
+def test_the_explorer_reads_the_recorded_files_of_every_view_and_the_summary_where_robustness_runs() -> None:
+    plan = Plan(models={"d": ["m1", "m2"], "e": ["m1"]}, classes={"d": 10, "e": 10})
+    # "r" scores a class subset (ImageNet-R): not in the robustness step's full label space
+    plan.view_shifts = {("d", "original"): ["clean", "fog", "r"], ("d", "clean_labels"): ["clean"], ("e", "original"): ["clean"]}
+    runs = {"d": _runs(["clean", "fog"])}  # no robustness runs for e
+    views = explorer_views(plan, runs, out="out")
+    assert [(v["dataset"], v["labels"], v["shifts"]) for v in views] == [
+        ("d", "original", ["clean", "fog"]),
+        ("d", "clean_labels", ["clean"]),
+        ("e", "original", ["clean"]),
+    ]
+    assert views[0]["files"]["m2"]["fog"] == {
+        "per_class": "out/metrics/d/original/m2/fog/per_class.csv",
+        "confusion": "out/metrics/d/original/m2/fog/confusion.csv",
+        "worst_class": "out/metrics/d/original/m2/fog/worst_class.json",
+    }
+    assert [v["shift_summary"] for v in views] == ["out/tables/d/robustness/shift_summary.csv", None, None]
+    assert [v["left_out"] for v in views] == [["r"], [], []]
+    inputs = explorer_inputs(views)
+    assert len(inputs) == len(set(inputs)) == 2 * 2 * 3 + 2 * 3 + 3 + 1
+    assert listed_file(Planned("explorer"), "out") == "out/explorer.html" and output("explorer").rule == "build_explorer"
+
+
+def test_the_explorer_rule_reads_no_logits() -> None:
+    rule = (REPO / "workflow" / "rules" / "explorer.smk").read_text()
+    assert "logits" not in rule.split("rule build_explorer:", 1)[1].split("params:")[0]
+    assert not any("logits" in path for path in explorer_inputs(explorer_views(_one_view_plan(), {}, out="o")))
+
+
+def _one_view_plan() -> Plan:
+    plan = Plan(models={"d": ["m"]}, classes={"d": 3})
+    plan.view_shifts = {("d", "original"): ["clean"]}
+    return plan
+
+
+# --- the page at 1,000 classes x 100 shifts, in headless Chromium --------------------------------
+
+
+@pytest.fixture(scope="module")
+def imagenet_sized(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("explorer-1000") / "explorer.html"
+    write_synthetic_explorer(path, classes=1000, shifts=100, models=1)
+    return path
+
+
+def test_at_1000_classes_x_100_shifts_the_heatmap_is_drawn_and_a_class_is_found(imagenet_sized: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    with browser("explorer test") as launched:
+        visit = open_offline(launched, imagenet_sized)
+        page = visit.page
+        assert visit.requests == visit.errors == visit.dialogs == []
+        assert page.locator("#heatmap").get_attribute("data-window") == "0.00,1000.00,0.00,100.00"
+        shot = tmp_path / "heatmap.png"
+        page.locator("#heatmap").screenshot(path=str(shot))
+        page.locator("#class-search").press_sequentially("class 0987")
+        page.locator("#class-name", has_text="class 0987").wait_for(timeout=0)
+        assert page.locator("#class-table tbody tr").count() == 100
+    with Image.open(shot) as image:
+        pixels = np.asarray(image.convert("RGB"))
+    # the plot (170 px from the left, 110 px from the top) is filled: viridis, not the white page
+    plot = pixels[115:-20, 175:-20].reshape(-1, 3).astype(int)
+    white = (plot > 245).all(axis=1).mean()
+    assert white < 0.01, white
+    assert len(np.unique(plot, axis=0)) > 1000
+    # its rows hold the classes worst first: the top band darker (lower accuracy) than the bottom
+    band = len(pixels[115:-20]) // 10
+    top, bottom = pixels[115 : 115 + band, 175:-20].mean(), pixels[-20 - band : -20, 175:-20].mean()
+    assert top < bottom
+
+
+def test_the_benchmark_writes_the_size_and_the_time_to_interactive(tmp_path: Path) -> None:
+    from classwise.bench import explorer
+
+    out = tmp_path / "explorer.json"
+    chromium = required_browser("explorer benchmark test")
+    explorer.main(
+        ["--classes", "30", "--shifts", "4", "--models", "2", "--loads", "1", "--out", str(out), "--chromium", chromium]
+    )
+    result = json.loads(out.read_text())
+    assert result["shape"]["classes"] == 30 and result["bytes"] > 10_000
+    assert 0 < result["seconds_to_interactive"] == result["seconds_to_interactive_max"]
+    assert result["meets_goals"] == {"bytes": True, "seconds_to_interactive": result["seconds_to_interactive"] < 3.0}
+    assert "load_average_1min_at_start" in result["machine"] and len(result["machine"]["cores_used"]) <= 2
