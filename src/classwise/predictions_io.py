@@ -40,13 +40,15 @@ against the dataset's where those are known before any job (:func:`align` uses t
 
 from __future__ import annotations
 
+import csv
+import gzip
 import hashlib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -175,10 +177,46 @@ def file_has_scores(path: str | Path) -> bool:
     if fmt == "npy":
         return len(_npy_shape(p)) == 2
     if fmt == "csv":
-        columns = [str(c) for c in _read_csv(p, nrows=0).columns]
+        columns = _csv_header(p)
         if _TIMM_ID not in columns:
             return _PREDICTION not in _csv_columns(columns, p)
     return read_outputs(p).kind != PREDICTIONS
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", newline="", encoding="utf-8")
+    return open(path, newline="", encoding="utf-8")
+
+
+def _csv_header(path: Path) -> list[str]:
+    """A CSV's column names, from its first line alone (the plan reads thousands of files before
+    any job: a plain read, with pandas' reading and its message where that one fails)."""
+    try:
+        with _open_text(path) as handle:
+            header = next(csv.reader(handle), None)
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError):
+        header = None
+    if not header:
+        return [str(c) for c in _read_csv(path, nrows=0).columns]
+    return header
+
+
+def _csv_ids(path: Path, column: str) -> np.ndarray:
+    """A CSV's ``column`` of sample ids, read plainly where every row gives one (else through
+    pandas, whose checks name the empty cells)."""
+    try:
+        with _open_text(path) as handle:
+            rows = csv.reader(handle)
+            index = next(rows).index(column)
+            ids = [row[index] if len(row) > index else "" for row in rows if row]
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError, StopIteration, ValueError):
+        ids = [""]
+    found = np.asarray(ids, dtype=str)
+    if found.size == 0 or (found == "").any():
+        frame = _read_csv(path, usecols=[column], dtype={column: str})
+        return _id_column(frame[column], path, column)
+    return found
 
 
 def _read_csv(path: Path, **options: Any) -> pd.DataFrame:
@@ -620,7 +658,17 @@ def _check_ranked_classes(values: np.ndarray, n_classes: int, path: str, where: 
 def _match_ids(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, where: str) -> np.ndarray:
     """Where each of the dataset's ``sample_ids`` sits among the file's rows: exactly the
     dataset's samples, no id twice (:class:`InputError` naming the first missing, extra or
-    repeated ids)."""
+    repeated ids, and the rows of the extra ones)."""
+    try:
+        return _positions(file_ids, sample_ids, path, where)
+    except InputError as error:
+        extra = np.flatnonzero(~pd.Index(np.asarray(file_ids).astype(str)).isin(np.asarray(sample_ids).astype(str)))
+        if extra.size == 0 or "name no sample" not in str(error):
+            raise
+        raise InputError(f"{error.message} (rows {rows_message(extra)})", path=error.path, field=error.field) from None
+
+
+def _positions(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, where: str) -> np.ndarray:
     return sample_id_positions(
         sample_ids,
         file_ids,
@@ -646,15 +694,19 @@ def _check_columns(columns: int, n_classes: int, path: str | Path, where: str, o
         )
 
 
-def check_outputs_file(path: str | Path, *, dataset: str, n_classes: int | None, sample_ids: np.ndarray | None) -> None:
+def check_outputs_file(
+    path: str | Path, *, dataset: str, n_classes: int | None, sample_ids: np.ndarray | None, where: str | None = None
+) -> None:
     """Check a user's outputs file against dataset ``dataset`` before any job, reading its header
     and its ids but not its values where the format allows (an ``.npz``, a CSV, an ``.npy``;
     a timm JSON or Parquet file is read whole): one score column per class (``n_classes``), and,
-    where the dataset's ``sample_ids`` are known, a row for each sample and for nothing else, no
-    id twice (:class:`InputError` naming the file, the field and the first ids). None skips that
-    check. The import job checks all of it again, and the rest: labels, values, classes."""
+    where the samples' ``sample_ids`` are known, a row for each sample and for nothing else, no
+    id twice (:class:`InputError` naming the file, the field and the first ids and rows). None
+    skips that check. ``where`` names the samples in messages (default ``dataset '<dataset>'``;
+    a shift's own samples: ``shift 's' of dataset 'd'``). The import job checks all of it again,
+    and the rest: labels, values, classes."""
     p = _existing(path)
-    where = f"dataset {dataset!r}"
+    where = where or f"dataset {dataset!r}"
     fmt = _format_of(p)
     file_ids: np.ndarray | None = None
     if fmt == "npz":
@@ -683,13 +735,12 @@ def check_outputs_file(path: str | Path, *, dataset: str, n_classes: int | None,
                 path=p,
                 field="rows",
             )
-    elif fmt == "csv" and _TIMM_ID not in (columns := [str(c) for c in _read_csv(p, nrows=0).columns]):
+    elif fmt == "csv" and _TIMM_ID not in (columns := _csv_header(p)):
         _csv_columns(columns, p)
         if _PREDICTION not in columns and n_classes is not None:
             _check_columns(len(_score_columns(columns, p)), n_classes, p, where, None)
         if sample_ids is not None:
-            id_frame = _read_csv(p, usecols=["sample_id"], dtype={"sample_id": str})
-            file_ids = _id_column(id_frame["sample_id"], p, "sample_id")
+            file_ids = _csv_ids(p, "sample_id")
     else:  # timm's outputs: whether they rank every class is in their values
         outputs = read_outputs(p)
         if n_classes is not None:
@@ -721,13 +772,17 @@ def import_outputs(
     cache_path: str | Path,
     metadata: Mapping[str, Any],
     abstain: str | None = None,
+    class_subset: np.ndarray | None = None,
 ) -> OutputKind:
     """Read the user's file, match it to the dataset (its ``sample_ids``, ``labels`` and
     ``class_names``, named ``dataset`` in errors) and write it as the cached outputs
     ``cache_path`` (:func:`~classwise.logits_io.save_scores` or
     :func:`~classwise.logits_io.save_predictions`), with ``metadata`` plus the file's format,
     kind and sha256 in the sidecar. ``abstain``: the prediction cell that means "abstained"
-    (beside an empty cell and ``-1``). Returns what the file held."""
+    (beside an empty cell and ``-1``). ``class_subset``: the base class indices a shift set
+    restricted to a class subset keeps (ImageNet-A, -R): the file still gives the dataset's
+    classes, and the cache keeps the subset's columns, as inference does
+    (:mod:`classwise.class_subsets`). Returns what the file held."""
     class_names = np.asarray(class_names).astype(str)
     aligned = align(
         read_outputs(path, abstain=abstain),
@@ -741,26 +796,61 @@ def import_outputs(
         **dict(metadata),
         "outputs": {"file": str(path), "sha256": sha256_of(path), "format": aligned.format, "kind": aligned.kind},
     }
+    values, labels = aligned.values, np.asarray(labels)
+    if class_subset is not None:
+        class_subset = np.asarray(class_subset, dtype=np.int64)
+        values, labels = _restricted(aligned, labels, class_subset, class_names.shape[0], dataset)
+        record["class_subset"] = {"class_indices": class_subset.tolist(), "of": int(class_names.shape[0])}
+        class_names = class_names[class_subset]
     if aligned.kind == PREDICTIONS:
         save_predictions(
             cache_path,
-            predictions=aligned.values,
+            predictions=values,
             labels=labels,
             sample_ids=np.asarray(aligned.sample_ids),
             class_names=class_names,
             metadata=record,
+            class_indices=class_subset,
         )
     else:
         save_scores(
             cache_path,
-            scores=aligned.values,
+            scores=values,
             kind=aligned.kind,  # type: ignore[arg-type]
             labels=labels,
             sample_ids=np.asarray(aligned.sample_ids),
             class_names=class_names,
             metadata=record,
+            class_indices=class_subset,
         )
     return aligned.kind
+
+
+def _restricted(
+    aligned: UserOutputs, labels: np.ndarray, subset: np.ndarray, n_classes: int, dataset: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores kept to a class subset's columns, hard predictions renumbered into it (an
+    abstention stays one; a class outside the subset is an error naming the first sample ids),
+    and the labels renumbered (:func:`~classwise.class_subsets.restrict_to_classes`)."""
+    from classwise.class_subsets import restrict_to_classes
+
+    if aligned.kind != PREDICTIONS:
+        return restrict_to_classes(aligned.values, labels, subset)
+    position = np.full(n_classes, -1, dtype=np.int64)
+    position[subset] = np.arange(subset.size)
+    values = aligned.values
+    abstained = values == ABSTAINED
+    renumbered_values = np.where(abstained, ABSTAINED, position[np.where(abstained, 0, values)])
+    outside = np.flatnonzero(((renumbered_values < 0) & ~abstained).reshape(values.shape[0], -1).any(axis=1))
+    if outside.size:
+        raise InputError(
+            f"{dataset} keeps {subset.size} of the dataset's {n_classes} classes, and {outside.size} predictions name "
+            f"another class, e.g. for sample ids {_examples(np.asarray(aligned.sample_ids)[outside])}",
+            path=aligned.path,
+            field="prediction",
+        )
+    _, renumbered_labels = restrict_to_classes(np.zeros((labels.shape[0], n_classes), dtype=np.float32), labels, subset)
+    return renumbered_values, renumbered_labels
 
 
 # ------------------------------------------------------------------- outside the pipeline

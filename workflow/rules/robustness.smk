@@ -36,8 +36,8 @@ rule analyse_classwise_robustness:
         logits=classwise_logits,
         unpaired_shifts=lambda wildcards: unpaired_shifts(wildcards.dataset),
         attack_shifts=lambda wildcards: attacked_shifts(wildcards.dataset),
-        # transformed shifts all score every class (a published set on a class subset is not one)
-        corrupted_shifts=lambda wildcards: transformed_shifts(wildcards.dataset),
+        # corrupted copies all score every class (a published set on a class subset is not one)
+        corrupted_shifts=lambda wildcards: corrupted_shifts(wildcards.dataset),
     script:
         "../../scripts/analyse_classwise_robustness.py"
 
@@ -57,6 +57,8 @@ rule run_transformation_tests:
         "../../envs/metrics.yaml"
     params:
         shifts=lambda wildcards: transformed_shifts(wildcards.dataset),
+        # shifts given by labels files of their own: compared on the clean samples they hold
+        subsets=lambda wildcards: ROBUSTNESS_RUNS[wildcards.dataset].own_samples,
         thresholds=ROBUSTNESS["transformation_tests"]["thresholds"],
     script:
         "../../scripts/run_transformation_tests.py"

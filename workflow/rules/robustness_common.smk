@@ -45,6 +45,11 @@ def transformed_shifts(dataset):
     return ROBUSTNESS_RUNS[dataset].transformed
 
 
+def corrupted_shifts(dataset):
+    """The corrupted copies of `dataset` the corruption errors average."""
+    return ROBUSTNESS_RUNS[dataset].corrupted
+
+
 def targeted_models(dataset):
     """The models of robustness.targeted_models evaluated on `dataset`."""
     return ROBUSTNESS_RUNS[dataset].targeted_models

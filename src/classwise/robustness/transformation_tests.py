@@ -23,7 +23,7 @@ mean over the classes present in the labels or the predictions of ``2 TP / (2 TP
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,6 +194,18 @@ def align_to_reference(reference_ids: np.ndarray, ids: np.ndarray, *, path: str 
     )
 
 
+def _clean_positions(reference_ids: np.ndarray, ids: np.ndarray, path: str | None) -> np.ndarray:
+    """Where each of a shift's ``ids`` sits among the clean file's (every one must be a clean id)."""
+    return sample_id_positions(
+        ids,
+        reference_ids,
+        path=path,
+        field="sample_ids",
+        available_name="the clean file",
+        missing="has {count} sample id(s) not in the clean file",
+    )
+
+
 # ---------------------------------------------------------------------------- the table
 
 
@@ -255,12 +267,15 @@ def transformation_test_table(
     shifted: Mapping[str, ScoresFile | str | Path],
     *,
     thresholds: Thresholds | None = None,
+    subsets: Collection[str] = (),
 ) -> pd.DataFrame:
     """The transformation tests of one model: one row per shift (index ``shift``, given order).
 
     ``clean`` and each entry of ``shifted`` (shift name -> logits) are cached logits files
     (paths or loaded :class:`ScoresFile`) of the same model on the same samples; rows are
-    matched by ``sample_ids`` and the labels must agree. Columns: :data:`COLUMNS`.
+    matched by ``sample_ids`` and the labels must agree. A shift of ``subsets`` (a shift given
+    by a labels file of its own) may hold a subset of the clean samples: it is compared with the
+    clean predictions of the same samples, and ``n_samples`` says how many. Columns: :data:`COLUMNS`.
     """
     if not shifted:
         raise InputError("no transformed evaluations given", field="shifted")
@@ -276,15 +291,20 @@ def transformation_test_table(
                 path=path,
                 field="logits",
             )
-        order = align_to_reference(reference.sample_ids, scores.sample_ids, path=path)
-        if not np.array_equal(scores.labels[order], reference.labels):
-            bad = reference.sample_ids[scores.labels[order] != reference.labels]
+        if name in subsets:  # the clean samples the shift holds, in its order
+            kept = _clean_positions(reference.sample_ids, scores.sample_ids, path)
+            order = np.arange(kept.size)
+        else:
+            kept = np.arange(reference.sample_ids.size)
+            order = align_to_reference(reference.sample_ids, scores.sample_ids, path=path)
+        if not np.array_equal(scores.labels[order], reference.labels[kept]):
+            bad = reference.sample_ids[kept][scores.labels[order] != reference.labels[kept]]
             raise InputError(
                 f"labels differ from the clean file's for sample(s) {_ids_message(bad)}",
                 path=path,
                 field="labels",
             )
-        row = transformation_test_row(reference.labels, clean_pred, predictions(scores)[order], thresholds)
+        row = transformation_test_row(reference.labels[kept], clean_pred[kept], predictions(scores)[order], thresholds)
         rows.append({"shift": str(name), **row})
     frame = pd.DataFrame(rows).set_index("shift")
     return frame[list(COLUMNS)]

@@ -227,15 +227,18 @@ def transformation_tests_step(
     thresholds: Mapping[str, Any],
     caption: str,
     table_paths: Mapping[str, str | Path],
+    subsets: Sequence[str] = (),
 ) -> None:
     """The transformation tests of one model: accuracy, macro F1 and flip rate against clean per
-    corruption, each marked pass / warn / fail."""
+    corruption, each marked pass / warn / fail (``subsets``: the shifts that may hold a subset of
+    the clean samples, compared on those)."""
     from classwise.robustness.transformation_tests import Thresholds, transformation_test_table
 
     table = transformation_test_table(
         clean_path,
         dict(shifted_paths),
         thresholds=Thresholds.from_config(thresholds, field="robustness.transformation_tests.thresholds"),
+        subsets=subsets,
     )
     _write_tables(table, caption, table_paths)
 

@@ -27,7 +27,7 @@ count, and its ids against the dataset's where those are known before any job).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from classwise.models.sources.base import Datasets
 from classwise.models.spec import ModelSpec, check_keys
 
 if TYPE_CHECKING:
+    import numpy as np
     from torch import nn
 
     from classwise.models.data_config import DataConfig
@@ -185,23 +186,23 @@ class PredictionsSource:
         entry: Mapping[str, Any],
         dataset: str,
         datasets: Datasets,
-        shifts: Sequence[str],
+        shifts: Mapping[str, np.ndarray | None],
         classes: int | None,
         config_path: str,
     ) -> None:
-        """Each file of ``shifts`` on ``dataset`` against the dataset, from its header and ids
+        """Each file of ``shifts`` on ``dataset`` against the shift's samples (``shifts``: shift ->
+        its sample ids, None where unknown before any job), from its header and ids
         (:func:`~classwise.predictions_io.check_outputs_file`); errors name the config's field,
         the file and what in it does not match."""
-        from classwise.data.sources import dataset_sample_ids
         from classwise.predictions_io import check_outputs_file
 
-        sample_ids = dataset_sample_ids(dataset, datasets[dataset])  # its own errors name the dataset's field
-        for shift in shifts:
+        for shift, sample_ids in shifts.items():
             path = outputs_file(entry, dataset, shift)
             if path is None:
                 continue  # has_scores says so
+            where = f"dataset {dataset!r}" if shift == "clean" else f"shift {shift!r} of dataset {dataset!r}"
             try:
-                check_outputs_file(path, dataset=dataset, n_classes=classes, sample_ids=sample_ids)
+                check_outputs_file(path, dataset=dataset, n_classes=classes, sample_ids=sample_ids, where=where)
             except InputError as exc:
                 raise InputError(str(exc), path=config_path, field=_files_field(model, entry, dataset, shift)) from None
 
