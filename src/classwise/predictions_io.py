@@ -649,7 +649,7 @@ def _check_ranked_classes(values: np.ndarray, n_classes: int, path: str, where: 
     if bad.size:
         raise InputError(
             f"names class {int(values[bad[0]].max())}, but {where} has {n_classes} classes (a file of another class count?); "
-            f"{bad.size} rows do, e.g. sample ids {_examples(ids[bad])}",
+            f"{bad.size} rows do: rows {rows_message(bad)}, sample ids {_examples(ids[bad])}",
             path=path,
             field=field,
         )
@@ -695,7 +695,13 @@ def _check_columns(columns: int, n_classes: int, path: str | Path, where: str, o
 
 
 def check_outputs_file(
-    path: str | Path, *, dataset: str, n_classes: int | None, sample_ids: np.ndarray | None, where: str | None = None
+    path: str | Path,
+    *,
+    dataset: str,
+    n_classes: int | None,
+    sample_ids: np.ndarray | None,
+    where: str | None = None,
+    class_names: np.ndarray | None = None,
 ) -> None:
     """Check a user's outputs file against dataset ``dataset`` before any job, reading its header
     and its ids but not its values where the format allows (an ``.npz``, a CSV, an ``.npy``;
@@ -703,8 +709,10 @@ def check_outputs_file(
     where the samples' ``sample_ids`` are known, a row for each sample and for nothing else, no
     id twice (:class:`InputError` naming the file, the field and the first ids and rows). None
     skips that check. ``where`` names the samples in messages (default ``dataset '<dataset>'``;
-    a shift's own samples: ``shift 's' of dataset 'd'``). The import job checks all of it again,
-    and the rest: labels, values, classes."""
+    a shift's own samples: ``shift 's' of dataset 'd'``). A CSV of hard predictions is read
+    whole: its predicted classes (and labels) must be classes of the dataset, by index in
+    ``[0, n_classes)`` or by one of its ``class_names`` (where known). The import job checks all
+    of it again, and the rest: labels, values, classes."""
     p = _existing(path)
     where = where or f"dataset {dataset!r}"
     fmt = _format_of(p)
@@ -739,7 +747,11 @@ def check_outputs_file(
         _csv_columns(columns, p)
         if _PREDICTION not in columns and n_classes is not None:
             _check_columns(len(_score_columns(columns, p)), n_classes, p, where, None)
-        if sample_ids is not None:
+        if _PREDICTION in columns and (n_classes is not None or class_names is not None):
+            outputs = read_outputs(p)
+            _check_predicted_classes(outputs, n_classes, class_names, where)
+            file_ids = outputs.sample_ids
+        elif sample_ids is not None:
             file_ids = _csv_ids(p, "sample_id")
     else:  # timm's outputs: whether they rank every class is in their values
         outputs = read_outputs(p)
@@ -747,11 +759,38 @@ def check_outputs_file(
             if outputs.kind == PREDICTIONS and outputs.values.ndim == 2:
                 rows = outputs.sample_ids if outputs.sample_ids is not None else np.arange(outputs.n_rows).astype(str)
                 _check_ranked_classes(outputs.values, n_classes, str(p), where, rows, outputs.value_field)
+            elif outputs.kind == PREDICTIONS:
+                _check_predicted_classes(outputs, n_classes, class_names, where)
             elif outputs.kind != PREDICTIONS:
                 _check_columns(outputs.values.shape[1], n_classes, p, where, outputs)
         file_ids = outputs.sample_ids
     if file_ids is not None and sample_ids is not None:
         _match_ids(file_ids, sample_ids, p, where)
+
+
+def _check_predicted_classes(outputs: UserOutputs, n_classes: int | None, class_names: np.ndarray | None, where: str) -> None:
+    """The classes a file of hard predictions names (and its labels) are the dataset's: names
+    among ``class_names`` (where known), indices in ``[0, n_classes)``; the error names the
+    first rows and their sample ids."""
+    ids = outputs.sample_ids
+    for column, field in ((outputs.values, outputs.value_field), (outputs.labels, outputs.label_field)):
+        if column is None:
+            continue
+        if column.dtype.kind in "US":
+            if class_names is not None:
+                _indices_of_names(column, class_names, outputs.path, field, where, ids)
+            continue
+        if n_classes is None:
+            continue
+        bad = np.flatnonzero(((column < 0) & (column != ABSTAINED)) | (column >= n_classes))
+        if bad.size:
+            shown = "" if ids is None else f" (sample ids {_examples(ids[bad])})"
+            raise InputError(
+                f"names class {int(column[bad[0]])}, but {where} has {n_classes} classes (indices 0 to {n_classes - 1}; -1: "
+                f"abstained): rows {rows_message(bad)}{shown} (a file of another class count?)",
+                path=outputs.path,
+                field=field,
+            )
 
 
 def sha256_of(path: str | Path) -> str:

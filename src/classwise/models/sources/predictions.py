@@ -194,15 +194,22 @@ class PredictionsSource:
         its sample ids, None where unknown before any job), from its header and ids
         (:func:`~classwise.predictions_io.check_outputs_file`); errors name the config's field,
         the file and what in it does not match."""
+        import numpy as np
+
+        from classwise.data.sources import dataset_class_names
         from classwise.predictions_io import check_outputs_file
 
+        names = dataset_class_names(dataset, datasets[dataset])
+        class_names = None if names is None else np.asarray(names)
         for shift, sample_ids in shifts.items():
             path = outputs_file(entry, dataset, shift)
             if path is None:
                 continue  # has_scores says so
             where = f"dataset {dataset!r}" if shift == "clean" else f"shift {shift!r} of dataset {dataset!r}"
             try:
-                check_outputs_file(path, dataset=dataset, n_classes=classes, sample_ids=sample_ids, where=where)
+                check_outputs_file(
+                    path, dataset=dataset, n_classes=classes, sample_ids=sample_ids, where=where, class_names=class_names
+                )
             except InputError as exc:
                 raise InputError(str(exc), path=config_path, field=_files_field(model, entry, dataset, shift)) from None
 

@@ -249,6 +249,11 @@ class ImageSources(Protocol):
         a class subset, the base class indices of that subset (None: the outputs are used whole)."""
         ...
 
+    def labelled_samples(self, path: str) -> Any:
+        """The samples of a shift's own labels file ``path``, in the dataset's classes (ids,
+        labels and class names; no images)."""
+        ...
+
 
 class ShiftKind:
     """One kind of shift. The defaults describe a shift made on the fly from the dataset's own
