@@ -873,8 +873,20 @@ def _restricted(
     and the labels renumbered (:func:`~classwise.class_subsets.restrict_to_classes`)."""
     from classwise.class_subsets import restrict_to_classes
 
-    if aligned.kind != PREDICTIONS:
+    if aligned.kind == "logits":
         return restrict_to_classes(aligned.values, labels, subset)
+    if aligned.kind == "probs":  # the softmax of the subset's logits: its probabilities renormalised
+        probs, renumbered = restrict_to_classes(aligned.values, labels, subset)
+        mass = probs.sum(axis=1, keepdims=True)
+        empty = np.flatnonzero(mass[:, 0] <= 0)
+        if empty.size:
+            raise InputError(
+                f"{dataset} keeps {subset.size} of the dataset's {n_classes} classes, and {empty.size} rows give them no "
+                f"probability, e.g. for sample ids {_examples(np.asarray(aligned.sample_ids)[empty])}",
+                path=aligned.path,
+                field="probs",
+            )
+        return probs / mass, renumbered
     position = np.full(n_classes, -1, dtype=np.int64)
     position[subset] = np.arange(subset.size)
     values = aligned.values
