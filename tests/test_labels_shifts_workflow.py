@@ -155,3 +155,14 @@ def test_shifts_with_a_severity_are_the_corrupted_copies_the_corruption_errors_a
     matrix = pd.read_csv(run / ROBUSTNESS / "class_shift_accuracy.csv").set_index(["model", "class"])
     mean_error = 1 - (matrix[SHIFT] + matrix["contrast_c30"]) / 2
     np.testing.assert_allclose(errors["mean_corruption_error"].sort_index(), mean_error.sort_index())
+
+
+def test_the_severity_curves_run_from_clean_along_the_configured_severities(run: Path) -> None:
+    curves = pd.read_csv(run / ROBUSTNESS / "severity_curves.csv").set_index(["model", "family", "severity"])
+    summary = pd.read_csv(run / ROBUSTNESS / "shift_summary.csv").set_index(["shift", "model"])
+    assert sorted(curves.index) == [(model, "contrast", severity) for model in ("s01", "s02") for severity in (0, 1, 2)]
+    for severity, shift in ((0, "clean"), (1, "contrast_c50"), (2, "contrast_c30")):
+        assert curves.loc[("s01", "contrast", severity), "shift"] == shift
+        assert curves.loc[("s01", "contrast", severity), "accuracy"] == pytest.approx(summary.loc[(shift, "s01"), "accuracy"])
+    assert curves.loc[("s02", "contrast", 1), "worst_class_accuracy"] == pytest.approx(_expected(run, "s02")["wca"])
+    assert (run / "results/figures/contrast/robustness/severity_curves.png").stat().st_size > 0

@@ -27,6 +27,8 @@ rule analyse_classwise_robustness:
         **outputs_of("class_shift_cfps"),
         **outputs_of("worst_classes_by_shift"),
         **outputs_of("accuracy_spread"),
+        **outputs_of("severity_curves_table"),
+        **outputs_of("severity_curves_figure"),
     log:
         f"{OUT}/logs/analyse_classwise_robustness/{{dataset}}.log",
     conda:
@@ -38,6 +40,8 @@ rule analyse_classwise_robustness:
         attack_shifts=lambda wildcards: attacked_shifts(wildcards.dataset),
         # corrupted copies all score every class (a published set on a class subset is not one)
         corrupted_shifts=lambda wildcards: corrupted_shifts(wildcards.dataset),
+        # shift -> [family, severity]: the severity curves
+        severity_steps=lambda wildcards: ROBUSTNESS_RUNS[wildcards.dataset].severity_steps,
     script:
         "../../scripts/analyse_classwise_robustness.py"
 

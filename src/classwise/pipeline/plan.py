@@ -590,6 +590,9 @@ class RobustnessRuns:
     #: The transformed shifts given by labels files of their own, which may hold a subset of the
     #: clean samples: the transformation tests compare them on the clean samples they hold.
     own_samples: list[str]
+    #: Shift -> ``[family, severity]`` of each shift that is one severity of a corruption family
+    #: (scoring every class): the severity curves.
+    severity_steps: dict[str, list[Any]]
     #: (source model, target model, shift) of every transfer attack: the transfer matrix.
     transfers: list[tuple[str, str, str]]
     #: The targeted attacks (one shift per target class) and the models they run for (those of
@@ -647,6 +650,11 @@ def resolve_robustness(
             transformed=[s for s in original if shifts[s].transformed],
             corrupted=[s for s in original if shifts[s].corrupted],
             own_samples=[s for s in original if shifts[s].transformed and shifts[s].labels_file is not None],
+            severity_steps={
+                s: list(shifts[s].severity_step)
+                for s in original
+                if shifts[s].severity_step is not None and not shifts[s].restricted
+            },
             transfers=[(shifts[s].source_model, model, s) for s in original if shifts[s].source_model for model in evaluated],
             targeted=[s for s in plan.shifts[dataset] if shifts[s].target is not None],
             targeted_models=[model for model in robustness["targeted_models"] if model in evaluated],
