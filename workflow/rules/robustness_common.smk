@@ -131,6 +131,8 @@ def robustness_outputs():
                     "class_shift_cfps",
                     "worst_classes_by_shift",
                     "accuracy_spread",
+                    "severity_curves_table",
+                    "severity_curves_figure",
                 )
             ]
             planned += [

@@ -233,7 +233,9 @@ def across_shifts_outputs(
     )
     save_png(accuracy_spread_figure(accuracy, title=f"{title}: class-wise accuracy per shift"), paths.spread_figure)
     if paths.severity_curves is not None and paths.severity_figure is not None:
-        _severity_outputs(summary, severity_steps or {}, title=title, table_paths=paths.severity_curves, figure=paths.severity_figure)
+        _severity_outputs(
+            summary, severity_steps or {}, title=title, table_paths=paths.severity_curves, figure=paths.severity_figure
+        )
 
 
 def _severity_outputs(
