@@ -289,3 +289,12 @@ def test_a_timm_file_of_another_class_count_is_refused(tmp_path: Path) -> None:
     )
     error = _refusal(_predictions_config(tmp_path, {"clean": str(logits)}))
     assert f"{logits}: field 'logit* / prob*': has 10 score columns, dataset 'ids' has 5 classes" in str(error)
+
+
+def test_the_model_s_abstention_token_is_no_unknown_class_name(tmp_path: Path) -> None:
+    path = _hard(tmp_path / "net.csv", [("a", "v"), ("b", "?"), ("c", ""), ("d", "-1"), ("e", "z")])
+    config = _predictions_config(tmp_path, {"clean": path}, class_names=["v", "w", "x", "y", "z"])
+    config["models"]["net"]["abstain"] = "?"
+    assert _plan(config).models["ids"] == ["net"]
+    del config["models"]["net"]["abstain"]
+    assert "'?' is no class of dataset 'ids': rows 1 (sample ids ['b'])" in str(_refusal(config))

@@ -702,6 +702,7 @@ def check_outputs_file(
     sample_ids: np.ndarray | None,
     where: str | None = None,
     class_names: np.ndarray | None = None,
+    abstain: str | None = None,
 ) -> None:
     """Check a user's outputs file against dataset ``dataset`` before any job, reading its header
     and its ids but not its values where the format allows (an ``.npz``, a CSV, an ``.npy``;
@@ -711,8 +712,10 @@ def check_outputs_file(
     skips that check. ``where`` names the samples in messages (default ``dataset '<dataset>'``;
     a shift's own samples: ``shift 's' of dataset 'd'``). A CSV of hard predictions is read
     whole: its predicted classes (and labels) must be classes of the dataset, by index in
-    ``[0, n_classes)`` or by one of its ``class_names`` (where known). The import job checks all
-    of it again, and the rest: labels, values, classes."""
+    ``[0, n_classes)`` or by one of its ``class_names`` (where known; ``abstain``: the model's
+    token for an abstention, beside an empty cell and ``-1``). A plain read decides whether a
+    file is sound (the plan reads thousands); only a file that is not is read again for the
+    message. The import job checks all of it again, and the rest: labels, values, classes."""
     p = _existing(path)
     where = where or f"dataset {dataset!r}"
     fmt = _format_of(p)
@@ -748,9 +751,11 @@ def check_outputs_file(
         if _PREDICTION not in columns and n_classes is not None:
             _check_columns(len(_score_columns(columns, p)), n_classes, p, where, None)
         if _PREDICTION in columns and (n_classes is not None or class_names is not None):
-            outputs = read_outputs(p)
-            _check_predicted_classes(outputs, n_classes, class_names, where)
-            file_ids = outputs.sample_ids
+            file_ids = _sound_prediction_csv(p, n_classes, class_names, abstain)
+            if file_ids is None:  # read it again, for the message
+                outputs = read_outputs(p, abstain=abstain)
+                _check_predicted_classes(outputs, n_classes, class_names, where)
+                file_ids = outputs.sample_ids
         elif sample_ids is not None:
             file_ids = _csv_ids(p, "sample_id")
     else:  # timm's outputs: whether they rank every class is in their values
@@ -764,8 +769,44 @@ def check_outputs_file(
             elif outputs.kind != PREDICTIONS:
                 _check_columns(outputs.values.shape[1], n_classes, p, where, outputs)
         file_ids = outputs.sample_ids
-    if file_ids is not None and sample_ids is not None:
+    if file_ids is not None and sample_ids is not None and not _same_ids(file_ids, sample_ids):
         _match_ids(file_ids, sample_ids, p, where)
+
+
+def _same_ids(file_ids: np.ndarray, sample_ids: np.ndarray) -> bool:
+    """Whether a file's ids are the samples' ids, each once, in any order."""
+    ours, theirs = np.sort(np.asarray(file_ids).astype(str)), np.sort(np.asarray(sample_ids).astype(str))
+    return ours.shape == theirs.shape and bool((ours == theirs).all()) and bool((ours[1:] != ours[:-1]).all())
+
+
+def _sound_prediction_csv(
+    path: Path, n_classes: int | None, class_names: np.ndarray | None, abstain: str | None
+) -> np.ndarray | None:
+    """The ids of a CSV of hard predictions whose every row gives an id and whose predicted
+    classes (and labels) are classes of the dataset or abstentions; None where any is not (or
+    the file is not plain), for the slower read that names the rows."""
+    try:
+        with _open_text(path) as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError):
+        return None
+    if len(rows) < 2 or any(len(row) != len(rows[0]) for row in rows):
+        return None
+    header, body = rows[0], np.asarray(rows[1:], dtype=str)
+    ids = body[:, header.index("sample_id")]
+    if (ids == "").any():
+        return None
+    known = None if class_names is None else np.asarray(class_names).astype(str)
+    abstained = [*_ABSTAIN_CELLS, *(() if abstain is None else (str(abstain),))]
+    for column in [c for c in (_PREDICTION, "label") if c in header]:
+        cells = body[:, header.index(column)]
+        cells = cells[~np.isin(cells, abstained)] if column == _PREDICTION else cells
+        digits = np.char.isdigit(cells)
+        if not digits.all() and (known is None or not np.isin(cells[~digits], known).all()):
+            return None
+        if digits.any() and n_classes is not None and (cells[digits].astype(np.int64) >= n_classes).any():
+            return None
+    return ids
 
 
 def _check_predicted_classes(outputs: UserOutputs, n_classes: int | None, class_names: np.ndarray | None, where: str) -> None:
