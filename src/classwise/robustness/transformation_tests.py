@@ -194,16 +194,17 @@ def align_to_reference(reference_ids: np.ndarray, ids: np.ndarray, *, path: str 
     )
 
 
-def _clean_positions(reference_ids: np.ndarray, ids: np.ndarray, path: str | None) -> np.ndarray:
-    """Where each of a shift's ``ids`` sits among the clean file's (every one must be a clean id)."""
-    return sample_id_positions(
-        ids,
-        reference_ids,
-        path=path,
-        field="sample_ids",
-        available_name="the clean file",
-        missing="has {count} sample id(s) not in the clean file",
-    )
+def _shared(reference_ids: np.ndarray, ids: np.ndarray, path: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, clean rows)`` of the sample ids a shift shares with the clean file: the shift's
+    rows that hold one and where each sits in the clean file (none shared is an error)."""
+    sample_id_positions(ids, ids, path=path, field="sample_ids")  # refuses a repeated id
+    positions = pd.Index(np.asarray(reference_ids).astype(str)).get_indexer(np.asarray(ids).astype(str))
+    rows = np.flatnonzero(positions >= 0)
+    if rows.size == 0:
+        raise InputError(
+            f"shares no sample id with the clean file, e.g. {_ids_message(np.asarray(ids))}", path=path, field="sample_ids"
+        )
+    return rows, positions[rows]
 
 
 # ---------------------------------------------------------------------------- the table
@@ -274,8 +275,9 @@ def transformation_test_table(
     ``clean`` and each entry of ``shifted`` (shift name -> logits) are cached logits files
     (paths or loaded :class:`ScoresFile`) of the same model on the same samples; rows are
     matched by ``sample_ids`` and the labels must agree. A shift of ``subsets`` (a shift given
-    by a labels file of its own) may hold a subset of the clean samples: it is compared with the
-    clean predictions of the same samples, and ``n_samples`` says how many. Columns: :data:`COLUMNS`.
+    by a labels file of its own) may hold other samples than clean's: it is compared with the
+    clean predictions on the sample ids both hold, and ``n_samples`` says how many. Columns:
+    :data:`COLUMNS`.
     """
     if not shifted:
         raise InputError("no transformed evaluations given", field="shifted")
@@ -291,9 +293,8 @@ def transformation_test_table(
                 path=path,
                 field="logits",
             )
-        if name in subsets:  # the clean samples the shift holds, in its order
-            kept = _clean_positions(reference.sample_ids, scores.sample_ids, path)
-            order = np.arange(kept.size)
+        if name in subsets:  # the samples both hold, in the shift's order
+            order, kept = _shared(reference.sample_ids, scores.sample_ids, path)
         else:
             kept = np.arange(reference.sample_ids.size)
             order = align_to_reference(reference.sample_ids, scores.sample_ids, path=path)
