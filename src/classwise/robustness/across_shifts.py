@@ -31,6 +31,7 @@ every shift is taken to hold the reference's samples.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -262,7 +263,7 @@ SEVERITY_COLUMNS: tuple[str, ...] = (
 
 
 def severity_curves(
-    summary: pd.DataFrame, steps: Mapping[str, Sequence[object]], *, reference: str = REFERENCE_SHIFT
+    summary: pd.DataFrame, steps: Mapping[str, Sequence[Any]], *, reference: str = REFERENCE_SHIFT
 ) -> pd.DataFrame:
     """Per (model, family, severity), from :func:`shift_summary`'s rows: the shift and its ``n``,
     A, WCA with its class, and both changes from the reference on the same samples; ``steps``
