@@ -13,6 +13,7 @@ with job_log(snakemake, exit_when_done=True):
         attack_shifts=snakemake.params.attack_shifts,
         unpaired_shifts=snakemake.params.unpaired_shifts,
         corrupted_shifts=snakemake.params.corrupted_shifts,
+        severity_steps=snakemake.params.severity_steps,
         title=title_of(snakemake),
         figure_path=output.figure,
         similarity_path=output.similarity,
@@ -33,5 +34,11 @@ with job_log(snakemake, exit_when_done=True):
             class_shift_cfps=output.class_shift_cfps,
             worst_classes_figure=output.worst_classes_figure,
             spread_figure=output.spread_figure,
+            severity_curves={
+                "markdown": output.severity_curves_markdown,
+                "csv": output.severity_curves_csv,
+                "latex": output.severity_curves_latex,
+            },
+            severity_figure=output.severity_figure,
         ),
     )

@@ -10,6 +10,7 @@ with job_log(snakemake, exit_when_done=True):
         clean_path=snakemake.input.clean,
         shifted_paths=dict(zip(snakemake.params.shifts, snakemake.input.shifted)),
         thresholds=snakemake.params.thresholds,
+        subsets=snakemake.params.subsets,
         caption=caption_of(snakemake),
         table_paths={"markdown": output.markdown, "csv": output.csv, "latex": output.latex},
     )

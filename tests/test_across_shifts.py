@@ -332,3 +332,50 @@ def test_accuracy_spread_draws_each_median_in_a_colour_unlike_its_box() -> None:
     assert [value for value, _, _ in drawn] == pytest.approx(expected)
     for _, median, face in drawn:
         assert np.abs(np.subtract(median, face)).sum() > 0.5, (median, face)  # C1's orange median vanished in C1 boxes
+
+
+def test_severity_curves_read_each_family_along_its_severities_from_clean() -> None:
+    """A hand-made summary: family ``blur`` at severities 3 and 1 (given out of order), a shift of
+    no family, and clean as severity 0; the rows are the summary's own, reordered."""
+    from classwise.robustness.across_shifts import SEVERITY_COLUMNS, severity_curves
+
+    summary = pd.DataFrame(
+        {
+            "shift": ["clean", "clean", "blur_3", "blur_3", "blur_1", "blur_1", "pgd", "pgd"],
+            "model": ["a", "b"] * 4,
+            "n": [10, 10, 10, 10, 8, 8, 5, 5],
+            "accuracy": [0.9, 0.8, 0.5, 0.4, 0.7, 0.6, 0.1, 0.2],
+            "worst_class_accuracy": [0.8, 0.7, 0.2, 0.1, 0.5, 0.4, 0.0, 0.0],
+            "worst_class_name": ["x", "y", "x", "x", "y", "y", "x", "y"],
+            "accuracy_change": [0.0, 0.0, -0.4, -0.4, -0.2, -0.2, -0.8, -0.6],
+            "worst_class_accuracy_change": [0.0, 0.0, -0.6, -0.6, -0.3, -0.3, -0.8, -0.7],
+        }
+    )
+    curves = severity_curves(summary, {"blur_3": ("blur", 3), "blur_1": ("blur", 1)})
+    assert list(curves.columns) == list(SEVERITY_COLUMNS)
+    assert list(curves.index) == [
+        ("a", "blur", 0),
+        ("a", "blur", 1),
+        ("a", "blur", 3),
+        ("b", "blur", 0),
+        ("b", "blur", 1),
+        ("b", "blur", 3),
+    ]
+    assert curves["shift"].tolist() == ["clean", "blur_1", "blur_3"] * 2
+    assert curves.loc[("b", "blur", 1), "accuracy"] == 0.6 and curves.loc[("a", "blur", 3), "worst_class_accuracy"] == 0.2
+    assert curves.loc[("a", "blur", 1), "n"] == 8
+    assert severity_curves(summary, {}).empty
+
+
+def test_the_severity_curves_figure_draws_a_panel_per_family_and_two_lines_per_model() -> None:
+    from classwise.plots.many_classes import severity_curves_figure
+
+    index = pd.MultiIndex.from_tuples(
+        [(m, f, s) for m in ("a", "b", "c") for f in ("blur", "noise") for s in (0, 1, 2)], names=["model", "family", "severity"]
+    )
+    curves = pd.DataFrame({"accuracy": np.linspace(0.9, 0.1, 18), "worst_class_accuracy": np.linspace(0.8, 0.0, 18)}, index=index)
+    fig = severity_curves_figure(curves, title="t")
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.lines]
+    assert [ax.get_title() for ax in panels] == ["blur", "noise"]
+    assert all(len(ax.lines) == 6 for ax in panels)
+    np.testing.assert_allclose(panels[1].lines[0].get_ydata(), curves.loc[("a", "noise"), "accuracy"])

@@ -28,3 +28,16 @@ def test_the_predictions_benchmark_times_one_call_over_many_files(tmp_path: Path
     assert result["json_files_written"] == 3
     assert result["seconds"]["one_call_all_files"] > 0
     assert len(result["machine"]["load_average_1_5_15min_at_start"]) == 3
+
+
+def test_the_labels_shifts_benchmark_plans_a_study_of_its_shape(tmp_path: Path) -> None:
+    """A dry run of 2 models x 3 shifts: one import and one metrics job per (model, condition)."""
+    from classwise.bench import labels_shifts
+
+    out = tmp_path / "labels_shifts.json"
+    labels_shifts.main(
+        ["--skip", "run", "--dry-models", "2", "--dry-shifts", "3", "--samples", "20", "--classes", "4", "--out", str(out)]
+    )
+    dry = json.loads(out.read_text())["dry_run"]
+    assert dry["predictions_files"] == 2 * 4 and dry["wall_s"] > 0 and len(dry["load_average_before"]) == 3
+    assert dry["jobs"] > 2 * 2 * 4  # import and metrics per file, plus the per-shift and per-dataset jobs

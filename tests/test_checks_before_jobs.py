@@ -15,6 +15,7 @@ import torch
 import yaml
 from snakemake_runner import run_snakemake
 
+from classwise.data.shift_sets import expand_shift_sets, merge_shifts
 from classwise.data.stand_ins import image_folder_fixture
 from classwise.errors import InputError
 from classwise.models.sources import model_source
@@ -42,9 +43,16 @@ def _checkpoint_config(tmp_path: Path, weights: Path, **entry: Any) -> dict[str,
     }
 
 
+def _plan(config: dict[str, Any]) -> Any:
+    """The plan as the Snakefile makes it: the shifts of ``shifts:`` and of each dataset's shift sets."""
+    shift_sets = expand_shift_sets(config["datasets"], source="my.yaml")
+    shifts = merge_shifts(expand_shifts(config["shifts"]), shift_sets, source="my.yaml")
+    return check_runs(config, shifts=shifts, source="my.yaml", shift_sets=shift_sets)
+
+
 def _refusal(config: dict[str, Any]) -> InputError:
     with pytest.raises(InputError) as error:
-        check_runs(config, shifts=expand_shifts(config["shifts"]), source="my.yaml")
+        _plan(config)
     assert error.value.path == "my.yaml"
     return error.value
 
@@ -214,3 +222,97 @@ def test_a_dry_run_stops_at_a_bad_precision_or_layout_and_writes_nothing(
     output = result.stdout + result.stderr
     assert f"{configfile}: field 'inference.{next(iter(inference))}': " in output and expected in output
     assert not (tmp_path / "results").exists()
+
+
+# ------------------------------------------------- predictions on shifts (issue 28): bad input
+
+
+def _labels_shift_config(tmp_path: Path, files: dict[str, Any], shift_labels: str = "sample_id,label\na,0\nb,1\nc,2\n") -> dict:
+    """A labels-only dataset of five samples with one shift ``contrast_c50`` of its own labels file."""
+    config = _predictions_config(tmp_path, files)
+    (tmp_path / "c50.csv").write_text(shift_labels)
+    config["datasets"]["ids"]["shift_sets"] = {"contrast": {"family": "labels", "files": {"c50": str(tmp_path / "c50.csv")}}}
+    return config
+
+
+def _hard(path: Path, rows: list[tuple[str, str]]) -> str:
+    path.write_text("sample_id,prediction\n" + "".join(f"{i},{p}\n" for i, p in rows))
+    return str(path)
+
+
+def test_a_predicted_class_name_that_is_no_class_name_is_refused_with_its_rows(tmp_path: Path) -> None:
+    path = _hard(tmp_path / "net.csv", [("a", "v"), ("b", "w"), ("c", "owl"), ("d", "y"), ("e", "cat")])
+    config = _predictions_config(tmp_path, {"clean": path}, class_names=["v", "w", "x", "y", "z"])
+    error = _refusal(config)
+    assert error.field == "models.net.files.clean"
+    assert f"{path}: field 'prediction': 'owl' is no class of dataset 'ids': rows 2, 4 (sample ids ['c', 'e'])" in str(error)
+
+
+def test_a_predicted_class_beyond_the_class_count_is_refused_with_its_rows(tmp_path: Path) -> None:
+    path = _hard(tmp_path / "net.csv", [("a", "0"), ("b", "9"), ("c", "2"), ("d", "3"), ("e", "4")])
+    error = _refusal(_predictions_config(tmp_path, {"clean": path}))
+    assert f"{path}: field 'prediction': names class 9, but dataset 'ids' has 5 classes" in str(error)
+    assert "rows 1 (sample ids ['b'])" in str(error)
+
+
+def test_a_shift_s_file_of_another_dataset_s_ids_names_the_shift_and_the_rows(tmp_path: Path) -> None:
+    clean = _csv(tmp_path / "net.csv", IDS)
+    other = _hard(tmp_path / "net_c50.csv", [("a", "0"), ("mnist-1", "1"), ("mnist-2", "2")])
+    error = _refusal(_labels_shift_config(tmp_path, {"clean": clean, "contrast_c50": other}))
+    assert error.field == "models.net.files.contrast_c50"
+    assert f"{other}: field 'sample_id': 2 of the 3 samples of shift 'contrast_c50' of dataset 'ids' have no row" in str(error)
+    assert (
+        "2 row(s) of this file name no sample of shift 'contrast_c50' of dataset 'ids', e.g. ['mnist-1', 'mnist-2'] (rows 1, 2)"
+        in (str(error))
+    )
+    # the shift's own samples are its labels file's: the same ids as the clean file are refused there too
+    error = _refusal(_labels_shift_config(tmp_path, {"clean": clean, "contrast_c50": _csv(tmp_path / "all.csv", IDS)}))
+    assert "2 row(s) of this file name no sample of shift 'contrast_c50' of dataset 'ids', e.g. ['d', 'e']" in str(error)
+
+
+def test_a_file_for_a_labels_shift_the_config_does_not_declare_is_refused(tmp_path: Path) -> None:
+    clean = _csv(tmp_path / "net.csv", IDS)
+    error = _refusal(_labels_shift_config(tmp_path, {"clean": clean, "contrast_c70": clean}))
+    assert error.field == "models.net.files.contrast_c70"
+    assert "names shift 'contrast_c70', which is no shift of the config; expected one of ['clean', 'contrast_c50']" in str(error)
+
+
+def test_a_shift_s_labels_file_naming_another_class_or_relabelling_a_paired_sample_is_refused(tmp_path: Path) -> None:
+    clean = _csv(tmp_path / "net.csv", IDS)
+    names = "sample_id,label,class_name\na,0,v\nb,1,dog\n"
+    config = _labels_shift_config(tmp_path, {"clean": clean}, shift_labels=names)
+    config["datasets"]["ids"]["class_names"] = ["v", "w", "x", "y", "z"]
+    with pytest.raises(InputError) as error:
+        _plan(config)
+    assert error.value.path == str(tmp_path / "c50.csv") and error.value.field == "class_name"
+    assert "names class 1 'dog', dataset 'ids' 'w' (rows 1)" in str(error.value)
+    config = _labels_shift_config(tmp_path, {"clean": clean}, shift_labels="sample_id,label\na,0\nb,3\n")
+    with pytest.raises(InputError, match=r"labels differ from those of the dataset's labels file .* on 1 shared sample ids"):
+        _plan(config)
+
+
+def test_a_timm_file_of_another_class_count_is_refused(tmp_path: Path) -> None:
+    top1 = tmp_path / "timm_top1.csv"
+    top1.write_text("filename,index,prob\na,0,0.9\nb,1,0.8\nc,7,0.7\nd,3,0.9\ne,4,0.9\n")
+    error = _refusal(_predictions_config(tmp_path, {"clean": str(top1)}))
+    assert error.field == "models.net.files.clean"
+    assert f"{top1}: field 'index*': names class 7, but dataset 'ids' has 5 classes (indices 0 to 4" in str(error)
+    assert "rows 2 (sample ids ['c'])" in str(error)
+    logits = tmp_path / "timm_logits.csv"
+    logits.write_text(
+        "filename,"
+        + ",".join(f"logit_{j}" for j in range(10))
+        + "\n"
+        + "".join(f"{i}," + ",".join(["0.1"] * 10) + "\n" for i in IDS)
+    )
+    error = _refusal(_predictions_config(tmp_path, {"clean": str(logits)}))
+    assert f"{logits}: field 'logit* / prob*': has 10 score columns, dataset 'ids' has 5 classes" in str(error)
+
+
+def test_the_model_s_abstention_token_is_no_unknown_class_name(tmp_path: Path) -> None:
+    path = _hard(tmp_path / "net.csv", [("a", "v"), ("b", "?"), ("c", ""), ("d", "-1"), ("e", "z")])
+    config = _predictions_config(tmp_path, {"clean": path}, class_names=["v", "w", "x", "y", "z"])
+    config["models"]["net"]["abstain"] = "?"
+    assert _plan(config).models["ids"] == ["net"]
+    del config["models"]["net"]["abstain"]
+    assert "'?' is no class of dataset 'ids': rows 1 (sample ids ['b'])" in str(_refusal(config))

@@ -343,16 +343,18 @@ def test_confident_learning_refuses_a_reference_model_with_hard_predictions(tmp_
     assert _resolved(tmp_path, config, {}).view_shifts[("ids", "cl")] == ["clean"]
 
 
-def test_a_model_given_by_files_reads_no_published_shift_set(tmp_path: Path) -> None:
+def test_a_model_given_by_files_gives_a_file_for_a_published_shift_set_too(tmp_path: Path) -> None:
+    """Issue 28: a published shift set's outputs of a model given by files are read from its file,
+    matched to the set's samples by id in the import job (before, the plan refused the pair)."""
     from classwise.shifts.spec import ShiftSpec
 
     config = _predictions_config(tmp_path)
     config["datasets"]["digits"] = {"source": "sklearn_digits", "models": ["soft"]}
     config["datasets"]["ids"]["models"] = ["soft"]
     shifts = {**expand_shifts(config["shifts"]), "v2": ShiftSpec(name="v2", kind="dataset", params={"set": "v2"})}
-    with pytest.raises(InputError, match="shift 'v2' is a published shift set") as error:
+    with pytest.raises(InputError, match="no file of model 'soft''s outputs on shift 'v2' of dataset 'digits'") as error:
         check_runs(config, shifts=shifts, source="my.yaml", shift_sets={"digits": {"v2": shifts["v2"]}})
-    assert error.value.field == "datasets.digits.shifts"
+    assert error.value.field == "models.soft.files.v2"
 
 
 def test_models_are_compared_on_datasets_of_two_or_more_with_the_bootstrap_on(tmp_path: Path) -> None:

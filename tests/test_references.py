@@ -221,6 +221,8 @@ def test_the_cleaned_label_table_cites_table_2() -> None:
 #: Each report caption's source (the landing page, workflow.rst, names several).
 REPORT_SOURCES = {
     "accuracy_spread": "medi2024",
+    "severity_curves_figure": "medi2024",
+    "severity_curves_table": "medi2024",
     "class_shift_accuracy": "medi2024",
     "class_shift_cfps": "medi2024",
     "classwise_robustness_figure": "medi2024",
@@ -292,6 +294,7 @@ def _render(caption: Path, shift: str, tmp_path: Path) -> str:
             fromdict={
                 "confusions": {name: {} for name in shifts},
                 "corrupted_shifts": shifts[1:],
+                "severity_steps": {name: [name.rsplit("_s", 1)[0], 3] for name in shifts[1:]},
                 "shifts": shifts,
                 "shift": shift,
                 "options": {"shift": shift, "n_resamples": 99, "correction": "holm", "alpha": 0.05, "min_effect": 0.02},
@@ -316,6 +319,7 @@ def _render(caption: Path, shift: str, tmp_path: Path) -> str:
                     "sweep_csv",
                     "shift_summary_csv",
                     "corruption_errors_csv",
+                    "severity_curves_csv",
                     "rows",
                 )
             }

@@ -190,6 +190,26 @@ def test_misaligned_files_are_rejected(tmp_path: Path) -> None:
     assert info.value.path == str(path)
 
 
+def test_a_shift_of_its_own_samples_is_compared_with_clean_on_the_ids_both_hold() -> None:
+    """A labels shift holds 4 of clean's 6 samples (in another order) and one of its own: the
+    test is made on the 4 shared ids, clean's predictions of those 4 beside the shift's."""
+    labels = np.array([0, 1, 2, 3, 0, 1])
+    clean = _scores([0, 1, 2, 0, 0, 1], labels)  # ids "0".."5"; sample "3" wrong
+    shifted = _scores([1, 1, 0, 2, 3], [0, 3, 2, 1, 2], ids=["0", "3", "2", "1", "x"])
+    row = transformation_test_table(clean, {"c50": shifted}, subsets=["c50"]).loc["c50"]
+    # shared: 0 (clean 0, shift 1), 3 (clean 0, shift 1), 2 (clean 2, shift 0), 1 (clean 1, shift 2)
+    y, before, after = np.array([0, 3, 2, 1]), np.array([0, 0, 2, 1]), np.array([1, 1, 0, 2])
+    assert row["n_samples"] == 4
+    assert row["clean_accuracy"] == pytest.approx(accuracy_score(y, before))
+    assert row["accuracy"] == pytest.approx(accuracy_score(y, after))
+    assert row["macro_f1"] == pytest.approx(f1_score(y, after, average="macro"))
+    assert row["flip_rate"] == pytest.approx(np.mean(before != after))
+    with pytest.raises(InputError, match="lacks 2 clean sample id"):  # outside subsets, the same samples as clean
+        transformation_test_table(clean, {"c50": shifted})
+    with pytest.raises(InputError, match="shares no sample id with the clean file"):
+        transformation_test_table(clean, {"c50": _scores([0], [0], ids=["y"])}, subsets=["c50"])
+
+
 # ----------------------------------------------------------------------------- targeted success
 
 

@@ -33,6 +33,8 @@ class InputError(ValueError):
     def __init__(self, message: str, *, path: str | Path | None = None, field: str | None = None):
         self.path = None if path is None else str(path)
         self.field = field
+        #: What was expected, without the file and the field.
+        self.message = message
         where = []
         if self.path is not None:
             where.append(self.path)

@@ -271,16 +271,19 @@ def save_predictions(
     sample_ids: np.ndarray,
     class_names: np.ndarray,
     metadata: dict[str, Any],
+    class_indices: np.ndarray | None = None,
 ) -> None:
     """Validate and write a file of hard predictions (array ``predictions``, int64 class
     indices (N,) or top-k classes (N, k), :data:`ABSTAINED` where the model abstained; no
     scores, :func:`check_predictions`) and its sidecar JSON, atomically as a pair; the number
-    of classes is that of ``class_names``."""
+    of classes is that of ``class_names`` (``class_indices``: as for :func:`save_scores`)."""
     class_names = np.asarray(class_names).astype(str)
     # their length sets the number of samples
     predictions = check_predictions(np.asarray(predictions), class_names.shape[0], path=path)
     labels = check_labels(np.asarray(labels), predictions.shape[0], class_names.shape[0], path=path)
-    _save_pair(path, {PREDICTIONS: predictions, "labels": labels}, sample_ids, class_names, class_names.shape[0], metadata)
+    _save_pair(
+        path, {PREDICTIONS: predictions, "labels": labels}, sample_ids, class_names, class_names.shape[0], metadata, class_indices
+    )
 
 
 def _save_pair(

@@ -40,13 +40,15 @@ against the dataset's where those are known before any job (:func:`align` uses t
 
 from __future__ import annotations
 
+import csv
+import gzip
 import hashlib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -175,10 +177,46 @@ def file_has_scores(path: str | Path) -> bool:
     if fmt == "npy":
         return len(_npy_shape(p)) == 2
     if fmt == "csv":
-        columns = [str(c) for c in _read_csv(p, nrows=0).columns]
+        columns = _csv_header(p)
         if _TIMM_ID not in columns:
             return _PREDICTION not in _csv_columns(columns, p)
     return read_outputs(p).kind != PREDICTIONS
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", newline="", encoding="utf-8")
+    return open(path, newline="", encoding="utf-8")
+
+
+def _csv_header(path: Path) -> list[str]:
+    """A CSV's column names, from its first line alone (the plan reads thousands of files before
+    any job: a plain read, with pandas' reading and its message where that one fails)."""
+    try:
+        with _open_text(path) as handle:
+            header = next(csv.reader(handle), None)
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError):
+        header = None
+    if not header:
+        return [str(c) for c in _read_csv(path, nrows=0).columns]
+    return header
+
+
+def _csv_ids(path: Path, column: str) -> np.ndarray:
+    """A CSV's ``column`` of sample ids, read plainly where every row gives one (else through
+    pandas, whose checks name the empty cells)."""
+    try:
+        with _open_text(path) as handle:
+            rows = csv.reader(handle)
+            index = next(rows).index(column)
+            ids = [row[index] if len(row) > index else "" for row in rows if row]
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError, StopIteration, ValueError):
+        ids = [""]
+    found = np.asarray(ids, dtype=str)
+    if found.size == 0 or (found == "").any():
+        frame = _read_csv(path, usecols=[column], dtype={column: str})
+        return _id_column(frame[column], path, column)
+    return found
 
 
 def _read_csv(path: Path, **options: Any) -> pd.DataFrame:
@@ -611,7 +649,7 @@ def _check_ranked_classes(values: np.ndarray, n_classes: int, path: str, where: 
     if bad.size:
         raise InputError(
             f"names class {int(values[bad[0]].max())}, but {where} has {n_classes} classes (a file of another class count?); "
-            f"{bad.size} rows do, e.g. sample ids {_examples(ids[bad])}",
+            f"{bad.size} rows do: rows {rows_message(bad)}, sample ids {_examples(ids[bad])}",
             path=path,
             field=field,
         )
@@ -620,7 +658,17 @@ def _check_ranked_classes(values: np.ndarray, n_classes: int, path: str, where: 
 def _match_ids(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, where: str) -> np.ndarray:
     """Where each of the dataset's ``sample_ids`` sits among the file's rows: exactly the
     dataset's samples, no id twice (:class:`InputError` naming the first missing, extra or
-    repeated ids)."""
+    repeated ids, and the rows of the extra ones)."""
+    try:
+        return _positions(file_ids, sample_ids, path, where)
+    except InputError as error:
+        extra = np.flatnonzero(~pd.Index(np.asarray(file_ids).astype(str)).isin(np.asarray(sample_ids).astype(str)))
+        if extra.size == 0 or "name no sample" not in str(error):
+            raise
+        raise InputError(f"{error.message} (rows {rows_message(extra)})", path=error.path, field=error.field) from None
+
+
+def _positions(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, where: str) -> np.ndarray:
     return sample_id_positions(
         sample_ids,
         file_ids,
@@ -646,15 +694,30 @@ def _check_columns(columns: int, n_classes: int, path: str | Path, where: str, o
         )
 
 
-def check_outputs_file(path: str | Path, *, dataset: str, n_classes: int | None, sample_ids: np.ndarray | None) -> None:
+def check_outputs_file(
+    path: str | Path,
+    *,
+    dataset: str,
+    n_classes: int | None,
+    sample_ids: np.ndarray | None,
+    where: str | None = None,
+    class_names: np.ndarray | None = None,
+    abstain: str | None = None,
+) -> None:
     """Check a user's outputs file against dataset ``dataset`` before any job, reading its header
     and its ids but not its values where the format allows (an ``.npz``, a CSV, an ``.npy``;
     a timm JSON or Parquet file is read whole): one score column per class (``n_classes``), and,
-    where the dataset's ``sample_ids`` are known, a row for each sample and for nothing else, no
-    id twice (:class:`InputError` naming the file, the field and the first ids). None skips that
-    check. The import job checks all of it again, and the rest: labels, values, classes."""
+    where the samples' ``sample_ids`` are known, a row for each sample and for nothing else, no
+    id twice (:class:`InputError` naming the file, the field and the first ids and rows). None
+    skips that check. ``where`` names the samples in messages (default ``dataset '<dataset>'``;
+    a shift's own samples: ``shift 's' of dataset 'd'``). A CSV of hard predictions is read
+    whole: its predicted classes (and labels) must be classes of the dataset, by index in
+    ``[0, n_classes)`` or by one of its ``class_names`` (where known; ``abstain``: the model's
+    token for an abstention, beside an empty cell and ``-1``). A plain read decides whether a
+    file is sound (the plan reads thousands); only a file that is not is read again for the
+    message. The import job checks all of it again, and the rest: labels, values, classes."""
     p = _existing(path)
-    where = f"dataset {dataset!r}"
+    where = where or f"dataset {dataset!r}"
     fmt = _format_of(p)
     file_ids: np.ndarray | None = None
     if fmt == "npz":
@@ -683,24 +746,92 @@ def check_outputs_file(path: str | Path, *, dataset: str, n_classes: int | None,
                 path=p,
                 field="rows",
             )
-    elif fmt == "csv" and _TIMM_ID not in (columns := [str(c) for c in _read_csv(p, nrows=0).columns]):
+    elif fmt == "csv" and _TIMM_ID not in (columns := _csv_header(p)):
         _csv_columns(columns, p)
         if _PREDICTION not in columns and n_classes is not None:
             _check_columns(len(_score_columns(columns, p)), n_classes, p, where, None)
-        if sample_ids is not None:
-            id_frame = _read_csv(p, usecols=["sample_id"], dtype={"sample_id": str})
-            file_ids = _id_column(id_frame["sample_id"], p, "sample_id")
+        if _PREDICTION in columns and (n_classes is not None or class_names is not None):
+            file_ids = _sound_prediction_csv(p, n_classes, class_names, abstain)
+            if file_ids is None:  # read it again, for the message
+                outputs = read_outputs(p, abstain=abstain)
+                _check_predicted_classes(outputs, n_classes, class_names, where)
+                file_ids = outputs.sample_ids
+        elif sample_ids is not None:
+            file_ids = _csv_ids(p, "sample_id")
     else:  # timm's outputs: whether they rank every class is in their values
         outputs = read_outputs(p)
         if n_classes is not None:
             if outputs.kind == PREDICTIONS and outputs.values.ndim == 2:
                 rows = outputs.sample_ids if outputs.sample_ids is not None else np.arange(outputs.n_rows).astype(str)
                 _check_ranked_classes(outputs.values, n_classes, str(p), where, rows, outputs.value_field)
+            elif outputs.kind == PREDICTIONS:
+                _check_predicted_classes(outputs, n_classes, class_names, where)
             elif outputs.kind != PREDICTIONS:
                 _check_columns(outputs.values.shape[1], n_classes, p, where, outputs)
         file_ids = outputs.sample_ids
-    if file_ids is not None and sample_ids is not None:
+    if file_ids is not None and sample_ids is not None and not _same_ids(file_ids, sample_ids):
         _match_ids(file_ids, sample_ids, p, where)
+
+
+def _same_ids(file_ids: np.ndarray, sample_ids: np.ndarray) -> bool:
+    """Whether a file's ids are the samples' ids, each once, in any order."""
+    ours, theirs = np.sort(np.asarray(file_ids).astype(str)), np.sort(np.asarray(sample_ids).astype(str))
+    return ours.shape == theirs.shape and bool((ours == theirs).all()) and bool((ours[1:] != ours[:-1]).all())
+
+
+def _sound_prediction_csv(
+    path: Path, n_classes: int | None, class_names: np.ndarray | None, abstain: str | None
+) -> np.ndarray | None:
+    """The ids of a CSV of hard predictions whose every row gives an id and whose predicted
+    classes (and labels) are classes of the dataset or abstentions; None where any is not (or
+    the file is not plain), for the slower read that names the rows."""
+    try:
+        with _open_text(path) as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError):
+        return None
+    if len(rows) < 2 or any(len(row) != len(rows[0]) for row in rows):
+        return None
+    header, body = rows[0], np.asarray(rows[1:], dtype=str)
+    ids = body[:, header.index("sample_id")]
+    if (ids == "").any():
+        return None
+    known = None if class_names is None else np.asarray(class_names).astype(str)
+    abstained = [*_ABSTAIN_CELLS, *(() if abstain is None else (str(abstain),))]
+    for column in [c for c in (_PREDICTION, "label") if c in header]:
+        cells = body[:, header.index(column)]
+        cells = cells[~np.isin(cells, abstained)] if column == _PREDICTION else cells
+        digits = np.char.isdigit(cells)
+        if not digits.all() and (known is None or not np.isin(cells[~digits], known).all()):
+            return None
+        if digits.any() and n_classes is not None and (cells[digits].astype(np.int64) >= n_classes).any():
+            return None
+    return ids
+
+
+def _check_predicted_classes(outputs: UserOutputs, n_classes: int | None, class_names: np.ndarray | None, where: str) -> None:
+    """The classes a file of hard predictions names (and its labels) are the dataset's: names
+    among ``class_names`` (where known), indices in ``[0, n_classes)``; the error names the
+    first rows and their sample ids."""
+    ids = outputs.sample_ids
+    for column, field in ((outputs.values, outputs.value_field), (outputs.labels, outputs.label_field)):
+        if column is None:
+            continue
+        if column.dtype.kind in "US":
+            if class_names is not None:
+                _indices_of_names(column, class_names, outputs.path, field, where, ids)
+            continue
+        if n_classes is None:
+            continue
+        bad = np.flatnonzero(((column < 0) & (column != ABSTAINED)) | (column >= n_classes))
+        if bad.size:
+            shown = "" if ids is None else f" (sample ids {_examples(ids[bad])})"
+            raise InputError(
+                f"names class {int(column[bad[0]])}, but {where} has {n_classes} classes (indices 0 to {n_classes - 1}; -1: "
+                f"abstained): rows {rows_message(bad)}{shown} (a file of another class count?)",
+                path=outputs.path,
+                field=field,
+            )
 
 
 def sha256_of(path: str | Path) -> str:
@@ -721,13 +852,17 @@ def import_outputs(
     cache_path: str | Path,
     metadata: Mapping[str, Any],
     abstain: str | None = None,
+    class_subset: np.ndarray | None = None,
 ) -> OutputKind:
     """Read the user's file, match it to the dataset (its ``sample_ids``, ``labels`` and
     ``class_names``, named ``dataset`` in errors) and write it as the cached outputs
     ``cache_path`` (:func:`~classwise.logits_io.save_scores` or
     :func:`~classwise.logits_io.save_predictions`), with ``metadata`` plus the file's format,
     kind and sha256 in the sidecar. ``abstain``: the prediction cell that means "abstained"
-    (beside an empty cell and ``-1``). Returns what the file held."""
+    (beside an empty cell and ``-1``). ``class_subset``: the base class indices a shift set
+    restricted to a class subset keeps (ImageNet-A, -R): the file still gives the dataset's
+    classes, and the cache keeps the subset's columns, as inference does
+    (:mod:`classwise.class_subsets`). Returns what the file held."""
     class_names = np.asarray(class_names).astype(str)
     aligned = align(
         read_outputs(path, abstain=abstain),
@@ -741,26 +876,73 @@ def import_outputs(
         **dict(metadata),
         "outputs": {"file": str(path), "sha256": sha256_of(path), "format": aligned.format, "kind": aligned.kind},
     }
+    values, labels = aligned.values, np.asarray(labels)
+    if class_subset is not None:
+        class_subset = np.asarray(class_subset, dtype=np.int64)
+        values, labels = _restricted(aligned, labels, class_subset, class_names.shape[0], dataset)
+        record["class_subset"] = {"class_indices": class_subset.tolist(), "of": int(class_names.shape[0])}
+        class_names = class_names[class_subset]
     if aligned.kind == PREDICTIONS:
         save_predictions(
             cache_path,
-            predictions=aligned.values,
+            predictions=values,
             labels=labels,
             sample_ids=np.asarray(aligned.sample_ids),
             class_names=class_names,
             metadata=record,
+            class_indices=class_subset,
         )
     else:
         save_scores(
             cache_path,
-            scores=aligned.values,
+            scores=values,
             kind=aligned.kind,  # type: ignore[arg-type]
             labels=labels,
             sample_ids=np.asarray(aligned.sample_ids),
             class_names=class_names,
             metadata=record,
+            class_indices=class_subset,
         )
     return aligned.kind
+
+
+def _restricted(
+    aligned: UserOutputs, labels: np.ndarray, subset: np.ndarray, n_classes: int, dataset: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores kept to a class subset's columns, hard predictions renumbered into it (an
+    abstention stays one; a class outside the subset is an error naming the first sample ids),
+    and the labels renumbered (:func:`~classwise.class_subsets.restrict_to_classes`)."""
+    from classwise.class_subsets import restrict_to_classes
+
+    if aligned.kind == "logits":
+        return restrict_to_classes(aligned.values, labels, subset)
+    if aligned.kind == "probs":  # the softmax of the subset's logits: its probabilities renormalised
+        probs, renumbered = restrict_to_classes(aligned.values, labels, subset)
+        mass = probs.sum(axis=1, keepdims=True)
+        empty = np.flatnonzero(mass[:, 0] <= 0)
+        if empty.size:
+            raise InputError(
+                f"{dataset} keeps {subset.size} of the dataset's {n_classes} classes, and {empty.size} rows give them no "
+                f"probability, e.g. for sample ids {_examples(np.asarray(aligned.sample_ids)[empty])}",
+                path=aligned.path,
+                field="probs",
+            )
+        return probs / mass, renumbered
+    position = np.full(n_classes, -1, dtype=np.int64)
+    position[subset] = np.arange(subset.size)
+    values = aligned.values
+    abstained = values == ABSTAINED
+    renumbered_values = np.where(abstained, ABSTAINED, position[np.where(abstained, 0, values)])
+    outside = np.flatnonzero(((renumbered_values < 0) & ~abstained).reshape(values.shape[0], -1).any(axis=1))
+    if outside.size:
+        raise InputError(
+            f"{dataset} keeps {subset.size} of the dataset's {n_classes} classes, and {outside.size} predictions name "
+            f"another class, e.g. for sample ids {_examples(np.asarray(aligned.sample_ids)[outside])}",
+            path=aligned.path,
+            field="prediction",
+        )
+    _, renumbered_labels = restrict_to_classes(np.zeros((labels.shape[0], n_classes), dtype=np.float32), labels, subset)
+    return renumbered_values, renumbered_labels
 
 
 # ------------------------------------------------------------------- outside the pipeline

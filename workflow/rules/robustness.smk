@@ -27,6 +27,8 @@ rule analyse_classwise_robustness:
         **outputs_of("class_shift_cfps"),
         **outputs_of("worst_classes_by_shift"),
         **outputs_of("accuracy_spread"),
+        **outputs_of("severity_curves_table"),
+        **outputs_of("severity_curves_figure"),
     log:
         f"{OUT}/logs/analyse_classwise_robustness/{{dataset}}.log",
     conda:
@@ -36,8 +38,10 @@ rule analyse_classwise_robustness:
         logits=classwise_logits,
         unpaired_shifts=lambda wildcards: unpaired_shifts(wildcards.dataset),
         attack_shifts=lambda wildcards: attacked_shifts(wildcards.dataset),
-        # transformed shifts all score every class (a published set on a class subset is not one)
-        corrupted_shifts=lambda wildcards: transformed_shifts(wildcards.dataset),
+        # corrupted copies all score every class (a published set on a class subset is not one)
+        corrupted_shifts=lambda wildcards: corrupted_shifts(wildcards.dataset),
+        # shift -> [family, severity]: the severity curves
+        severity_steps=lambda wildcards: ROBUSTNESS_RUNS[wildcards.dataset].severity_steps,
     script:
         "../../scripts/analyse_classwise_robustness.py"
 
@@ -57,6 +61,8 @@ rule run_transformation_tests:
         "../../envs/metrics.yaml"
     params:
         shifts=lambda wildcards: transformed_shifts(wildcards.dataset),
+        # shifts given by labels files of their own: compared on the clean samples they hold
+        subsets=lambda wildcards: ROBUSTNESS_RUNS[wildcards.dataset].own_samples,
         thresholds=ROBUSTNESS["transformation_tests"]["thresholds"],
     script:
         "../../scripts/run_transformation_tests.py"

@@ -45,6 +45,11 @@ def transformed_shifts(dataset):
     return ROBUSTNESS_RUNS[dataset].transformed
 
 
+def corrupted_shifts(dataset):
+    """The corrupted copies of `dataset` the corruption errors average."""
+    return ROBUSTNESS_RUNS[dataset].corrupted
+
+
 def targeted_models(dataset):
     """The models of robustness.targeted_models evaluated on `dataset`."""
     return ROBUSTNESS_RUNS[dataset].targeted_models
@@ -126,6 +131,8 @@ def robustness_outputs():
                     "class_shift_cfps",
                     "worst_classes_by_shift",
                     "accuracy_spread",
+                    "severity_curves_table",
+                    "severity_curves_figure",
                 )
             ]
             planned += [

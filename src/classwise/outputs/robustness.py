@@ -257,6 +257,51 @@ figure), restricted to the classes that matter so that it reads the same at 1,00
         title=_dataset_title,
     ),
     Output(
+        name="severity_curves_table",
+        rule="analyse_classwise_robustness",
+        path=f"{TABLES}/severity_curves",
+        files=table_files("severity_curves_"),
+        mirrors=("medi2024", "Figure 3 by severity: A and WCA per corruption family and severity"),
+        shown="severity_curves_csv",
+        report="""\
+Accuracy A and worst-class accuracy WCA of every model on **{{ snakemake.wildcards.dataset }}**
+per corruption family and severity ({{ snakemake.params.severity_steps | length }} shifts with a
+severity; ``clean`` as severity 0), each with its change from ``clean`` on the same samples
+(``n``, matched by sample id). A family is a corruption made on the fly, a published corrupted
+copy (``imagenet_c_fog``), or a ``labels`` shift set whose shifts have severities.
+
+**Figure 3** of :classwise-cite:`medi2024` (accuracy under the corruptions), read along the
+severities.
+
+.. classwise-corruption-note:: {{ snakemake.params.severity_steps | join(" ") }}
+
+.. classwise-table:: {{ snakemake.output.severity_curves_csv }}
+""",
+        category="medi2024",
+        labels=_labels("severity curves (A and WCA by severity)"),
+    ),
+    Output(
+        name="severity_curves_figure",
+        rule="analyse_classwise_robustness",
+        path=f"{FIGURES}/severity_curves",
+        files={"severity_figure": ".png"},
+        mirrors=("medi2024", "Figure 3 by severity: A and WCA against severity"),
+        shown="severity_figure",
+        report="""\
+Accuracy (solid) and worst-class accuracy (dashed) against severity on
+**{{ snakemake.wildcards.dataset }}**, one panel per corruption family, one colour per model,
+``clean`` as severity 0: how fast the worst class falls as the corruption gets stronger. The
+numbers are in ``severity_curves.csv`` of this category.
+
+**Figure 3** of :classwise-cite:`medi2024` (accuracy under the corruptions), read along the
+severities.
+
+.. classwise-corruption-note:: {{ snakemake.params.severity_steps | join(" ") }}
+""",
+        category="medi2024",
+        labels=_labels("severity curves figure"),
+    ),
+    Output(
         name="accuracy_spread",
         rule="analyse_classwise_robustness",
         path=f"{FIGURES}/accuracy_spread",

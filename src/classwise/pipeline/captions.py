@@ -22,8 +22,22 @@ CAPTIONS: dict[str, Text] = {name: record.caption for name, record in OUTPUTS.it
 TITLES: dict[str, Text] = {record.rule: record.title for record in OUTPUTS.values() if record.title is not None}
 
 
+#: The rules that write an output record.
+_RULES = frozenset(record.rule for record in OUTPUTS.values())
+
+
+def own_rule(name: str) -> str:
+    """The classwise rule a job's rule is: ``name`` itself, or, in a workflow that uses classwise
+    as a Snakemake module (``use rule * from classwise as classwise_*``), the rule whose name
+    ``name`` ends with after the user's prefix (the longest such rule)."""
+    if name in _RULES:
+        return name
+    matches = [rule for rule in _RULES if name.endswith(rule)]
+    return max(matches, key=len) if matches else name
+
+
 def _job(snakemake: Any) -> tuple[str, dict[str, str], dict[str, Any]]:
-    return str(snakemake.rule), dict(snakemake.wildcards.items()), dict(snakemake.params.items())
+    return own_rule(str(snakemake.rule)), dict(snakemake.wildcards.items()), dict(snakemake.params.items())
 
 
 def captioned(rule: str, table: str = "") -> Output:

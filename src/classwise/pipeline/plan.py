@@ -33,6 +33,7 @@ from classwise.data.sources import (
     dataset_image_shape,
     dataset_notes,
     has_images,
+    shift_sample_ids,
 )
 from classwise.errors import InputError, field_path
 from classwise.metrics.catalogue import label_sets_metric_names
@@ -169,11 +170,19 @@ def check_runs(
         _check_transfers(dataset, plan.shifts[dataset], shifts, names, source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
         _find_hard_predictions(plan, config, dataset, shifts, source)
-        for model in names:
-            evaluated = _evaluated_shifts(plan, config, dataset, model, shifts)
-            model_source(models[model]).check_outputs(
-                model, models[model], dataset, datasets, evaluated, plan.classes[dataset], source
-            )
+        if any(model_source(models[model]).cached_by != "infer" for model in names):
+            shift_ids = {name: shift_sample_ids(dataset, datasets[dataset], shifts[name]) for name in plan.shifts[dataset]}
+            for model in names:
+                evaluated = _evaluated_shifts(plan, config, dataset, model, shifts)
+                model_source(models[model]).check_outputs(
+                    model,
+                    models[model],
+                    dataset,
+                    datasets,
+                    {name: shift_ids[name] for name in evaluated},
+                    plan.classes[dataset],
+                    source,
+                )
     return plan
 
 
@@ -187,18 +196,9 @@ def _check_without_images(
     source: str,
 ) -> None:
     """On a dataset given by its labels alone, no model can run and no shift can perturb an
-    image; a model given by files of its outputs reads no published shift set (other samples)."""
+    image. (A model given by files of its outputs may give them for any shift, a published set's
+    included: its files are matched to the shift's samples by sample id.)"""
     from_files = [model for model in names if model_source(models[model]).cached_by != "infer"]
-    other_samples = [name for name in evaluated if shifts[name].shift_set is not None]
-    if from_files and other_samples:
-        raise InputError(
-            f"model {from_files[0]!r} gives its outputs from files, and shift {other_samples[0]!r} is a published "
-            f"shift set (other samples than the dataset's); evaluate the model's outputs on that set as a dataset of "
-            f"its own (source: labels), leaving the shift out with datasets.{dataset}.shifts or the model with "
-            f"datasets.{dataset}.models",
-            path=source,
-            field=f"datasets.{dataset}.shifts",
-        )
     if has_images(dataset_cfg):
         return
     what = f"dataset {dataset!r} (source {dataset_cfg.get('source')}) has labels, no images"
@@ -440,8 +440,13 @@ def _check_real_view(plan: Plan, dataset: str, view: str, view_cfg: Mapping[str,
 
 def _labels_apply(spec: Any) -> bool:
     """Whether the dataset's own labels (a label view) apply to a shift: its samples are the
-    dataset's (not a natural-shift set) in the full label space (not a class subset)."""
-    return bool(getattr(spec, "paired", True)) and not bool(getattr(spec, "restricted", False))
+    dataset's (not a natural-shift set) in the full label space (not a class subset), labelled
+    by the dataset (not by a labels file of the shift's own)."""
+    return (
+        bool(getattr(spec, "paired", True))
+        and not bool(getattr(spec, "restricted", False))
+        and getattr(spec, "labels_file", None) is None
+    )
 
 
 def resolve_analyses(
@@ -576,8 +581,18 @@ class RobustnessRuns:
     #: The corruptions made on the fly: the corruption grid draws them.
     corruptions: list[str]
     #: What the transformation tests compare with clean, sample by sample: the corruptions made
-    #: on the fly and published corrupted copies of the dataset (CIFAR-10-C, ImageNet-C).
+    #: on the fly, published corrupted copies of the dataset (CIFAR-10-C, ImageNet-C) and paired
+    #: shifts given by labels files.
     transformed: list[str]
+    #: The corrupted copies the corruption errors average: the transformed shifts, but of those
+    #: given by labels files only the ones with a severity.
+    corrupted: list[str]
+    #: The transformed shifts given by labels files of their own, which may hold a subset of the
+    #: clean samples: the transformation tests compare them on the clean samples they hold.
+    own_samples: list[str]
+    #: Shift -> ``[family, severity]`` of each shift that is one severity of a corruption family
+    #: (scoring every class): the severity curves.
+    severity_steps: dict[str, list[Any]]
     #: (source model, target model, shift) of every transfer attack: the transfer matrix.
     transfers: list[tuple[str, str, str]]
     #: The targeted attacks (one shift per target class) and the models they run for (those of
@@ -633,6 +648,13 @@ def resolve_robustness(
             adversarial=[s for s in original if shifts[s].adversarial],
             corruptions=[s for s in original if shifts[s].corrupted_on_the_fly],
             transformed=[s for s in original if shifts[s].transformed],
+            corrupted=[s for s in original if shifts[s].corrupted],
+            own_samples=[s for s in original if shifts[s].transformed and shifts[s].labels_file is not None],
+            severity_steps={
+                s: list(shifts[s].severity_step)
+                for s in original
+                if shifts[s].severity_step is not None and not shifts[s].restricted
+            },
             transfers=[(shifts[s].source_model, model, s) for s in original if shifts[s].source_model for model in evaluated],
             targeted=[s for s in plan.shifts[dataset] if shifts[s].target is not None],
             targeted_models=[model for model in robustness["targeted_models"] if model in evaluated],

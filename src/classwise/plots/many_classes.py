@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -209,6 +210,53 @@ def worst_classes_by_shift_figure(
 
 #: Up to this many shifts :func:`accuracy_spread_figure` draws box plots; past it, quantile bands.
 MAX_BOXED_SHIFTS = 20
+
+
+def severity_curves_figure(curves: pd.DataFrame, *, title: str) -> Figure:
+    """A and WCA against severity (0: the reference shift), one panel per corruption family, one
+    colour per model: accuracy solid, worst-class accuracy dashed
+    (:func:`classwise.robustness.across_shifts.severity_curves`)."""
+    import matplotlib.pyplot as plt
+
+    if curves.empty:
+        fig, ax = plt.subplots(figsize=(6, 2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no shift with a severity is evaluated", ha="center", va="center")
+        fig.suptitle(title)
+        return fig
+    frame = curves.reset_index()
+    families = list(dict.fromkeys(frame["family"]))
+    models = list(dict.fromkeys(frame["model"]))
+    colors = dict(zip(models, model_colors(len(models))))
+    columns = min(len(families), 4)
+    rows = -(-len(families) // columns)
+    legend_columns = 2 * columns  # a model's A and WCA side by side
+    legend_rows = -(-2 * len(models) // legend_columns)
+    legend_height = 0.3 * legend_rows + 0.2
+    height = 3.0 * rows + legend_height
+    fig, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, height), squeeze=False, sharey=True)
+    for ax, family in zip(axes.flat, families):
+        in_family = frame[frame["family"] == family]
+        for model in models:
+            line = in_family[in_family["model"] == model].sort_values("severity")
+            if line.empty:
+                continue
+            ax.plot(line["severity"], line["accuracy"], "-o", color=colors[model], label=f"{model} A", markersize=3)
+            ax.plot(
+                line["severity"], line["worst_class_accuracy"], "--s", color=colors[model], label=f"{model} WCA", markersize=3
+            )
+        ax.set_title(_short(str(family), 30))
+        ax.set_xlabel("severity (0: clean)")
+        ax.set_xticks(sorted(set(in_family["severity"].astype(int))))
+        ax.set_ylim(0, 1.02)
+    for ax in list(axes.flat)[len(families) :]:
+        ax.axis("off")
+    axes[0, 0].set_ylabel("accuracy")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=legend_columns, fontsize="small", bbox_to_anchor=(0.5, 0))
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, legend_height / height, 1, 0.95))
+    return fig
 
 
 def accuracy_spread_figure(

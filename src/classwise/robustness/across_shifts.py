@@ -9,6 +9,8 @@ Everything starts, like :mod:`classwise.robustness.classwise`, from the confusio
   per (model, class), and the reference's values on each subset shift's samples;
 * :func:`corruption_summary` -- per model and class: clean error, the mean error over the
   corrupted copies (every corruption and severity), and the relative accuracy drop;
+* :func:`severity_curves` -- per model and corruption family: A and WCA at each severity, the
+  reference shift as severity 0;
 * :func:`worst_classes` -- the classes to name when there are too many to show them all;
 * :func:`accuracy_quantiles`, :func:`shifts_by_accuracy`, :func:`worst_shifts` -- the spread of
   class-wise accuracy per shift, the shifts easiest first, and the shifts to show when there are
@@ -29,6 +31,7 @@ every shift is taken to hold the reference's samples.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,6 +50,7 @@ __all__ = [
     "models_of",
     "ranked_confusions",
     "reference_confusions",
+    "severity_curves",
     "shift_summary",
     "shift_summary_display",
     "shifts_by_accuracy",
@@ -244,6 +248,52 @@ def class_shift_matrix(
         names=["model", "class", "class_name"],
     )
     return pd.DataFrame(data, index=index, columns=pd.Index(list(columns), name="shift"))
+
+
+SEVERITY_COLUMNS: tuple[str, ...] = (
+    "shift",
+    "n",
+    "accuracy",
+    "worst_class_accuracy",
+    "worst_class_name",
+    "accuracy_change",
+    "worst_class_accuracy_change",
+)
+"""Columns of :func:`severity_curves`, in order."""
+
+
+def severity_curves(
+    summary: pd.DataFrame, steps: Mapping[str, Sequence[Any]], *, reference: str = REFERENCE_SHIFT
+) -> pd.DataFrame:
+    """Per (model, family, severity), from :func:`shift_summary`'s rows: the shift and its ``n``,
+    A, WCA with its class, and both changes from the reference on the same samples; ``steps``
+    maps each shift that is one severity of a corruption family to ``(family, severity)``. Each
+    family's curve starts at severity 0, the reference shift itself (where it is evaluated).
+    Index ``(model, family, severity)``, columns :data:`SEVERITY_COLUMNS`; empty without steps."""
+    rows = summary.reset_index() if "shift" not in summary.columns else summary
+    by_shift = {shift: frame for shift, frame in rows.groupby("shift", sort=False)}
+    families = list(dict.fromkeys(str(step[0]) for step in steps.values()))
+    records = []
+    for family in families:
+        members = [(reference, 0)] + sorted(
+            ((shift, int(step[1])) for shift, step in steps.items() if str(step[0]) == family), key=lambda m: m[1]
+        )
+        for shift, severity in members:
+            if shift not in by_shift:
+                continue
+            for _, row in by_shift[shift].iterrows():
+                records.append(
+                    {"model": row["model"], "family": family, "severity": severity, **{c: row[c] for c in SEVERITY_COLUMNS}}
+                )
+    index = ["model", "family", "severity"]
+    if not records:
+        return pd.DataFrame(columns=[*index, *SEVERITY_COLUMNS]).set_index(index)
+    frame = pd.DataFrame(records)
+    order = {model: i for i, model in enumerate(dict.fromkeys(frame["model"]))}
+    frame = frame.sort_values(
+        ["model", "family", "severity"], key=lambda c: c.map(order) if c.name == "model" else c, kind="stable"
+    )
+    return frame.set_index(index)[list(SEVERITY_COLUMNS)]
 
 
 def corruption_summary(

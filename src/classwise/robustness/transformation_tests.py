@@ -23,7 +23,7 @@ mean over the classes present in the labels or the predictions of ``2 TP / (2 TP
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,6 +194,19 @@ def align_to_reference(reference_ids: np.ndarray, ids: np.ndarray, *, path: str 
     )
 
 
+def _shared(reference_ids: np.ndarray, ids: np.ndarray, path: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, clean rows)`` of the sample ids a shift shares with the clean file: the shift's
+    rows that hold one and where each sits in the clean file (none shared is an error)."""
+    sample_id_positions(ids, ids, path=path, field="sample_ids")  # refuses a repeated id
+    positions = pd.Index(np.asarray(reference_ids).astype(str)).get_indexer(np.asarray(ids).astype(str))
+    rows = np.flatnonzero(positions >= 0)
+    if rows.size == 0:
+        raise InputError(
+            f"shares no sample id with the clean file, e.g. {_ids_message(np.asarray(ids))}", path=path, field="sample_ids"
+        )
+    return rows, positions[rows]
+
+
 # ---------------------------------------------------------------------------- the table
 
 
@@ -255,12 +268,16 @@ def transformation_test_table(
     shifted: Mapping[str, ScoresFile | str | Path],
     *,
     thresholds: Thresholds | None = None,
+    subsets: Collection[str] = (),
 ) -> pd.DataFrame:
     """The transformation tests of one model: one row per shift (index ``shift``, given order).
 
     ``clean`` and each entry of ``shifted`` (shift name -> logits) are cached logits files
     (paths or loaded :class:`ScoresFile`) of the same model on the same samples; rows are
-    matched by ``sample_ids`` and the labels must agree. Columns: :data:`COLUMNS`.
+    matched by ``sample_ids`` and the labels must agree. A shift of ``subsets`` (a shift given
+    by a labels file of its own) may hold other samples than clean's: it is compared with the
+    clean predictions on the sample ids both hold, and ``n_samples`` says how many. Columns:
+    :data:`COLUMNS`.
     """
     if not shifted:
         raise InputError("no transformed evaluations given", field="shifted")
@@ -276,15 +293,19 @@ def transformation_test_table(
                 path=path,
                 field="logits",
             )
-        order = align_to_reference(reference.sample_ids, scores.sample_ids, path=path)
-        if not np.array_equal(scores.labels[order], reference.labels):
-            bad = reference.sample_ids[scores.labels[order] != reference.labels]
+        if name in subsets:  # the samples both hold, in the shift's order
+            order, kept = _shared(reference.sample_ids, scores.sample_ids, path)
+        else:
+            kept = np.arange(reference.sample_ids.size)
+            order = align_to_reference(reference.sample_ids, scores.sample_ids, path=path)
+        if not np.array_equal(scores.labels[order], reference.labels[kept]):
+            bad = reference.sample_ids[kept][scores.labels[order] != reference.labels[kept]]
             raise InputError(
                 f"labels differ from the clean file's for sample(s) {_ids_message(bad)}",
                 path=path,
                 field="labels",
             )
-        row = transformation_test_row(reference.labels, clean_pred, predictions(scores)[order], thresholds)
+        row = transformation_test_row(reference.labels[kept], clean_pred[kept], predictions(scores)[order], thresholds)
         rows.append({"shift": str(name), **row})
     frame = pd.DataFrame(rows).set_index("shift")
     return frame[list(COLUMNS)]

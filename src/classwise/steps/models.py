@@ -514,6 +514,11 @@ class _DatasetImages:
         opened = open_shift(spec, self.config, dataset=self.name)
         return opened.images, opened.classes
 
+    def labelled_samples(self, path: str) -> Any:
+        from classwise.data.sources.labels import shift_samples
+
+        return shift_samples(self.config, self.name, path)
+
 
 def _attacked_samples(evaluation: Any, spec: Any, seed: int) -> tuple[Any, dict[str, int] | None]:
     """The samples an expensive shift attacks (``per_class`` of each class, :func:`stratified_subset`)
@@ -621,12 +626,16 @@ def import_predictions_step(
     logits_path: str | Path,
 ) -> None:
     """Cache the outputs of a model the pipeline does not run (``source: predictions``) on one
-    (dataset, shift): the user's file, matched to the dataset's test samples by id and checked
-    against their labels and class count (:func:`classwise.predictions_io.import_outputs`),
-    written where inference would write it, with a sidecar JSON naming the file and its sha256."""
+    (dataset, shift): the user's file, matched to the shift's samples by id (the dataset's test
+    samples, a published set's images, a labels shift's own file: the shift's kind says which)
+    and checked against their labels and class count (:func:`classwise.predictions_io.import_outputs`;
+    a set restricted to a class subset keeps its classes' columns, as inference does), written
+    where inference would write it, with a sidecar JSON naming the file and its sha256."""
     from classwise.predictions_io import import_outputs
+    from classwise.shifts.spec import ShiftSpec
 
-    evaluation = open_split(dict(dataset_cfg), "test", name=dataset_name)
+    spec = ShiftSpec.from_json(shift)
+    evaluation, subset = spec.shift_kind.evaluation_images(spec, _DatasetImages(dataset_name, dataset_cfg))
     metadata = {
         "dataset": {"name": dataset_name, **_json_safe(dict(dataset_cfg))},
         "model": {"name": model_name, **_json_safe(dict(model_cfg))},
@@ -638,10 +647,11 @@ def import_predictions_step(
         sample_ids=np.asarray(evaluation.sample_ids),
         labels=np.asarray(evaluation.labels),
         class_names=np.asarray(evaluation.class_names),
-        dataset=dataset_name,
+        dataset=dataset_name if spec.name == "clean" else f"{dataset_name}, shift {spec.name}",
         cache_path=logits_path,
         metadata=metadata,
         abstain=model_cfg.get("abstain"),
+        class_subset=subset,
     )
 
 

@@ -58,6 +58,7 @@ def classwise_robustness_step(
     logits_paths: Mapping[str, Mapping[str, str | Path]] | None = None,
     unpaired_shifts: Sequence[str] = (),
     corrupted_shifts: Sequence[str] = (),
+    severity_steps: Mapping[str, Sequence[Any]] | None = None,
     title: str,
     figure_path: str | Path,
     similarity_path: str | Path,
@@ -132,7 +133,15 @@ def classwise_robustness_step(
         table_paths,
     )
     if across_shifts is not None:
-        across_shifts_outputs(confusions, class_names, corrupted_shifts, title=title, paths=across_shifts, references=references)
+        across_shifts_outputs(
+            confusions,
+            class_names,
+            corrupted_shifts,
+            title=title,
+            paths=across_shifts,
+            references=references,
+            severity_steps=severity_steps,
+        )
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,8 @@ class AcrossShiftsPaths:
     class_shift_cfps: str | Path
     worst_classes_figure: str | Path
     spread_figure: str | Path
+    severity_curves: Mapping[str, str | Path] | None = None
+    severity_figure: str | Path | None = None
 
 
 def across_shifts_outputs(
@@ -157,6 +168,7 @@ def across_shifts_outputs(
     paths: AcrossShiftsPaths,
     listed: int = 20,
     references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    severity_steps: Mapping[str, Sequence[Any]] | None = None,
 ) -> None:
     """The class-wise view across the shifts of one dataset: the shift summary table (A and WCA
     per shift and model, with the change from clean on the same samples), the class x shift
@@ -165,7 +177,9 @@ def across_shifts_outputs(
     mean corruption error, the CSV all), the worst classes x shifts heatmap and the spread of
     class-wise accuracy per shift. ``references``: the clean confusion on each paired shift's
     samples (:class:`classwise.robustness.pairing.PairedConfusions`); without it every shift is
-    taken to hold the clean samples."""
+    taken to hold the clean samples. With ``paths.severity_curves``, the severity curves too: A
+    and WCA per corruption family and severity (``severity_steps``: shift -> ``(family,
+    severity)``), clean as severity 0."""
     from classwise.plots import save_png
     from classwise.plots.many_classes import accuracy_spread_figure, worst_classes_by_shift_figure
     from classwise.robustness.across_shifts import (
@@ -218,6 +232,39 @@ def across_shifts_outputs(
         paths.worst_classes_figure,
     )
     save_png(accuracy_spread_figure(accuracy, title=f"{title}: class-wise accuracy per shift"), paths.spread_figure)
+    if paths.severity_curves is not None and paths.severity_figure is not None:
+        _severity_outputs(
+            summary, severity_steps or {}, title=title, table_paths=paths.severity_curves, figure=paths.severity_figure
+        )
+
+
+def _severity_outputs(
+    summary: pd.DataFrame,
+    steps: Mapping[str, Sequence[Any]],
+    *,
+    title: str,
+    table_paths: Mapping[str, str | Path],
+    figure: str | Path,
+) -> None:
+    """The severity curves' table and figure (a note where no shift has a severity)."""
+    from classwise.plots import save_png
+    from classwise.plots.many_classes import severity_curves_figure
+    from classwise.robustness.across_shifts import REFERENCE_SHIFT, severity_curves
+
+    curves = severity_curves(summary, steps)
+    if curves.empty:
+        display = pd.DataFrame({"note": ["no shift with a severity (a corruption at a severity) is evaluated"]})
+    else:
+        display = tables.rounded_display(curves.reset_index(["family", "severity"]))
+    tables.write_tables(
+        display,
+        f"{title}: accuracy A and worst-class accuracy WCA per model, corruption family and severity ({REFERENCE_SHIFT} as "
+        f"severity 0), each with its change from {REFERENCE_SHIFT} on the same samples (n), matched by sample id. Source: "
+        f"{cite('medi2024', 'Figure 3')}, by severity.",
+        table_paths,
+        data=curves,
+    )
+    save_png(severity_curves_figure(curves, title=f"{title}: accuracy by severity"), figure)
 
 
 def transformation_tests_step(
@@ -227,15 +274,18 @@ def transformation_tests_step(
     thresholds: Mapping[str, Any],
     caption: str,
     table_paths: Mapping[str, str | Path],
+    subsets: Sequence[str] = (),
 ) -> None:
     """The transformation tests of one model: accuracy, macro F1 and flip rate against clean per
-    corruption, each marked pass / warn / fail."""
+    corruption, each marked pass / warn / fail (``subsets``: the shifts that may hold a subset of
+    the clean samples, compared on those)."""
     from classwise.robustness.transformation_tests import Thresholds, transformation_test_table
 
     table = transformation_test_table(
         clean_path,
         dict(shifted_paths),
         thresholds=Thresholds.from_config(thresholds, field="robustness.transformation_tests.thresholds"),
+        subsets=subsets,
     )
     _write_tables(table, caption, table_paths)
 

@@ -37,6 +37,7 @@ from typing import Any
 from classwise.data.shift_sets.base import COMMON_KEYS, ShiftFamily, ShiftImages
 from classwise.data.shift_sets.cifar import CIFAR10_1, CIFAR10C, CIFAR100C
 from classwise.data.shift_sets.imagenet import IMAGENET_A, IMAGENET_C, IMAGENET_FOLDER, IMAGENET_R, IMAGENET_SKETCH, IMAGENET_V2
+from classwise.data.shift_sets.labels import LABELS
 from classwise.errors import InputError
 from classwise.shifts.spec import ShiftSpec
 
@@ -66,6 +67,7 @@ SHIFT_FAMILIES: dict[str, ShiftFamily] = {
         IMAGENET_A,
         IMAGENET_SKETCH,
         IMAGENET_FOLDER,
+        LABELS,
     )
 }
 
@@ -79,13 +81,13 @@ def family_of(key: str, entry: Mapping[str, Any], where: str) -> ShiftFamily:
         field = f"{where}.family" if "family" in entry else where
         raise InputError(f"unknown shift family {name!r}; expected one of {list(SHIFT_FAMILIES)}", field=field)
     family = SHIFT_FAMILIES[name]
-    allowed = (*COMMON_KEYS, *family.options)
+    allowed = (*(COMMON_KEYS if family.takes_root else ("family",)), *family.options)
     unknown = sorted(set(entry) - set(allowed))
     if unknown:
         raise InputError(
             f"unknown key {unknown[0]!r} for family {name!r}; expected some of {sorted(allowed)}", field=f"{where}.{unknown[0]}"
         )
-    if not family.downloaded and "root" not in entry:
+    if family.takes_root and not family.downloaded and "root" not in entry:
         raise InputError(
             f"is required: {family.description} is not downloaded, give the directory that holds it", field=f"{where}.root"
         )
@@ -122,7 +124,7 @@ def expand_shift_sets(datasets: Mapping[str, Mapping[str, Any]], *, source: str 
                 if family.uses_class_ids and class_ids is None:
                     class_ids = dataset_class_ids(dataset)
                 _check_classes(entry, class_ids, where)
-                for spec in family.shifts(key, entry, where):
+                for spec in family.check_samples(family.shifts(key, entry, where), name, dataset, where):
                     if spec.name in expanded[name]:
                         raise InputError(f"two shifts are both named {spec.name!r}; rename an entry", field=where)
                     family.check_layout(spec.params, class_ids, where)

@@ -79,6 +79,9 @@ class ShiftFamily:
     restricted = False
     #: Whether class folders are matched to the base's class identifiers (ImageNet wnids).
     uses_class_ids = False
+    #: Whether an entry reads a directory (``root``, and ``downloads`` for a downloaded family);
+    #: False for a family given by files named in its own options (``labels``).
+    takes_root = True
 
     # ---------------------------------------------------------------- DAG-build time
 
@@ -104,6 +107,11 @@ class ShiftFamily:
     ) -> None:
         """:class:`InputError` unless the base dataset shares this family's label space (``classes``:
         its class count, ``shape``: its in-memory image shape; None where unknown)."""
+
+    def check_samples(self, specs: list[ShiftSpec], base_name: str, base: Mapping[str, Any], where: str) -> list[ShiftSpec]:
+        """An entry's shifts checked against the base dataset's samples before any job, and
+        completed with what only the base tells (by default as they are)."""
+        return specs
 
     def check_layout(self, params: Mapping[str, Any], class_ids: tuple[str, ...] | None, where: str) -> None:
         """:class:`InputError` naming the directory and what is missing when the files are not in

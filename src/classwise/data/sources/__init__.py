@@ -41,6 +41,8 @@ __all__ = [
     "dataset_notes",
     "dataset_sample_ids",
     "dataset_source",
+    "shift_sample_ids",
+    "dataset_class_names",
     "has_images",
     "input_files",
     "job_parameters",
@@ -101,6 +103,28 @@ def dataset_sample_ids(name: str, dataset: Mapping[str, Any]) -> np.ndarray | No
     """The test split's sample ids of a configured dataset (named ``name``), from its label file
     or one listing of its directory; None where only loading the data would tell."""
     return DATASET_SOURCES.get(str(dataset.get("source")), _UNKNOWN).sample_ids(dataset, name)
+
+
+def dataset_class_names(name: str, dataset: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """A dataset's class names where known before any job without loading images: a labels
+    file's (its ``class_names``, its ``class_name`` column or the indices), the config's
+    ``class_names``; None otherwise (the job knows them)."""
+    if dataset.get("source") == "labels":
+        return labels.read_label_file(dataset["path"], dataset.get("class_names"), field=f"datasets.{name}.path").class_names
+    names = dataset.get("class_names")
+    return None if names is None else tuple(str(n) for n in names)
+
+
+def shift_sample_ids(name: str, dataset: Mapping[str, Any], spec: Any) -> np.ndarray | None:
+    """The sample ids of a dataset's samples under shift ``spec`` (a
+    :class:`~classwise.shifts.kinds.ShiftSpec`), where known before any job: a shift's own labels
+    file's, the dataset's for a shift of every one of its own samples, None otherwise (a
+    published set's files, an attack on a subset of the samples)."""
+    if spec.labels_file is not None:
+        return labels.shift_samples(dataset, name, spec.labels_file).sample_ids
+    if spec.shift_set is not None or spec.per_class is not None:
+        return None
+    return dataset_sample_ids(name, dataset)
 
 
 def job_parameters(dataset: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,10 @@ Config shape (one entry of ``datasets:``)::
 ``label`` is a class index in ``[0, C)``. The class count C is the length of ``class_names``
 when given, else the largest label plus one; the names come from ``class_names``, else from the
 ``class_name`` column (one name per label), else the indices. Having no images, such a set is
-evaluated on the ``clean`` shift only, and only by models whose outputs come from a file; the
-workflow's plan says so before any job (:mod:`classwise.pipeline.plan`).
+evaluated on ``clean`` (the file at ``path``) and on shifts given by labels files of their own
+(a ``shift_sets`` entry of family ``labels``, :mod:`classwise.data.shift_sets.labels`, read in
+the dataset's classes by :func:`read_shift_labels`), and only by models whose outputs come from
+a file; the workflow's plan says so before any job (:mod:`classwise.pipeline.plan`).
 """
 
 from __future__ import annotations
@@ -41,10 +43,27 @@ class LabelledSamples:
         return int(self.labels.shape[0])
 
 
-def read_label_file(path: str | Path, class_names: Sequence[str] | None = None, *, field: str = "path") -> LabelledSamples:
+def read_label_file(
+    path: str | Path, class_names: Sequence[str] | None = None, *, field: str = "path", names_of: str | None = None
+) -> LabelledSamples:
     """The samples of a ``sample_id,label[,class_name]`` CSV, checked: unique non-empty ids,
-    integer labels in ``[0, C)``, one name per label (``field`` names the config key in errors)."""
-    return _read(str(path), _mtime(path), None if class_names is None else tuple(str(n) for n in class_names), field)
+    integer labels in ``[0, C)``, one name per label (``field`` names the config key in errors;
+    ``names_of`` says whose ``class_names`` they are, default the config's)."""
+    names = None if class_names is None else tuple(str(n) for n in class_names)
+    return _read(str(path), _mtime(path), names, field, names_of)
+
+
+def read_shift_labels(path: str | Path, base: LabelledSamples, *, dataset: str, field: str) -> LabelledSamples:
+    """The samples of a shift's own labels file in the classes of its dataset (``base``, the
+    dataset's samples): labels in ``[0, C)`` and, where the file names classes, the dataset's names."""
+    return read_label_file(path, base.class_names, field=field, names_of=f"dataset {dataset!r}")
+
+
+def shift_samples(dataset: Mapping[str, Any], name: str, path: str | Path) -> LabelledSamples:
+    """The samples of a shift's labels file ``path`` in the classes of the dataset ``name``
+    (its config ``dataset``)."""
+    base = read_label_file(dataset["path"], dataset.get("class_names"), field=f"datasets.{name}.path")
+    return read_shift_labels(path, base, dataset=name, field=f"datasets.{name}.shift_sets")
 
 
 def _mtime(path: str | Path) -> int:
@@ -54,8 +73,8 @@ def _mtime(path: str | Path) -> int:
         return -1
 
 
-@functools.lru_cache(maxsize=8)
-def _read(path: str, mtime: int, class_names: tuple[str, ...] | None, field: str) -> LabelledSamples:
+@functools.lru_cache(maxsize=256)
+def _read(path: str, mtime: int, class_names: tuple[str, ...] | None, field: str, names_of: str | None) -> LabelledSamples:
     import pandas as pd
 
     if mtime < 0:
@@ -91,10 +110,13 @@ def _read(path: str, mtime: int, class_names: tuple[str, ...] | None, field: str
             field="label",
         )
     labels = numbers.astype(np.int64)
-    names = _class_names(frame, labels, class_names, path)
+    names = _class_names(frame, labels, class_names, path, names_of)
     if labels.max() >= len(names):
+        classes = (
+            f"the {len(names)} class_names the config gives" if names_of is None else f"the {len(names)} classes of {names_of}"
+        )
         raise InputError(
-            f"label {int(labels.max())} is not a class of the {len(names)} class_names the config gives",
+            f"label {int(labels.max())} is not a class of {classes} (rows {_rows(labels >= len(names))})",
             path=path,
             field="label",
         )
@@ -109,7 +131,9 @@ def _rows(mask: np.ndarray) -> str:
     return ", ".join(str(int(r)) for r in rows[:_MAX_IN_MESSAGE]) + more
 
 
-def _class_names(frame: Any, labels: np.ndarray, configured: tuple[str, ...] | None, path: str) -> tuple[str, ...]:
+def _class_names(
+    frame: Any, labels: np.ndarray, configured: tuple[str, ...] | None, path: str, names_of: str | None
+) -> tuple[str, ...]:
     """The configured names, else those of the ``class_name`` column, else the indices; a label
     with two names in the column (or another than the configured one) is an error."""
     count = len(configured) if configured is not None else int(labels.max()) + 1
@@ -129,8 +153,10 @@ def _class_names(frame: Any, labels: np.ndarray, configured: tuple[str, ...] | N
         if label >= count:
             continue  # reported as a label beyond the configured classes
         if configured is not None and configured[label] != name:
+            rows = _rows((labels == label) & (frame["class_name"].to_numpy() == name))
+            whose = names_of or "the config's class_names"
             raise InputError(
-                f"names class {int(label)} {name!r}, the config's class_names {configured[label]!r}",
+                f"names class {int(label)} {name!r}, {whose} {configured[label]!r} (rows {rows})",
                 path=path,
                 field="class_name",
             )

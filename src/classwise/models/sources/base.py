@@ -13,7 +13,7 @@ build from weight files, load for inference.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,6 +22,7 @@ from classwise.models import spec as _spec
 from classwise.models.spec import ModelSpec
 
 if TYPE_CHECKING:
+    import numpy as np
     from torch import nn
 
     from classwise.models.data_config import DataConfig
@@ -102,14 +103,15 @@ class ModelSource(Protocol):
         entry: Mapping[str, Any],
         dataset: str,
         datasets: Datasets,
-        shifts: Sequence[str],
+        shifts: Mapping[str, np.ndarray | None],
         classes: int | None,
         config_path: str,
     ) -> None:
         """:class:`InputError` when the model's outputs on ``dataset`` under ``shifts`` cannot
         match the dataset (``classes``: its class count, None where unknown), as far as can be
-        told before any job: the files of a model given by its outputs. Nothing for a model the
-        pipeline runs (its job checks its outputs)."""
+        told before any job: the files of a model given by its outputs. ``shifts`` maps each
+        shift to the sample ids of its samples (None where only a job can tell). Nothing for a
+        model the pipeline runs (its job checks its outputs)."""
         ...
 
     def needs_download(self, spec: ModelSpec) -> bool:
@@ -188,7 +190,7 @@ class ZooSource:
         entry: Mapping[str, Any],
         dataset: str,
         datasets: Datasets,
-        shifts: Sequence[str],
+        shifts: Mapping[str, np.ndarray | None],
         classes: int | None,
         config_path: str,
     ) -> None:

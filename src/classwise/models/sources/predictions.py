@@ -27,7 +27,7 @@ count, and its ids against the dataset's where those are known before any job).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from classwise.models.sources.base import Datasets
 from classwise.models.spec import ModelSpec, check_keys
 
 if TYPE_CHECKING:
+    import numpy as np
     from torch import nn
 
     from classwise.models.data_config import DataConfig
@@ -43,7 +44,9 @@ if TYPE_CHECKING:
 
 
 def _nested(files: Mapping[str, Any]) -> bool:
-    return any(isinstance(value, Mapping) for value in files.values())
+    """Whether ``files`` is dataset -> shift -> file; its first value tells (the spec check
+    refuses a mix), so a lookup costs the same at 200 shifts as at one."""
+    return isinstance(next(iter(files.values()), None), Mapping)
 
 
 def outputs_file(entry: Mapping[str, Any], dataset: str, shift: str) -> str | None:
@@ -96,7 +99,7 @@ class PredictionsSource:
             raise InputError(
                 f"expected a mapping shift -> file (or dataset -> shift -> file), got {files!r}", path=config_path, field=here
             )
-        nested = _nested(files)
+        nested = any(isinstance(value, Mapping) for value in files.values())
         for key, value in files.items():
             if nested != isinstance(value, Mapping):
                 raise InputError(
@@ -146,8 +149,9 @@ class PredictionsSource:
                 path=config_path,
                 field=field_path("models", model, "files", unknown[0]),
             )
+        known = None if shifts is None else set(shifts)
         for dataset, by_shift in per_dataset.items():
-            stray = [key for key in by_shift if shifts is not None and key not in shifts]
+            stray = [key for key in by_shift if known is not None and key not in known]
             if stray:
                 where = ["models", model, "files", *([] if dataset is None else [dataset]), stray[0]]
                 raise InputError(
@@ -185,23 +189,36 @@ class PredictionsSource:
         entry: Mapping[str, Any],
         dataset: str,
         datasets: Datasets,
-        shifts: Sequence[str],
+        shifts: Mapping[str, np.ndarray | None],
         classes: int | None,
         config_path: str,
     ) -> None:
-        """Each file of ``shifts`` on ``dataset`` against the dataset, from its header and ids
+        """Each file of ``shifts`` on ``dataset`` against the shift's samples (``shifts``: shift ->
+        its sample ids, None where unknown before any job), from its header and ids
         (:func:`~classwise.predictions_io.check_outputs_file`); errors name the config's field,
         the file and what in it does not match."""
-        from classwise.data.sources import dataset_sample_ids
+        import numpy as np
+
+        from classwise.data.sources import dataset_class_names
         from classwise.predictions_io import check_outputs_file
 
-        sample_ids = dataset_sample_ids(dataset, datasets[dataset])  # its own errors name the dataset's field
-        for shift in shifts:
+        names = dataset_class_names(dataset, datasets[dataset])
+        class_names = None if names is None else np.asarray(names)
+        for shift, sample_ids in shifts.items():
             path = outputs_file(entry, dataset, shift)
             if path is None:
                 continue  # has_scores says so
+            where = f"dataset {dataset!r}" if shift == "clean" else f"shift {shift!r} of dataset {dataset!r}"
             try:
-                check_outputs_file(path, dataset=dataset, n_classes=classes, sample_ids=sample_ids)
+                check_outputs_file(
+                    path,
+                    dataset=dataset,
+                    n_classes=classes,
+                    sample_ids=sample_ids,
+                    where=where,
+                    class_names=class_names,
+                    abstain=entry.get("abstain"),
+                )
             except InputError as exc:
                 raise InputError(str(exc), path=config_path, field=_files_field(model, entry, dataset, shift)) from None
 

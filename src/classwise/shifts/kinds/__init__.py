@@ -14,7 +14,7 @@ package imports no torch: a kind imports it when a job makes a batch.
 
 from __future__ import annotations
 
-from classwise.shifts.kinds import autoattack, clean, corruption, dataset, pgd, transfer
+from classwise.shifts.kinds import autoattack, clean, corruption, dataset, labels, pgd, transfer
 from classwise.shifts.kinds.base import KINDS, Batch, Entry, ImageSources, Misfit, Run, ShiftKind, ShiftSpec, shift_kind
 
 __all__ = ["KINDS", "Batch", "Entry", "ImageSources", "Misfit", "Run", "ShiftKind", "ShiftSpec", "shift_kind"]
@@ -28,5 +28,6 @@ KINDS.update(
         autoattack.KIND,
         transfer.KIND,
         dataset.KIND,
+        labels.KIND,
     )
 )

@@ -52,7 +52,9 @@ class ShiftSpec:
     ``steps``, ``step_size``, ``random_start`` and, when targeted, ``target``; ``autoattack``
     ``norm``, ``eps``, ``version``; ``transfer`` ``source`` and ``attack`` (a pgd or autoattack
     spec's JSON); ``dataset`` (a published shift set) ``family``, ``set``, ``root``, the family's
-    own keys, ``paired`` and ``restricted``. An attack may also hold ``per_class``.
+    own keys, ``paired`` and ``restricted``; ``labels`` (a shift given by a labels file, no
+    images) ``family``, ``set``, ``condition``, ``labels``, ``paired`` and optionally
+    ``severity``. An attack may also hold ``per_class``.
     """
 
     name: str
@@ -161,6 +163,24 @@ class ShiftSpec:
         return self.shift_kind.transformed(self)
 
     @property
+    def corrupted(self) -> bool:
+        """Whether the shift is a corrupted copy of the reference set, one of those the corruption
+        errors average (by default the :attr:`transformed` ones; a ``labels`` shift with a severity)."""
+        return self.shift_kind.corrupted(self)
+
+    @property
+    def severity_step(self) -> tuple[str, int] | None:
+        """``(family, severity)`` of a shift that is one severity of a corruption family (the
+        severity curves draw each family's shifts by severity), else ``None``."""
+        return self.shift_kind.severity_step(self)
+
+    @property
+    def labels_file(self) -> str | None:
+        """The ``sample_id,label`` file of the shift's own samples (a ``labels`` shift), else
+        ``None``: its samples are the dataset's, or a published set's."""
+        return self.shift_kind.labels_file(self)
+
+    @property
     def per_class(self) -> int | None:
         """The samples per class an expensive shift attacks (``per_class``), ``None`` for all."""
         value = self.params.get("per_class")
@@ -236,6 +256,11 @@ class ImageSources(Protocol):
         a class subset, the base class indices of that subset (None: the outputs are used whole)."""
         ...
 
+    def labelled_samples(self, path: str) -> Any:
+        """The samples of a shift's own labels file ``path``, in the dataset's classes (ids,
+        labels and class names; no images)."""
+        ...
+
 
 class ShiftKind:
     """One kind of shift. The defaults describe a shift made on the fly from the dataset's own
@@ -288,6 +313,15 @@ class ShiftKind:
 
     def transformed(self, spec: ShiftSpec) -> bool:
         return self.corrupted_on_the_fly
+
+    def corrupted(self, spec: ShiftSpec) -> bool:
+        return self.transformed(spec)
+
+    def severity_step(self, spec: ShiftSpec) -> tuple[str, int] | None:
+        return None
+
+    def labels_file(self, spec: ShiftSpec) -> str | None:
+        return None
 
     def misfit(self, spec: ShiftSpec, dataset: str, classes: int) -> Misfit | None:
         return None

@@ -50,6 +50,9 @@ class Corruption(ShiftKind):
             entries.append(Entry(where, {}, [corruption_spec(corruption, severity) for severity in severities]))
         return entries
 
+    def severity_step(self, spec: ShiftSpec) -> tuple[str, int] | None:
+        return spec.corruption, spec.severity
+
     def shifted_batch(self, spec: ShiftSpec, batch: Batch, run: Run) -> torch.Tensor:
         import torch
 

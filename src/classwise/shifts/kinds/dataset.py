@@ -29,6 +29,13 @@ class PublishedSet(ShiftKind):
     def transformed(self, spec: ShiftSpec) -> bool:
         return self.paired(spec) and not self.restricted(spec)
 
+    def severity_step(self, spec: ShiftSpec) -> tuple[str, int] | None:
+        """A published corrupted copy (CIFAR-10-C, ImageNet-C): its corruption in its set (the
+        prefix of its name, ``<set>_<corruption>``) at its severity."""
+        if "corruption" not in spec.params or "severity" not in spec.params:
+            return None
+        return f"{spec.params['set']}_{spec.params['corruption']}", int(spec.params["severity"])
+
     def evaluation_images(self, spec: ShiftSpec, sources: ImageSources) -> tuple[Any, np.ndarray | None]:
         return sources.shift_set(spec)
 

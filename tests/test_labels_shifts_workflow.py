@@ -1,0 +1,168 @@
+"""Shifts of a dataset given by its labels alone (issue 28): a ``shift_sets`` entry of family
+``labels``, one labels file per shift, and models given by their predictions on each shift, run
+through Snakemake itself on the issue's config shape.
+
+The test writes every file itself: a reference set of 240 samples, a shift ``contrast_c50`` that
+holds 200 of them (paired with clean on those ids), a shift ``contrast_c30`` that holds them all,
+and two models (one of hard predictions, one of probabilities) per shift, each file in a shuffled
+row order. The numbers of ``contrast_c50`` in the cross-shift tables are checked against pandas
+on the files the test wrote: accuracy, worst-class accuracy, per-class accuracy, the clean
+accuracy on the same samples, the flip rate and ``n``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from snakemake_runner import run_snakemake as snakemake
+
+pytestmark = pytest.mark.workflow
+
+NAMES = ["cat", "dog", "owl", "fox"]
+ROBUSTNESS = Path("results/tables/contrast/robustness")
+SHIFT = "contrast_c50"
+
+
+def _config() -> dict:
+    return {
+        "datasets": {
+            "contrast": {
+                "source": "labels",
+                "path": "contrast_c100.csv",
+                "shift_sets": {
+                    "contrast": {
+                        "family": "labels",
+                        "files": {"c50": "contrast_c50.csv", "c30": "contrast_c30.csv"},
+                        "severities": {"c50": 1, "c30": 2},
+                    }
+                },
+            }
+        },
+        "models": {
+            model: {
+                "source": "predictions",
+                "files": {"clean": f"{model}_c100.csv", "contrast_c50": f"{model}_c50.csv", "contrast_c30": f"{model}_c30.csv"},
+            }
+            for model in ("s01", "s02")
+        },
+        "shifts": {"clean": True},
+        # only what this test checks
+        "analyses": {name: {"enabled": False} for name in ("subset_tests", "reference_tests", "extrapolation")},
+    }
+
+
+def _write_files(workdir: Path) -> None:
+    rng = np.random.default_rng(28)
+    n, classes = 240, len(NAMES)
+    ids = np.array([f"img-{i:04d}" for i in range(n)])
+    labels = rng.integers(0, classes, n)
+    pd.DataFrame({"sample_id": ids, "label": labels, "class_name": np.array(NAMES)[labels]}).to_csv(
+        workdir / "contrast_c100.csv", index=False
+    )
+    held = {"c100": np.arange(n), "c50": np.sort(rng.choice(n, 200, replace=False)), "c30": np.arange(n)}
+    for condition in ("c50", "c30"):
+        rows = rng.permutation(held[condition])
+        pd.DataFrame({"sample_id": ids[rows], "label": labels[rows]}).to_csv(workdir / f"contrast_{condition}.csv", index=False)
+    accuracy = {"c100": 0.9, "c50": 0.65, "c30": 0.45}
+    for condition, rows in held.items():
+        rows = rng.permutation(rows)
+        right = rng.random(rows.size) < accuracy[condition]
+        predicted = np.where(right, labels[rows], rng.integers(0, classes, rows.size))
+        pd.DataFrame({"sample_id": ids[rows], "prediction": predicted}).to_csv(workdir / f"s01_{condition}.csv", index=False)
+        # probabilities peaked on a class that is right as often
+        scores = rng.dirichlet(np.ones(classes), rows.size) * 0.5
+        scores[np.arange(rows.size), np.where(rng.random(rows.size) < accuracy[condition], labels[rows], predicted)] += 0.5
+        frame = pd.DataFrame(scores, columns=[f"score_{j}" for j in range(classes)])
+        frame.insert(0, "sample_id", ids[rows])
+        frame.to_csv(workdir / f"s02_{condition}.csv", index=False)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = tmp_path_factory.mktemp("labels_shifts")
+    _write_files(workdir)
+    configfile = workdir / "config.yaml"
+    configfile.write_text(yaml.safe_dump(_config(), sort_keys=False))
+    result = snakemake(workdir, configfile)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return workdir
+
+
+def _predicted(workdir: Path, model: str, condition: str) -> pd.Series:
+    """The model's predicted class per sample id, from the file the test wrote."""
+    frame = pd.read_csv(workdir / f"{model}_{condition}.csv", dtype={"sample_id": str}).set_index("sample_id")
+    if "prediction" in frame:
+        return frame["prediction"]
+    return pd.Series(frame.to_numpy().argmax(axis=1), index=frame.index)
+
+
+def _expected(workdir: Path, model: str) -> dict:
+    """The numbers of SHIFT for ``model``, by pandas on the test's own files."""
+    shift_labels = pd.read_csv(workdir / "contrast_c50.csv", dtype={"sample_id": str}).set_index("sample_id")["label"]
+    frame = pd.DataFrame(
+        {
+            "label": shift_labels,
+            "shifted": _predicted(workdir, model, "c50").reindex(shift_labels.index),
+            "clean": _predicted(workdir, model, "c100").reindex(shift_labels.index),
+        }
+    )
+    per_class = (frame["shifted"] == frame["label"]).groupby(frame["label"]).mean()
+    clean_per_class = (frame["clean"] == frame["label"]).groupby(frame["label"]).mean()
+    return {
+        "n": len(frame),
+        "accuracy": float((frame["shifted"] == frame["label"]).mean()),
+        "clean_accuracy": float((frame["clean"] == frame["label"]).mean()),
+        "per_class": per_class,
+        "wca": float(per_class.min()),
+        "clean_wca": float(clean_per_class.min()),
+        "worst": NAMES[int(per_class.idxmin())],
+        "flip_rate": float((frame["shifted"] != frame["clean"]).mean()),
+    }
+
+
+@pytest.mark.parametrize("model", ["s01", "s02"])
+def test_the_shift_summary_of_a_labels_shift_agrees_with_pandas(run: Path, model: str) -> None:
+    summary = pd.read_csv(run / ROBUSTNESS / "shift_summary.csv").set_index(["shift", "model"])
+    assert set(summary.index.get_level_values("shift")) == {"clean", "contrast_c50", "contrast_c30"}
+    row = summary.loc[(SHIFT, model)]
+    expected = _expected(run, model)
+    assert row["n"] == expected["n"] == 200 and row["reference_n"] == 240 and row["pairing"] == "subset"
+    assert row["accuracy"] == pytest.approx(expected["accuracy"])
+    assert row["worst_class_accuracy"] == pytest.approx(expected["wca"])
+    assert row["worst_class_name"] == expected["worst"] or row["worst_class_tied"] > 1
+    # the change from clean is measured on the same 200 samples, not on all 240
+    assert row["reference_accuracy"] == pytest.approx(expected["clean_accuracy"])
+    assert row["accuracy_change"] == pytest.approx(expected["accuracy"] - expected["clean_accuracy"])
+    assert row["worst_class_accuracy_change"] == pytest.approx(expected["wca"] - expected["clean_wca"])
+
+
+def test_the_class_by_shift_matrix_and_the_flip_rate_agree_with_pandas(run: Path) -> None:
+    matrix = pd.read_csv(run / ROBUSTNESS / "class_shift_accuracy.csv").set_index(["model", "class"])
+    tests = pd.read_csv(run / ROBUSTNESS / "transformation_tests_s01.csv").set_index("shift")
+    expected = _expected(run, "s01")
+    np.testing.assert_allclose(matrix.loc["s01", SHIFT].to_numpy(), expected["per_class"].sort_index().to_numpy())
+    assert tests.loc[SHIFT, "n_samples"] == 200 and tests.loc["contrast_c30", "n_samples"] == 240
+    assert tests.loc[SHIFT, "flip_rate"] == pytest.approx(expected["flip_rate"])
+    assert tests.loc[SHIFT, "clean_accuracy"] == pytest.approx(expected["clean_accuracy"])
+
+
+def test_shifts_with_a_severity_are_the_corrupted_copies_the_corruption_errors_average(run: Path) -> None:
+    errors = pd.read_csv(run / ROBUSTNESS / "corruption_errors.csv").set_index(["model", "class"])
+    matrix = pd.read_csv(run / ROBUSTNESS / "class_shift_accuracy.csv").set_index(["model", "class"])
+    mean_error = 1 - (matrix[SHIFT] + matrix["contrast_c30"]) / 2
+    np.testing.assert_allclose(errors["mean_corruption_error"].sort_index(), mean_error.sort_index())
+
+
+def test_the_severity_curves_run_from_clean_along_the_configured_severities(run: Path) -> None:
+    curves = pd.read_csv(run / ROBUSTNESS / "severity_curves.csv").set_index(["model", "family", "severity"])
+    summary = pd.read_csv(run / ROBUSTNESS / "shift_summary.csv").set_index(["shift", "model"])
+    assert sorted(curves.index) == [(model, "contrast", severity) for model in ("s01", "s02") for severity in (0, 1, 2)]
+    for severity, shift in ((0, "clean"), (1, "contrast_c50"), (2, "contrast_c30")):
+        assert curves.loc[("s01", "contrast", severity), "shift"] == shift
+        assert curves.loc[("s01", "contrast", severity), "accuracy"] == pytest.approx(summary.loc[(shift, "s01"), "accuracy"])
+    assert curves.loc[("s02", "contrast", 1), "worst_class_accuracy"] == pytest.approx(_expected(run, "s02")["wca"])
+    assert (run / "results/figures/contrast/robustness/severity_curves.png").stat().st_size > 0

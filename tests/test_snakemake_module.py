@@ -1,0 +1,88 @@
+"""classwise used from a user's own workflow as a Snakemake module (issue 28), offline: the user's
+directory holds their Snakefile, their config and their data; the Snakefile names this
+repository's Snakefile by a local path (``module classwise: snakefile: ...; config: config``)
+and takes every rule with a prefix (``use rule * from classwise as classwise_*``). The run goes
+to the end from the user's directory: scripts, environments, schemas and report captions are
+found beside the module's Snakefile, not in the working directory, and the tables carry their
+captions under the prefixed rule names.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from paths import REPO
+from test_labels_shifts_workflow import _config, _write_files
+
+pytestmark = pytest.mark.workflow
+
+USER_SNAKEFILE = f"""\
+configfile: "config/config.yaml"
+
+
+module classwise:
+    snakefile:
+        "{REPO / "Snakefile"}"
+    config:
+        config
+
+
+use rule * from classwise as classwise_*
+"""
+
+
+def _user_directory(root: Path) -> Path:
+    """A user's workflow: their Snakefile, config/config.yaml and data/ (the labels-shift files)."""
+    (root / "data").mkdir(parents=True)
+    _write_files(root / "data")
+    config = _config()
+    dataset = config["datasets"]["contrast"]
+    dataset["path"] = f"data/{dataset['path']}"
+    files = dataset["shift_sets"]["contrast"]["files"]
+    dataset["shift_sets"]["contrast"]["files"] = {condition: f"data/{path}" for condition, path in files.items()}
+    for model in config["models"].values():
+        model["files"] = {shift: f"data/{path}" for shift, path in model["files"].items()}
+    (root / "config").mkdir()
+    (root / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (root / "Snakefile").write_text(USER_SNAKEFILE)
+    return root
+
+
+def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``snakemake --cores 2`` run in the user's directory, on their own Snakefile."""
+    return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args], cwd=workdir, capture_output=True, text=True)
+
+
+def test_the_user_s_workflow_runs_classwise_as_a_module_to_the_end(tmp_path: Path) -> None:
+    user = _user_directory(tmp_path / "my-study")
+    planned = _snakemake(user, "--dry-run")
+    assert planned.returncode == 0, planned.stderr[-4000:]
+    assert "classwise_import_predictions" in planned.stdout and "classwise_analyse_classwise_robustness" in planned.stdout
+    result = _snakemake(user)
+    assert result.returncode == 0, result.stderr[-4000:]
+    summary = pd.read_csv(user / "results/tables/contrast/robustness/shift_summary.csv")
+    assert set(summary["shift"]) == {"clean", "contrast_c50", "contrast_c30"}
+    assert set(summary["model"]) == {"s01", "s02"}
+    # the caption follows the rule under its prefixed name
+    caption = (user / "results/tables/contrast/robustness/shift_summary.md").read_text().splitlines()[0]
+    assert caption.startswith("contrast: accuracy A and worst-class accuracy WCA")
+    assert (user / "results/README.md").is_file()
+    assert not (REPO / "results" / "tables" / "contrast").exists()  # nothing written beside the module
+
+
+def test_a_bad_config_of_the_user_s_workflow_names_their_config_file(tmp_path: Path) -> None:
+    user = _user_directory(tmp_path / "my-study")
+    config = yaml.safe_load((user / "config" / "config.yaml").read_text())
+    config["models"]["s01"]["files"]["contrast_c70"] = "data/s01_c30.csv"
+    (user / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = _snakemake(user, "--dry-run")
+    assert result.returncode != 0
+    assert (
+        f"{user / 'config' / 'config.yaml'}: field 'models.s01.files.contrast_c70': names shift 'contrast_c70', which is no "
+        "shift of the config"
+    ) in result.stdout + result.stderr
