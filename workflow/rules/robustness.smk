@@ -41,7 +41,9 @@ rule analyse_classwise_robustness:
         # corrupted copies all score every class (a published set on a class subset is not one)
         corrupted_shifts=lambda wildcards: corrupted_shifts(wildcards.dataset),
         # shift -> [family, severity]: the severity curves
-        severity_steps=lambda wildcards: ROBUSTNESS_RUNS[wildcards.dataset].severity_steps,
+        severity_steps=lambda wildcards: ROBUSTNESS_RUNS[
+            wildcards.dataset
+        ].severity_steps,
     script:
         "../../scripts/analyse_classwise_robustness.py"
 
