@@ -170,6 +170,8 @@ def test_equal_shares_rank_by_class_index_whatever_the_order_of_their_replicates
     order = [classes for classes, _ in ranked]
     assert order.index((0,)) < order.index((1,))
     assert dict(ranked)[(0,)] == dict(ranked)[(1,)]
+    # each reads as an exact sum of its replicates' shares, not as the sum rounded for ranking
+    assert dict(ranked)[(0,)] in (shares[(0,)] / len(recalls), shares[(1,)] / len(recalls))
 
 
 def test_the_shift_summary_and_the_robust_fairness_table_declare_a_tied_worst_class() -> None:
