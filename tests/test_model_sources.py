@@ -202,3 +202,68 @@ def test_a_model_given_by_its_outputs_is_neither_downloaded_nor_run(tmp_path: Pa
         download_weights(spec, tmp_path / "m")
     with pytest.raises(InputError, match="rule import_predictions reads its outputs"):
         model_source(entry).inference_model("m", entry, None, "cpu")
+
+
+def _config_with(models: dict[str, object]) -> dict[str, object]:
+    import yaml
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))
+    config["models"] = models
+    for dataset in config["datasets"].values():
+        dataset.pop("models", None)
+    return config
+
+
+def _checked_before_any_job(config: dict[str, object], *, check_names: bool = True) -> None:
+    """What the workflow checks of ``models:`` before any job: the schema, then each source
+    (``check_models``; without the lookup of names in the model libraries when not ``check_names``)."""
+    from classwise.pipeline.config_checks import check_models, check_schema
+
+    check_schema(config, ROOT / "workflow" / "schemas" / "config.schema.yaml", source="c.yaml")
+    if check_names:
+        check_models(config, source="c.yaml")
+        return
+    models = config["models"]
+    assert isinstance(models, dict)
+    for name, entry in models.items():
+        parse_model_spec(entry, key=name, config_path="c.yaml", check_names=False)
+
+
+def test_a_new_source_is_its_module_and_one_registry_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A source with a key of its own that no other source takes: the schema needs no edit.
+    from classwise.models.sources.base import ZooSource
+    from classwise.models.spec import ModelSpec, check_keys, common_fields
+
+    class HubSource(ZooSource):
+        name = "hub"
+
+        def parse(self, given: dict[str, object], where: str, config_path: str | Path | None) -> ModelSpec:
+            check_keys(self.name, given, frozenset({"name"}), frozenset({"revision"}), where, config_path)
+            values = common_fields({k: v for k, v in given.items() if k != "revision"}, where, config_path)
+            return ModelSpec(source=self.name, label=f"hub:{values['name']}", **values)
+
+        def check_names(self, spec: ModelSpec) -> None:
+            return None
+
+    monkeypatch.setitem(MODEL_SOURCES, "hub", HubSource())
+    _checked_before_any_job(_config_with({"m": {"source": "hub", "name": "net", "revision": "v2"}}))
+    with pytest.raises(InputError, match=r"c.yaml: field 'models.m.revison': unknown key for source 'hub'"):
+        _checked_before_any_job(_config_with({"m": {"source": "hub", "name": "net", "revison": "v2"}}))
+
+
+@pytest.mark.parametrize("source", sorted(ENTRIES))
+def test_each_source_names_a_missing_or_unknown_key_before_any_job(source: str) -> None:
+    # The names are not looked up (ENTRIES' RobustBench name is not one of cifar100's): the keys are the subject.
+    entry = dict(ENTRIES[source])
+    _checked_before_any_job(_config_with({"m": entry}), check_names=False)
+    required = next(key for key in entry if key != "source")
+    missing = {key: value for key, value in entry.items() if key != required}
+    with pytest.raises(InputError, match=rf"c.yaml: field 'models.m.{required}': source '{source}' needs this key"):
+        _checked_before_any_job(_config_with({"m": missing}), check_names=False)
+    with pytest.raises(InputError, match=rf"c.yaml: field 'models.m.epoch': unknown key for source '{source}'"):
+        _checked_before_any_job(_config_with({"m": {**entry, "epoch": 3}}), check_names=False)
+
+
+def test_an_unknown_source_stops_the_run_before_any_job() -> None:
+    with pytest.raises(InputError, match=r"c.yaml: field 'models.m.source': expected one of \['timm', .*\], got 'keras'"):
+        _checked_before_any_job(_config_with({"m": {"source": "keras", "name": "resnet"}}))

@@ -17,7 +17,14 @@ from typing import Any
 
 from classwise.errors import InputError
 
-__all__ = ["DATA_CONFIG_KEYS", "FINETUNE_DEFAULTS", "FinetuneSpec", "base_model_config", "parse_finetune_entry"]
+__all__ = [
+    "DATA_CONFIG_KEYS",
+    "FINETUNE_DEFAULTS",
+    "FINETUNE_REQUIRED",
+    "FinetuneSpec",
+    "base_model_config",
+    "parse_finetune_entry",
+]
 
 FINETUNE_DEFAULTS: dict[str, Any] = {
     "optimizer": "sgd",
@@ -29,7 +36,7 @@ FINETUNE_DEFAULTS: dict[str, Any] = {
     "seed": 0,
 }
 """Settings a ``finetune`` entry may leave out (documented in the config schema)."""
-_REQUIRED = ("architecture", "weights", "train_on")
+FINETUNE_REQUIRED = ("architecture", "weights", "train_on")
 DATA_CONFIG_KEYS = ("input_size", "interpolation", "crop_pct", "crop_mode", "mean", "std", "resize_size")
 _OPTIMIZERS = ("sgd", "adam")
 _AUX_OUTPUTS = ("inception_v3", "googlenet")
@@ -83,10 +90,10 @@ def parse_finetune_entry(entry: Mapping[str, Any], *, key: str = "model", config
     if entry.get("source") != "finetune":
         raise fail(f"expected 'finetune', got {entry.get('source')!r}", "source")
     given = {k: v for k, v in entry.items() if k != "source"}
-    for name in _REQUIRED:
+    for name in FINETUNE_REQUIRED:
         if name not in given:
             raise fail("source 'finetune' needs this key", name)
-    known = {*_REQUIRED, *FINETUNE_DEFAULTS, "data_config"}
+    known = {*FINETUNE_REQUIRED, *FINETUNE_DEFAULTS, "data_config"}
     unknown = sorted(set(given) - known)
     if unknown:
         raise fail(f"unknown key for source 'finetune'; known: {sorted(known)}", unknown[0])

@@ -19,11 +19,11 @@ import classwise
 from classwise.data.sources import load_split, open_split
 from classwise.errors import InputError
 from classwise.logits_io import save_logits
+from classwise.models.sources.train import TRAINING_DEFAULTS
 from classwise.steps.threads import limit_threads
 
 #: Training settings of ``source: train`` models that the config leaves out (documented in the
 #: config schema; kept here because they apply to one source only).
-TRAINING_DEFAULTS: dict[str, Any] = {"epochs": 10, "lr": 0.01, "batch_size": 64, "weight_decay": 0.0, "seed": 0}
 
 
 def train_step(

@@ -222,11 +222,15 @@ class ZooSource:
 
 class PipelineSource(ZooSource):
     """Defaults of a source the pipeline trains into ``results/models/<model>.pt`` (its entry
-    kept verbatim; its rule validates it)."""
+    kept verbatim: its rule validates the values; its keys are checked here)."""
 
     plain_file = True
+    #: The keys an entry must give and may give (besides ``source``).
+    required_keys: frozenset[str] = frozenset({"architecture"})
+    optional_keys: frozenset[str] = frozenset()
 
     def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
+        _spec.check_keys(self.name, given, self.required_keys, self.optional_keys, where, config_path)
         architecture = given.get("architecture")
         return ModelSpec(
             source=self.name,

@@ -18,9 +18,14 @@ if TYPE_CHECKING:
     from classwise.models.data_config import DataConfig
 
 
+#: The training settings an entry may leave out.
+TRAINING_DEFAULTS: dict[str, Any] = {"epochs": 10, "lr": 0.01, "batch_size": 64, "weight_decay": 0.0, "seed": 0}
+
+
 class TrainSource(PipelineSource):
     name = "train"
     made_by: str | None = "train_model"
+    optional_keys = frozenset({"train_on", "options", *TRAINING_DEFAULTS})
 
     def check_fit(
         self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
