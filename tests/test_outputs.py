@@ -13,7 +13,23 @@ from paths import REPO
 from results_readme import listed_files
 from snakemake.iocontainers import Namedlist
 
-from classwise.outputs import OUTPUTS, Output, Planned, Setting, listed_file, output, record_of, report_captions, target
+from classwise.outputs import (
+    CONDITIONS,
+    OUTPUTS,
+    STAGES,
+    Output,
+    Planned,
+    Scope,
+    Setting,
+    declared_outputs,
+    listed_file,
+    output,
+    plan_scopes,
+    record_of,
+    report_captions,
+    rule_outputs,
+    target,
+)
 from classwise.pipeline.captions import TITLES, title_of
 from classwise.references import REFERENCES
 from classwise.steps.reports import results_readme_step
@@ -32,9 +48,52 @@ def _rule_blocks() -> dict[str, str]:
 def test_every_record_is_declared_by_the_rule_it_names_and_by_no_other() -> None:
     declared: dict[str, list[str]] = {}
     for rule, block in _rule_blocks().items():
-        for name in re.findall(r'outputs_of\("(\w+)"\)', block):
+        names = re.findall(r'outputs_of\("(\w+)"\)', block)
+        # outputs_of_rule("<rule>"): every record of the rule it names (the bootstrap on)
+        names += [record.name for named in re.findall(r'outputs_of_rule\("(\w+)"\)', block) for record in rule_outputs(named)]
+        for name in names:
             declared.setdefault(name, []).append(rule)
     assert declared == {name: [record.rule] for name, record in OUTPUTS.items()}
+
+
+def test_a_rule_declares_a_record_only_where_its_run_wide_conditions_hold() -> None:
+    names = [record.name for record in declared_outputs("aggregate_worst_class_tables", ["bootstrap"])]
+    assert names == ["worst_class_table", "worst_class_intervals_table"]
+    assert [record.name for record in declared_outputs("aggregate_worst_class_tables", [])] == ["worst_class_table"]
+    # a condition that varies from job to job (scores on the shift) leaves the declaration alone
+    assert [record.name for record in declared_outputs("compute_decisiveness_metrics", [])] == ["reliability_figure"]
+    assert {condition for record in OUTPUTS.values() for condition in record.when} <= set(CONDITIONS)
+    with pytest.raises(ValueError, match="unknown conditions"):
+        Output(name="x", rule="r", path="x", files={"csv": ".csv"}, mirrors=(None, ""), when=("bootstrapped",))
+
+
+def test_a_record_given_a_condition_is_planned_only_where_it_holds() -> None:
+    shift = {"dataset": "d", "labels": "original", "shift": "clean"}
+    without = [p.name for p in plan_scopes("metrics", [Scope(shift, {"one_label"})])]
+    with_it = [p.name for p in plan_scopes("metrics", [Scope(shift, {"one_label", "bootstrap"})])]
+    assert "worst_class_intervals_table" not in without and "worst_class_intervals_table" in with_it
+    assert "worst_class_table" in without  # a record of no condition is planned wherever its wildcards are
+    assert [name for name in with_it if name not in without] == [
+        record.name for record in OUTPUTS.values() if record.when == ("bootstrap",) and set(record.wildcards) == set(shift)
+    ]
+    # a record is planned at the scopes of its own wildcards only
+    assert plan_scopes("metrics", [Scope({"dataset": "d"}, set(CONDITIONS))]) == []
+    assert plan_scopes("analyses", [Scope({}, {"simulation"})]) == [Planned("simulation_table"), Planned("simulation_figure")]
+    with pytest.raises(ValueError, match="planned twice"):
+        plan_scopes("robustness", [Scope({"dataset": "d"}, {"classwise"})] * 2)
+    with pytest.raises(ValueError, match="unknown conditions"):
+        Scope(shift, {"bootstrapped"})
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_the_plan_of_a_scope_where_every_condition_holds_is_the_catalogue_order(stage: str) -> None:
+    """results/README.md lists a stage's outputs in its plan order: at each scope, its records in
+    the order of their module (classwise.outputs.metrics, analyses, robustness)."""
+    for keys in {tuple(sorted(record.wildcards)) for record in STAGES[stage]}:
+        wildcards = {key: TRICKY[key] for key in keys}
+        planned = plan_scopes(stage, [Scope(wildcards, set(CONDITIONS))])
+        expected = [record.name for record in STAGES[stage] if set(record.wildcards) == set(keys)]
+        assert [p.name for p in planned] == expected and all(p.wildcards == wildcards for p in planned)
 
 
 def test_a_rule_s_records_name_distinct_outputs_and_files() -> None:

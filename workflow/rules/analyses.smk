@@ -18,7 +18,7 @@ rule compute_image_features:
         data=prepared_dataset,
         metadata=metadata_file,
     output:
-        **outputs_of("image_features"),
+        **outputs_of_rule("compute_image_features"),
     log:
         f"{OUT}/logs/compute_image_features/{{dataset}}.log",
     conda:
@@ -38,8 +38,7 @@ rule run_subset_tests:
         labels=view_labels,
         features=f"{OUT}/features/{{dataset}}.csv",
     output:
-        **outputs_of("subset_tests"),
-        **outputs_of("subset_tests_all"),
+        **outputs_of_rule("run_subset_tests"),
     log:
         f"{OUT}/logs/run_subset_tests/{VIEW_MODEL}.log",
     conda:
@@ -65,7 +64,7 @@ rule run_reference_tests:
         ],
         labels=view_labels,
     output:
-        **outputs_of("reference_tests"),
+        **outputs_of_rule("run_reference_tests"),
     log:
         f"{OUT}/logs/run_reference_tests/{VIEW_MODEL}.log",
     conda:
@@ -87,7 +86,7 @@ rule summarise_reference_tests:
             wildcards, "reference_tests.csv", "reference_tests"
         ),
     output:
-        **outputs_of("reference_tests_summary"),
+        **outputs_of_rule("summarise_reference_tests"),
     log:
         f"{OUT}/logs/summarise_reference_tests/{VIEW}.log",
     conda:
@@ -106,9 +105,7 @@ rule evaluate_extrapolation:
         ),
         labels=view_labels,
     output:
-        **outputs_of("extrapolation_table"),
-        **outputs_of("extrapolation_curves"),
-        **outputs_of("extrapolation_figure"),
+        **outputs_of_rule("evaluate_extrapolation"),
     log:
         f"{OUT}/logs/evaluate_extrapolation/{VIEW_MODEL}.log",
     conda:
@@ -137,7 +134,7 @@ rule summarise_extrapolation:
             wildcards, "extrapolation.csv", "extrapolation"
         ),
     output:
-        **outputs_of("extrapolation_summary"),
+        **outputs_of_rule("summarise_extrapolation"),
     log:
         f"{OUT}/logs/summarise_extrapolation/{VIEW}.log",
     conda:
@@ -153,8 +150,7 @@ rule summarise_extrapolation:
 
 rule simulate_extrapolation:
     output:
-        **outputs_of("simulation_table"),
-        **outputs_of("simulation_figure"),
+        **outputs_of_rule("simulate_extrapolation"),
     log:
         f"{OUT}/logs/simulate_extrapolation.log",
     conda:

@@ -2,6 +2,7 @@
 # Snakefile ahead of the rule files). Its `analyses` config section is validated against
 # workflow/schemas/analyses.schema.yaml, which fills in the defaults.
 from classwise.errors import InputError
+from classwise.outputs import Scope, plan_scopes
 from classwise.pipeline.plan import ANALYSIS_SHIFT_KEYS, resolve_analyses
 
 validate(config["analyses"], workflow.source_path("../schemas/analyses.schema.yaml"))
@@ -121,37 +122,30 @@ def per_model_analyses(wildcards, filename, section):
 
 
 def analysis_outputs():
-    """Every table, figure and data file of the enabled analyses, planned (output records)."""
-    planned = []
+    """Every table, figure and data file of the enabled analyses, planned: the records of
+    classwise.outputs' analyses stage, in catalogue order, at each scope of analysis_scopes
+    where their analysis (Output.when) runs."""
+    return plan_scopes("analyses", analysis_scopes())
+
+
+def analysis_scopes():
+    """Where each analysis runs, in plan order: per dataset, the image features of the subset
+    tests, then each analysis over its views (each view, then its models); the simulation last.
+    """
     for dataset in DATASETS:
         subset_views = analysed_views(dataset, "subset_tests")
         if subset_views:
-            planned.append(Planned("image_features", {"dataset": dataset}))
-        for labels in subset_views:
-            planned += [
-                Planned(name, {"dataset": dataset, "labels": labels, "model": model})
-                for model in analysis_models(dataset, "subset_tests")
-                for name in ("subset_tests", "subset_tests_all")
-            ]
-        for labels in reference_views(dataset):
-            view = {"dataset": dataset, "labels": labels}
-            planned.append(Planned("reference_tests_summary", view))
-            planned += [
-                Planned("reference_tests", {**view, "model": model})
-                for model in analysis_models(dataset, "reference_tests")
-            ]
-        for labels in analysed_views(dataset, "extrapolation"):
-            view = {"dataset": dataset, "labels": labels}
-            planned.append(Planned("extrapolation_summary", view))
-            planned += [
-                Planned(name, {**view, "model": model})
-                for model in analysis_models(dataset, "extrapolation")
-                for name in (
-                    "extrapolation_table",
-                    "extrapolation_curves",
-                    "extrapolation_figure",
-                )
-            ]
+            yield Scope({"dataset": dataset}, {"subset_tests"})
+        views = {
+            "subset_tests": subset_views,
+            "reference_tests": reference_views(dataset),
+            "extrapolation": analysed_views(dataset, "extrapolation"),
+        }
+        for section, labels_of in views.items():
+            for labels in labels_of:
+                view = {"dataset": dataset, "labels": labels}
+                yield Scope(view, {section})
+                for model in analysis_models(dataset, section):
+                    yield Scope({**view, "model": model}, {section})
     if ANALYSES["simulation"]["enabled"]:
-        planned += [Planned("simulation_table"), Planned("simulation_figure")]
-    return planned
+        yield Scope({}, {"simulation"})

@@ -22,7 +22,7 @@ from classwise.data.shift_sets import (
 from classwise.labels.real import REAL_URL
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
-from classwise.outputs import Planned
+from classwise.outputs import Planned, Scope, plan_scopes
 from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
 from classwise.references import REFERENCES  # the report's categories, one per source
 from classwise.shifts.spec import expand_shifts, infer_parameter
@@ -59,6 +59,9 @@ resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
 # The bootstrap of the worst-class metrics (docs/uncertainty.md); 0 replicates turns it off.
 BOOTSTRAP = config["metrics"]["bootstrap"]
 BOOTSTRAP_ON = BOOTSTRAP["replicates"] > 0
+# The run-wide conditions of the output records that hold (classwise.outputs.RUN_CONDITIONS):
+# a rule declares a record only where its own hold (outputs_of_rule).
+RUN_CONDITIONS = ["bootstrap"] if BOOTSTRAP_ON else []
 resolve_comparisons(PLAN, BOOTSTRAP)
 RESOURCES = "resources"
 
@@ -397,14 +400,6 @@ def bootstrap_params():
     return canonical(BOOTSTRAP) if BOOTSTRAP_ON else None
 
 
-def bootstrap_outputs(outputs):
-    """`outputs` (a rule's named outputs) when the bootstrap is on, else none. The interval
-    tables and the worst-class figure come from the jobs that write the paper's tables and
-    figures from the same files: a job of their own would add one job start per table.
-    """
-    return outputs if BOOTSTRAP_ON else {}
-
-
 def comparison_inputs(wildcards):
     """The cached logits of every model of the dataset (in its model order) and, for a label
     view other than the original, its label file."""
@@ -429,41 +424,34 @@ def per_model_metrics(wildcards, filename, models=None):
 
 
 def final_outputs():
-    """Every table and figure of every (dataset, label view, shift), planned (output records of
-    classwise.outputs with their wildcards), with each model's per-class numbers and each label
-    view's labels; with the bootstrap on, the interval tables, the worst-class figures and, on
-    datasets of two models or more, the model comparisons."""
-    planned = []
+    """Every table and figure of every (dataset, label view, shift), planned: the records of
+    classwise.outputs' metrics stage, in catalogue order, at each scope below where their
+    conditions (Output.when) hold. A label view's labels; each shift's tables and figures (the
+    decisiveness ones where a model has scores and the view one true class per image; with the
+    bootstrap on, the interval tables, the worst-class figures and, on datasets of two models or
+    more, the model comparisons); each model's per-class numbers and figures."""
+    return plan_scopes("metrics", metric_scopes())
+
+
+def metric_scopes():
+    """The scopes of the metrics stage in plan order, each with the conditions that hold there."""
     for dataset in DATASETS:
+        compared = {"compared"} if dataset in PLAN.compared else set()
         for labels in views_of(dataset):
-            if labels != "original" and view_shifts(dataset, labels):
-                planned.append(
-                    Planned("label_view", {"dataset": dataset, "labels": labels})
-                )
-            for shift in view_shifts(dataset, labels):
-                each = {"dataset": dataset, "labels": labels, "shift": shift}
-                # decisiveness needs scores (not for models with hard predictions only)
-                # and one true class per image (not under a ReaL view)
-                label_sets = (dataset, labels) in PLAN.label_set_views
-                scored = [] if label_sets else scored_models(dataset, [shift])
-                names = ["worst_class_table", "per_class_recall", "per_class_cfps"]
-                if scored:
-                    names += ["decisiveness_table", "gamma_sweep_table"]
-                if BOOTSTRAP_ON:
-                    names += ["worst_class_intervals_table", "worst_probability_figure"]
-                    if scored:
-                        names.append("decisiveness_intervals_table")
-                if dataset in PLAN.compared and not label_sets:
-                    names.append("model_comparison_table")
-                planned += [Planned(name, each) for name in names]
+            shifts = view_shifts(dataset, labels)
+            one_label = (
+                set() if (dataset, labels) in PLAN.label_set_views else {"one_label"}
+            )
+            holds = {*RUN_CONDITIONS, *compared, *one_label}
+            view = {"dataset": dataset, "labels": labels}
+            own = {"view"} if labels != "original" and shifts else set()
+            yield Scope(view, holds | own)
+            for shift in shifts:
+                each = {**view, "shift": shift}
+                scored = scored_models(dataset, [shift])
+                yield Scope(each, holds | ({"scored"} if scored else set()))
                 for model in dataset_models(dataset):
                     per_model = {**each, "model": model}
-                    names = [
-                        "confusion_figure",
-                        "per_class_numbers",
-                        "confusion_counts",
-                    ]
-                    if model in scored:
-                        names.append("reliability_figure")
-                    planned += [Planned(name, per_model) for name in names]
-    return planned
+                    yield Scope(
+                        per_model, holds | ({"scored"} if model in scored else set())
+                    )

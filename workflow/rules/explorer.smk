@@ -10,7 +10,7 @@ rule build_explorer:
     input:
         explorer_inputs(EXPLORER_VIEWS),
     output:
-        **outputs_of("explorer"),
+        **outputs_of_rule("build_explorer"),
     log:
         f"{OUT}/logs/build_explorer.log",
     conda:

@@ -16,7 +16,7 @@ rule check_gates:
     input:
         metrics=gate_metrics(),
     output:
-        **outputs_of("gates"),
+        **outputs_of_rule("check_gates"),
     log:
         f"{OUT}/logs/check_gates.log",
     conda:

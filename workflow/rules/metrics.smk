@@ -13,9 +13,7 @@ rule compute_worst_class_metrics:
     input:
         unpack(metric_inputs),
     output:
-        **outputs_of("per_class_numbers"),
-        **outputs_of("confusion_counts"),
-        **outputs_of("confusion_figure"),
+        **outputs_of_rule("compute_worst_class_metrics"),
         metrics=f"{METRICS}/worst_class.json",
     log:
         f"{OUT}/logs/compute_worst_class_metrics/{VIEW_MODEL_SHIFT}.log",
@@ -35,7 +33,7 @@ rule compute_decisiveness_metrics:
     input:
         unpack(metric_inputs),
     output:
-        **outputs_of("reliability_figure"),
+        **outputs_of_rule("compute_decisiveness_metrics"),
         metrics=f"{METRICS}/decisiveness.json",
     log:
         f"{OUT}/logs/compute_decisiveness_metrics/{VIEW_MODEL_SHIFT}.log",

@@ -1,7 +1,7 @@
 # The output records (classwise.outputs) as rules' outputs, and every output the run plans: what
 # `rule all` requests and results/README.md lists (included by the Snakefile after the other
 # *_common.smk files, whose final_outputs, analysis_outputs and robustness_outputs plan them).
-from classwise.outputs import listed_file, output, target
+from classwise.outputs import declared_outputs, listed_file, output, target
 
 
 def outputs_of(name):
@@ -26,6 +26,19 @@ def outputs_of(name):
             labels=record.report_labels(config),
             **({"patterns": [record.pattern]} if record.directory else {}),
         )
+    return outputs
+
+
+def outputs_of_rule(rule):
+    """The named outputs of every record whose rule is `rule` (outputs_of each, in catalogue
+    order), but those whose run-wide condition does not hold (the interval tables and the
+    worst-class figure without the bootstrap: Output.when). They come from the jobs that write
+    the paper's tables and figures from the same files: a job of their own would add one job
+    start per table.
+    """
+    outputs = {}
+    for record in declared_outputs(rule, RUN_CONDITIONS):
+        outputs.update(outputs_of(record.name))
     return outputs
 
 

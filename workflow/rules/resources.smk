@@ -91,7 +91,7 @@ rule build_label_view:
     input:
         unpack(label_view_inputs),
     output:
-        **outputs_of("label_view"),
+        **outputs_of_rule("build_label_view"),
     log:
         f"{OUT}/logs/build_label_view/{{dataset}}/{{labels}}.log",
     conda:

@@ -17,18 +17,7 @@ rule analyse_classwise_robustness:
         # the sample ids: every comparison is made on the samples both sides hold
         flat_classwise_logits,
     output:
-        **outputs_of("classwise_table"),
-        **outputs_of("classwise_robustness_figure"),
-        **outputs_of("prediction_similarity"),
-        **outputs_of("mean_confusion"),
-        **outputs_of("shift_summary_table"),
-        **outputs_of("corruption_errors_table"),
-        **outputs_of("class_shift_accuracy"),
-        **outputs_of("class_shift_cfps"),
-        **outputs_of("worst_classes_by_shift"),
-        **outputs_of("accuracy_spread"),
-        **outputs_of("severity_curves_table"),
-        **outputs_of("severity_curves_figure"),
+        **outputs_of_rule("analyse_classwise_robustness"),
     log:
         f"{OUT}/logs/analyse_classwise_robustness/{{dataset}}.log",
     conda:
@@ -56,7 +45,7 @@ rule run_transformation_tests:
             for shift in transformed_shifts(wildcards.dataset)
         ],
     output:
-        **outputs_of("transformation_tests"),
+        **outputs_of_rule("run_transformation_tests"),
     log:
         f"{OUT}/logs/run_transformation_tests/{{dataset}}/{{model}}.log",
     conda:
@@ -80,8 +69,7 @@ rule analyse_targeted_attacks:
             for model in targeted_models(wildcards.dataset)
         ],
     output:
-        **outputs_of("targeted_success_table"),
-        **outputs_of("targeted_success_figure"),
+        **outputs_of_rule("analyse_targeted_attacks"),
     log:
         f"{OUT}/logs/analyse_targeted_attacks/{{dataset}}.log",
     conda:
@@ -106,8 +94,7 @@ rule analyse_robust_fairness:
             for model in dataset_models(wildcards.dataset)
         ],
     output:
-        **outputs_of("robust_fairness_table"),
-        **outputs_of("robust_fairness_figure"),
+        **outputs_of_rule("analyse_robust_fairness"),
     log:
         f"{OUT}/logs/analyse_robust_fairness/{{dataset}}/{{shift}}.log",
     conda:
@@ -128,7 +115,7 @@ rule analyse_transfer_attacks:
         ],
         transferred=transferred_logits,
     output:
-        **outputs_of("transfer_matrix"),
+        **outputs_of_rule("analyse_transfer_attacks"),
     log:
         f"{OUT}/logs/analyse_transfer_attacks/{{dataset}}.log",
     conda:
@@ -147,7 +134,7 @@ rule plot_corruption_grid:
     input:
         data=prepared_dataset,
     output:
-        **outputs_of("corruption_grid"),
+        **outputs_of_rule("plot_corruption_grid"),
     log:
         f"{OUT}/logs/plot_corruption_grid/{{dataset}}.log",
     conda:

@@ -4,6 +4,7 @@
 # cannot run); the functions below read that plan.
 from snakemake.utils import validate
 
+from classwise.outputs import Scope, plan_scopes
 from classwise.pipeline.plan import resolve_robustness
 
 validate(
@@ -114,48 +115,31 @@ def targeted_runs(wildcards):
 
 
 def robustness_outputs():
-    """Every table and figure of the robustness analyses the plan runs (output records)."""
-    planned = []
+    """Every table and figure of the robustness analyses the plan runs: the records of
+    classwise.outputs' robustness stage, in catalogue order, at each scope of robustness_scopes
+    where their analysis (Output.when) runs."""
+    return plan_scopes("robustness", robustness_scopes())
+
+
+def robustness_scopes():
+    """Where each robustness analysis runs, in plan order, dataset by dataset (the plan of
+    classwise.pipeline.plan.resolve_robustness): the class-wise analysis and its mean confusion
+    figure per attack, the corruption grid, the robust fairness per attack, the transformation
+    tests per model, the transfer matrix, the targeted attacks."""
     for dataset, runs in ROBUSTNESS_RUNS.items():
         each = {"dataset": dataset}
         if runs.classwise:
-            planned += [
-                Planned(name, each)
-                for name in (
-                    "classwise_table",
-                    "classwise_robustness_figure",
-                    "prediction_similarity",
-                    "shift_summary_table",
-                    "corruption_errors_table",
-                    "class_shift_accuracy",
-                    "class_shift_cfps",
-                    "worst_classes_by_shift",
-                    "accuracy_spread",
-                    "severity_curves_table",
-                    "severity_curves_figure",
-                )
-            ]
-            planned += [
-                Planned("mean_confusion", {**each, "shift": shift})
-                for shift in runs.attacked
-            ]
+            yield Scope(each, {"classwise"})
+            for shift in runs.attacked:
+                yield Scope({**each, "shift": shift}, {"classwise", "attacked"})
         if runs.corruption_grid:
-            planned.append(Planned("corruption_grid", each))
-        planned += [
-            Planned(name, {**each, "shift": shift})
-            for shift in runs.robust_fairness
-            for name in ("robust_fairness_table", "robust_fairness_figure")
-        ]
+            yield Scope(each, {"corruption_grid"})
+        for shift in runs.robust_fairness:
+            yield Scope({**each, "shift": shift}, {"robust_fairness"})
         if runs.transformation_tests:
-            planned += [
-                Planned("transformation_tests", {**each, "model": model})
-                for model in dataset_models(dataset)
-            ]
+            for model in dataset_models(dataset):
+                yield Scope({**each, "model": model}, {"transformation_tests"})
         if runs.transfer_matrix:
-            planned.append(Planned("transfer_matrix", each))
+            yield Scope(each, {"transfer_matrix"})
         if runs.targeted_attacks:
-            planned += [
-                Planned("targeted_success_table", each),
-                Planned("targeted_success_figure", each),
-            ]
-    return planned
+            yield Scope(each, {"targeted_attacks"})

@@ -8,7 +8,9 @@
 #   results/figures/{dataset}/{labels}/{shift}/                per-class bars, confusion heatmaps,
 #                                                              reliability diagrams (Figure 1)
 # Each table comes as Markdown (.md), CSV (.csv) and LaTeX booktabs (.tex).
-# Every output is an output record (classwise.outputs), declared with outputs_of(name).
+# Every output is an output record (classwise.outputs); a rule declares all of its records with
+# outputs_of_rule(rule), the interval tables and the worst-class figure only with the bootstrap on
+# (their Output.when).
 # `snakemake --report` (make report) puts the CSVs and figures the records mark for the report
 # into one HTML file, one category per paper and one subcategory per dataset; the captions are
 # the .rst files of workflow/report/, written from the records, which show each CSV with the
@@ -25,9 +27,7 @@ rule aggregate_worst_class_tables:
     input:
         unpack(lambda wildcards: per_model_metrics(wildcards, "worst_class.json")),
     output:
-        # beside the paper's table, the same with each number's interval
-        **bootstrap_outputs(outputs_of("worst_class_intervals_table")),
-        **outputs_of("worst_class_table"),
+        **outputs_of_rule("aggregate_worst_class_tables"),
     log:
         f"{OUT}/logs/aggregate_worst_class_tables/{VIEW_SHIFT}.log",
     conda:
@@ -43,7 +43,7 @@ rule compare_models:
     input:
         unpack(comparison_inputs),
     output:
-        **outputs_of("model_comparison_table"),
+        **outputs_of_rule("compare_models"),
     log:
         f"{OUT}/logs/compare_models/{VIEW_SHIFT}.log",
     conda:
@@ -68,10 +68,7 @@ rule aggregate_decisiveness_tables:
             )
         ),
     output:
-        # beside the paper's Table 1, the same with each number's interval
-        **bootstrap_outputs(outputs_of("decisiveness_intervals_table")),
-        **outputs_of("decisiveness_table"),
-        **outputs_of("gamma_sweep_table"),
+        **outputs_of_rule("aggregate_decisiveness_tables"),
     log:
         f"{OUT}/logs/aggregate_decisiveness_tables/{VIEW_SHIFT}.log",
     conda:
@@ -92,9 +89,7 @@ rule plot_class_wise_figures:
             wildcards, "worst_class.json"
         ).values(),
     output:
-        **bootstrap_outputs(outputs_of("worst_probability_figure")),
-        **outputs_of("per_class_recall"),
-        **outputs_of("per_class_cfps"),
+        **outputs_of_rule("plot_class_wise_figures"),
     log:
         f"{OUT}/logs/plot_class_wise_figures/{VIEW_SHIFT}.log",
     conda:

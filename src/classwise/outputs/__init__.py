@@ -3,27 +3,37 @@ writes it, its path, its formats, the source it mirrors, its report caption and 
 caption or title its files carry.
 
 Everything that describes an output reads its record: the rules declare their outputs from it
-(``outputs_of`` in workflow/rules/outputs_common.smk), the scripts ask it for their captions
+(``outputs_of_rule`` in workflow/rules/outputs_common.smk: every record of the rule, :func:`declared_outputs`),
+the workflow plans it from it (the stage's planning function names its scopes and the conditions
+that hold there, :func:`plan_scopes` picks the records), the scripts ask it for their captions
 (:func:`classwise.pipeline.captions.caption_of`), the HTML report's captions are generated from it
 (``workflow/report/<name>.rst``, :func:`report_captions`) and ``results/README.md`` lists each
 planned output with what it mirrors (:func:`classwise.steps.reports.results_readme_step`). A new
-table or figure is its builder, one record in the module of its stage and its rule.
+table or figure of an existing rule is its builder, one record in the module of its stage (its rule,
+wildcards and conditions place it in the rule's outputs and in the plan) and its script's line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 
 from classwise.outputs import analyses, metrics, robustness
-from classwise.outputs.record import Output, Planned, Setting
+from classwise.outputs.record import CONDITIONS, RUN_CONDITIONS, Output, Planned, Setting
 
 __all__ = [
+    "CONDITIONS",
     "OUTPUTS",
+    "RUN_CONDITIONS",
+    "STAGES",
     "Output",
     "Planned",
+    "Scope",
     "Setting",
+    "declared_outputs",
     "listed_file",
     "output",
+    "plan_scopes",
     "planned_files",
     "record_of",
     "report_captions",
@@ -33,6 +43,14 @@ __all__ = [
 
 OUTPUTS: Mapping[str, Output] = {record.name: record for module in (metrics, analyses, robustness) for record in module.RECORDS}
 """Every record by name: the outputs of the metrics and paper tables, the analyses and robustness."""
+
+STAGES: Mapping[str, tuple[Output, ...]] = {
+    "metrics": metrics.RECORDS,
+    "analyses": analyses.RECORDS,
+    "robustness": robustness.RECORDS,
+}
+"""The records of each stage, in catalogue order (the order its plan and ``results/README.md`` list them in):
+the workflow's ``final_outputs``, ``analysis_outputs`` and ``robustness_outputs`` plan them."""
 
 
 def output(name: str) -> Output:
@@ -46,6 +64,47 @@ def output(name: str) -> Output:
 def rule_outputs(rule: str) -> list[Output]:
     """The records a rule writes, in catalogue order."""
     return [record for record in OUTPUTS.values() if record.rule == rule]
+
+
+def declared_outputs(rule: str, run: Collection[str]) -> list[Output]:
+    """The records a rule declares in its ``output:``, in catalogue order: each record of the rule
+    but those whose run-wide conditions (:data:`RUN_CONDITIONS`) are not among ``run``, the
+    run-wide conditions that hold (``{"bootstrap"}`` with the bootstrap on)."""
+    return [record for record in rule_outputs(rule) if record.declared(run)]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a stage's records may be planned: one job's wildcards (a dataset, view and shift;
+    those and a model) and the conditions (keys of :data:`CONDITIONS`) that hold there."""
+
+    wildcards: Mapping[str, str]
+    conditions: Collection[str] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [condition for condition in self.conditions if condition not in CONDITIONS]
+        if unknown:
+            raise ValueError(f"unknown conditions {unknown}; expected some of {list(CONDITIONS)}")
+
+
+def plan_scopes(stage: str, scopes: Iterable[Scope]) -> list[Planned]:
+    """The planned outputs of ``stage`` (a key of :data:`STAGES`) over ``scopes``, in their order:
+    at each scope, every record of the stage whose wildcards are the scope's and whose conditions
+    all hold there, in catalogue order. A record planned twice for the same wildcards (scopes that
+    overlap) is a ``ValueError``: ``results/README.md`` would list it twice."""
+    planned: list[Planned] = []
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for scope in scopes:
+        keys = set(scope.wildcards)
+        for record in STAGES[stage]:
+            if set(record.wildcards) != keys or not record.holds(scope.conditions):
+                continue
+            key = (record.name, tuple(sorted(scope.wildcards.items())))
+            if key in seen:
+                raise ValueError(f"output {record.name!r} planned twice for {dict(scope.wildcards)}")
+            seen.add(key)
+            planned.append(Planned(record.name, dict(scope.wildcards)))
+    return planned
 
 
 def planned_files(planned: Planned, out: str) -> list[str]:

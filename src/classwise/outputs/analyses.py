@@ -142,6 +142,7 @@ RECORDS = (
     Output(
         name="image_features",
         rule="compute_image_features",
+        when=("subset_tests",),
         path="features/{dataset}",
         files={"features": ".csv"},
         mirrors=(None, "each image's statistics (and the user's metadata) that the subset tests split the samples by"),
@@ -149,6 +150,7 @@ RECORDS = (
     Output(
         name="subset_tests",
         rule="run_subset_tests",
+        when=("subset_tests",),
         path=f"{VIEW_MODEL}/subset_tests",
         files=table_files(),
         mirrors=("test_catalogue", "Subset Performance"),
@@ -176,6 +178,7 @@ no table). Every (feature, subset, metric) test is in ``subset_tests_all.csv`` b
     Output(
         name="subset_tests_all",
         rule="run_subset_tests",
+        when=("subset_tests",),
         path=f"{VIEW_MODEL}/subset_tests_all",
         files={"rows": ".csv"},
         mirrors=("test_catalogue", "Subset Performance, every (feature, subset, metric) test"),
@@ -201,6 +204,7 @@ The **Subset Performance** tests of the :classwise-cite:`test_catalogue`, in ful
     Output(
         name="reference_tests",
         rule="run_reference_tests",
+        when=("reference_tests",),
         path=f"{VIEW_MODEL}/reference_tests",
         files=table_files(),
         mirrors=("test_catalogue", "Model Performance (reference versus evaluation set)"),
@@ -227,6 +231,7 @@ Mirrors the **Model Performance** (reference versus evaluation set) tests of the
     Output(
         name="reference_tests_summary",
         rule="summarise_reference_tests",
+        when=("reference_tests",),
         path=f"{VIEW}/reference_tests_summary",
         files=table_files(),
         mirrors=("test_catalogue", "Model Performance, summarised across models"),
@@ -247,6 +252,7 @@ A summary across models of the **Model Performance** tests of the :classwise-cit
     Output(
         name="extrapolation_table",
         rule="evaluate_extrapolation",
+        when=("extrapolation",),
         path=f"{VIEW_MODEL}/extrapolation",
         files=table_files(),
         mirrors=("slavutsky2021", "Figure 3 (D, E: the RMSE of each method and its ratio to CleaneX's)"),
@@ -273,6 +279,7 @@ CleaneX runs, by the median ratio and the share of repetitions CleaneX wins).
     Output(
         name="extrapolation_curves",
         rule="evaluate_extrapolation",
+        when=("extrapolation",),
         path=f"{VIEW_MODEL}/extrapolation_curves",
         files={"curves": ".csv"},
         mirrors=("slavutsky2021", "Figure 3 (A-C: the observed, predicted and exact accuracy curves)"),
@@ -280,6 +287,7 @@ CleaneX runs, by the median ratio and the share of repetitions CleaneX wins).
     Output(
         name="extrapolation_figure",
         rule="evaluate_extrapolation",
+        when=("extrapolation",),
         path=f"{VIEW_MODEL}/extrapolation",
         files={"figure": ".png"},
         mirrors=("slavutsky2021", "Figure 3"),
@@ -307,6 +315,7 @@ boxes its D and the ratios its E.
     Output(
         name="extrapolation_summary",
         rule="summarise_extrapolation",
+        when=("extrapolation",),
         path=f"{VIEW}/extrapolation_summary",
         files=table_files(),
         mirrors=("slavutsky2021", "Figure 3 (D), as a table per model"),
@@ -328,6 +337,7 @@ as a table per model.
     Output(
         name="simulation_table",
         rule="simulate_extrapolation",
+        when=("simulation",),
         path="analyses/extrapolation_simulation",
         files={**table_files(), "json": ".json"},
         mirrors=("slavutsky2021", "Figure 2 (its simulation, rerun: the numbers)"),
@@ -350,6 +360,7 @@ The numbers of **Figure 2** of :classwise-cite:`slavutsky2021` (its simulation, 
     Output(
         name="simulation_figure",
         rule="simulate_extrapolation",
+        when=("simulation",),
         path="analyses/extrapolation_simulation",
         files={"figure": ".png"},
         mirrors=("slavutsky2021", "Figure 2"),

@@ -146,163 +146,6 @@ Models are columns, metrics rows; the same table is written as Markdown and LaTe
         caption=_worst_class_caption,
     ),
     Output(
-        name="worst_class_intervals_table",
-        rule="aggregate_worst_class_tables",
-        path=f"{TABLES}/worst_class_intervals",
-        files=table_files("intervals_"),
-        mirrors=(None, "the worst_class table with each number's interval (not in the paper)"),
-        shown="intervals_csv",
-        report="""\
-The worst-class metrics of every model on **{{ snakemake.wildcards.dataset }}**
-(``{{ snakemake.wildcards.labels }}`` labels, shift ``{{ snakemake.wildcards.shift }}``), in percent,
-each followed by its {{ "%g" | format(snakemake.config["metrics"]["bootstrap"]["confidence"] * 100) }} % interval in
-brackets: ``08.00 (sunglass) [04.00, 14.00]``. For the recall-type minima (WCA, WnCR, W2CA and
-their top-k versions) the interval is the exact bound, which covers the true minimum at least
-that often whatever the number of classes; for A, A@k, WCP and the superclass minima it is the
-percentile interval of {{ snakemake.config["metrics"]["bootstrap"]["replicates"] }} stratified
-bootstrap replicates, which under-covers a minimum (see the coverage study in docs/uncertainty.md).
-
-**Table 1** of :classwise-cite:`bitterwolf2022` with intervals{% if snakemake.wildcards.labels != "original" %} (on cleaned labels: **Table 2**){% endif %};
-the paper's own layout, without intervals, is the table beside this one (``worst_class.csv``),
-unchanged by the bootstrap.
-
-.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
-
-.. classwise-table:: {{ snakemake.output.intervals_csv }}
-""",
-        category="bitterwolf2022",
-        labels=_all_models("worst-class metrics with intervals (Table 1)"),
-        caption=_worst_class_intervals_caption,
-        part="intervals",
-    ),
-    Output(
-        name="model_comparison_table",
-        rule="compare_models",
-        path=f"{TABLES}/model_comparison",
-        files=table_files(),
-        mirrors=(None, "every pair of models on the worst_class metrics, paired bootstrap (not in the paper)"),
-        shown="csv",
-        report="""\
-Every pair of models on **{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}``
-labels, shift ``{{ snakemake.wildcards.shift }}``), compared on the worst-class metrics: per metric
-and pair, the second model minus the first (``difference``, a fraction) and the
-{{ "%g" | format(snakemake.config["metrics"]["bootstrap"]["confidence"] * 100) }} % percentile interval of
-{{ snakemake.config["metrics"]["bootstrap"]["replicates"] }} paired stratified bootstrap replicates
-(the same samples, matched by sample id, resampled the same way for both models), the two-sided
-bootstrap p-value, and ``excludes_zero``: whether the interval excludes 0. The Markdown and
-LaTeX tables beside this CSV show the same as ``+04.50 [+01.20, +07.80] *`` in percentage points,
-``*`` where the interval excludes 0.
-
-Compares the models on the metrics of **Table 1** of :classwise-cite:`bitterwolf2022` (not in the paper).
-
-.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
-
-.. classwise-table:: {{ snakemake.output.csv }}
-""",
-        category="bitterwolf2022",
-        labels=_all_models("model comparison (Table 1 metrics)"),
-        caption=_model_comparison_caption,
-    ),
-    Output(
-        name="decisiveness_table",
-        rule="aggregate_decisiveness_tables",
-        path=f"{TABLES}/decisiveness",
-        files=table_files("table_"),
-        mirrors=("george2020", "Table 1 (reported / measured)"),
-        shown="table_csv",
-        report="""\
-Prediction accuracy, geometric accuracy, robustness and decisiveness of every model on
-**{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}`` labels, shift
-``{{ snakemake.wildcards.shift }}``), each cell "reported / measured": the generalized means of
-the probabilities the model assigns to the true class (reported) and of the accuracy measured
-in confidence bins (measured), gamma = {{ snakemake.config["metrics"]["decisiveness"]["gamma"] }};
-the last row is the calibration slope.
-
-Mirrors **Table 1** of :classwise-cite:`george2020` ("0.913 / 0.913").
-
-.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
-
-.. classwise-table:: {{ snakemake.output.table_csv }}
-""",
-        category="george2020",
-        labels=_all_models("decisiveness table (Table 1)"),
-        caption=_decisiveness_caption,
-    ),
-    Output(
-        name="decisiveness_intervals_table",
-        rule="aggregate_decisiveness_tables",
-        path=f"{TABLES}/decisiveness_intervals",
-        files=table_files("intervals_"),
-        mirrors=(None, "the decisiveness table with each number's interval (not in the paper)"),
-        shown="intervals_csv",
-        report="""\
-Prediction accuracy, geometric accuracy, robustness and decisiveness of every model on
-**{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}`` labels, shift
-``{{ snakemake.wildcards.shift }}``), "reported / measured" as in the paper's table, each number
-followed by its {{ "%g" | format(snakemake.config["metrics"]["bootstrap"]["confidence"] * 100) }} %
-percentile interval of {{ snakemake.config["metrics"]["bootstrap"]["replicates"] }} stratified
-bootstrap replicates (each class's samples resampled within the class; the measured metrics keep
-the full sample's bin edges).
-
-**Table 1** of :classwise-cite:`george2020` with intervals; the paper's own layout, without
-intervals, is the table beside this one (``decisiveness.csv``), unchanged by the bootstrap.
-
-.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
-
-.. classwise-table:: {{ snakemake.output.intervals_csv }}
-""",
-        category="george2020",
-        labels=_all_models("decisiveness table with intervals (Table 1)"),
-        caption=_decisiveness_intervals_caption,
-        part="intervals",
-    ),
-    Output(
-        name="gamma_sweep_table",
-        rule="aggregate_decisiveness_tables",
-        path=f"{TABLES}/gamma_sweep",
-        files=table_files("sweep_"),
-        mirrors=("george2020", "Table 2 (effect of gamma)"),
-        shown="sweep_csv",
-        report="""\
-Effect of gamma on robustness, geometric accuracy and decisiveness (reported) of every model on
-**{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}`` labels, shift
-``{{ snakemake.wildcards.shift }}``): one row per gamma of the sweep, one column per model and metric.
-
-Mirrors **Table 2** of :classwise-cite:`george2020` (the paper sweeps gamma for DenseNet on GTSRB).
-
-.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
-
-.. classwise-table:: {{ snakemake.output.sweep_csv }}
-""",
-        category="george2020",
-        labels=_all_models("gamma sweep table (Table 2)"),
-        caption=_gamma_sweep_caption,
-        part="gamma_sweep",
-    ),
-    Output(
-        name="worst_probability_figure",
-        rule="plot_class_wise_figures",
-        path=f"{FIGURES}/worst_probability",
-        files={"worst_probability": ".png"},
-        mirrors=(None, "how often each class is the worst across bootstrap replicates (not in the paper)"),
-        shown="worst_probability",
-        report="""\
-Which class is the worst, and how sure that is, for every model on
-**{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}`` labels, shift
-``{{ snakemake.wildcards.shift }}``): for each metric of the worst-class table that names a class,
-superclass or pair (WCA, WCP, WSupCA, WSupCR, W2CA, WCA@k), the (up to) five most frequent worst
-ones and the share of the {{ snakemake.config["metrics"]["bootstrap"]["replicates"] }} stratified
-bootstrap replicates in which each is the worst. A bar near 1 is a worst class the test set
-pins down; several short bars mean the worst class of **Table 1** of :classwise-cite:`bitterwolf2022` is
-a matter of chance.
-
-.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
-""",
-        category="bitterwolf2022",
-        labels=_all_models("worst-class probabilities (Table 1 metrics)"),
-        title=_class_wise_title,
-    ),
-    Output(
         name="per_class_recall",
         rule="plot_class_wise_figures",
         path=f"{FIGURES}/per_class_recall",
@@ -348,6 +191,169 @@ Mirrors {% if snakemake.wildcards.shift == "clean" %}**Figure 2**{% else %}the b
         title=_class_wise_title,
     ),
     Output(
+        name="decisiveness_table",
+        rule="aggregate_decisiveness_tables",
+        when=("scored", "one_label"),
+        path=f"{TABLES}/decisiveness",
+        files=table_files("table_"),
+        mirrors=("george2020", "Table 1 (reported / measured)"),
+        shown="table_csv",
+        report="""\
+Prediction accuracy, geometric accuracy, robustness and decisiveness of every model on
+**{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}`` labels, shift
+``{{ snakemake.wildcards.shift }}``), each cell "reported / measured": the generalized means of
+the probabilities the model assigns to the true class (reported) and of the accuracy measured
+in confidence bins (measured), gamma = {{ snakemake.config["metrics"]["decisiveness"]["gamma"] }};
+the last row is the calibration slope.
+
+Mirrors **Table 1** of :classwise-cite:`george2020` ("0.913 / 0.913").
+
+.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
+
+.. classwise-table:: {{ snakemake.output.table_csv }}
+""",
+        category="george2020",
+        labels=_all_models("decisiveness table (Table 1)"),
+        caption=_decisiveness_caption,
+    ),
+    Output(
+        name="gamma_sweep_table",
+        rule="aggregate_decisiveness_tables",
+        when=("scored", "one_label"),
+        path=f"{TABLES}/gamma_sweep",
+        files=table_files("sweep_"),
+        mirrors=("george2020", "Table 2 (effect of gamma)"),
+        shown="sweep_csv",
+        report="""\
+Effect of gamma on robustness, geometric accuracy and decisiveness (reported) of every model on
+**{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}`` labels, shift
+``{{ snakemake.wildcards.shift }}``): one row per gamma of the sweep, one column per model and metric.
+
+Mirrors **Table 2** of :classwise-cite:`george2020` (the paper sweeps gamma for DenseNet on GTSRB).
+
+.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
+
+.. classwise-table:: {{ snakemake.output.sweep_csv }}
+""",
+        category="george2020",
+        labels=_all_models("gamma sweep table (Table 2)"),
+        caption=_gamma_sweep_caption,
+        part="gamma_sweep",
+    ),
+    Output(
+        name="worst_class_intervals_table",
+        rule="aggregate_worst_class_tables",
+        when=("bootstrap",),
+        path=f"{TABLES}/worst_class_intervals",
+        files=table_files("intervals_"),
+        mirrors=(None, "the worst_class table with each number's interval (not in the paper)"),
+        shown="intervals_csv",
+        report="""\
+The worst-class metrics of every model on **{{ snakemake.wildcards.dataset }}**
+(``{{ snakemake.wildcards.labels }}`` labels, shift ``{{ snakemake.wildcards.shift }}``), in percent,
+each followed by its {{ "%g" | format(snakemake.config["metrics"]["bootstrap"]["confidence"] * 100) }} % interval in
+brackets: ``08.00 (sunglass) [04.00, 14.00]``. For the recall-type minima (WCA, WnCR, W2CA and
+their top-k versions) the interval is the exact bound, which covers the true minimum at least
+that often whatever the number of classes; for A, A@k, WCP and the superclass minima it is the
+percentile interval of {{ snakemake.config["metrics"]["bootstrap"]["replicates"] }} stratified
+bootstrap replicates, which under-covers a minimum (see the coverage study in docs/uncertainty.md).
+
+**Table 1** of :classwise-cite:`bitterwolf2022` with intervals{% if snakemake.wildcards.labels != "original" %} (on cleaned labels: **Table 2**){% endif %};
+the paper's own layout, without intervals, is the table beside this one (``worst_class.csv``),
+unchanged by the bootstrap.
+
+.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
+
+.. classwise-table:: {{ snakemake.output.intervals_csv }}
+""",
+        category="bitterwolf2022",
+        labels=_all_models("worst-class metrics with intervals (Table 1)"),
+        caption=_worst_class_intervals_caption,
+        part="intervals",
+    ),
+    Output(
+        name="worst_probability_figure",
+        rule="plot_class_wise_figures",
+        when=("bootstrap",),
+        path=f"{FIGURES}/worst_probability",
+        files={"worst_probability": ".png"},
+        mirrors=(None, "how often each class is the worst across bootstrap replicates (not in the paper)"),
+        shown="worst_probability",
+        report="""\
+Which class is the worst, and how sure that is, for every model on
+**{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}`` labels, shift
+``{{ snakemake.wildcards.shift }}``): for each metric of the worst-class table that names a class,
+superclass or pair (WCA, WCP, WSupCA, WSupCR, W2CA, WCA@k), the (up to) five most frequent worst
+ones and the share of the {{ snakemake.config["metrics"]["bootstrap"]["replicates"] }} stratified
+bootstrap replicates in which each is the worst. A bar near 1 is a worst class the test set
+pins down; several short bars mean the worst class of **Table 1** of :classwise-cite:`bitterwolf2022` is
+a matter of chance.
+
+.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
+""",
+        category="bitterwolf2022",
+        labels=_all_models("worst-class probabilities (Table 1 metrics)"),
+        title=_class_wise_title,
+    ),
+    Output(
+        name="decisiveness_intervals_table",
+        rule="aggregate_decisiveness_tables",
+        when=("bootstrap", "scored", "one_label"),
+        path=f"{TABLES}/decisiveness_intervals",
+        files=table_files("intervals_"),
+        mirrors=(None, "the decisiveness table with each number's interval (not in the paper)"),
+        shown="intervals_csv",
+        report="""\
+Prediction accuracy, geometric accuracy, robustness and decisiveness of every model on
+**{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}`` labels, shift
+``{{ snakemake.wildcards.shift }}``), "reported / measured" as in the paper's table, each number
+followed by its {{ "%g" | format(snakemake.config["metrics"]["bootstrap"]["confidence"] * 100) }} %
+percentile interval of {{ snakemake.config["metrics"]["bootstrap"]["replicates"] }} stratified
+bootstrap replicates (each class's samples resampled within the class; the measured metrics keep
+the full sample's bin edges).
+
+**Table 1** of :classwise-cite:`george2020` with intervals; the paper's own layout, without
+intervals, is the table beside this one (``decisiveness.csv``), unchanged by the bootstrap.
+
+.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
+
+.. classwise-table:: {{ snakemake.output.intervals_csv }}
+""",
+        category="george2020",
+        labels=_all_models("decisiveness table with intervals (Table 1)"),
+        caption=_decisiveness_intervals_caption,
+        part="intervals",
+    ),
+    Output(
+        name="model_comparison_table",
+        rule="compare_models",
+        when=("compared", "one_label"),
+        path=f"{TABLES}/model_comparison",
+        files=table_files(),
+        mirrors=(None, "every pair of models on the worst_class metrics, paired bootstrap (not in the paper)"),
+        shown="csv",
+        report="""\
+Every pair of models on **{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}``
+labels, shift ``{{ snakemake.wildcards.shift }}``), compared on the worst-class metrics: per metric
+and pair, the second model minus the first (``difference``, a fraction) and the
+{{ "%g" | format(snakemake.config["metrics"]["bootstrap"]["confidence"] * 100) }} % percentile interval of
+{{ snakemake.config["metrics"]["bootstrap"]["replicates"] }} paired stratified bootstrap replicates
+(the same samples, matched by sample id, resampled the same way for both models), the two-sided
+bootstrap p-value, and ``excludes_zero``: whether the interval excludes 0. The Markdown and
+LaTeX tables beside this CSV show the same as ``+04.50 [+01.20, +07.80] *`` in percentage points,
+``*`` where the interval excludes 0.
+
+Compares the models on the metrics of **Table 1** of :classwise-cite:`bitterwolf2022` (not in the paper).
+
+.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
+
+.. classwise-table:: {{ snakemake.output.csv }}
+""",
+        category="bitterwolf2022",
+        labels=_all_models("model comparison (Table 1 metrics)"),
+        caption=_model_comparison_caption,
+    ),
+    Output(
         name="confusion_figure",
         rule="compute_worst_class_metrics",
         path=f"{FIGURES}/confusion_{{model}}",
@@ -385,6 +391,7 @@ matrices of its models under PGD; see the mean confusion matrices in this catego
     Output(
         name="reliability_figure",
         rule="compute_decisiveness_metrics",
+        when=("scored", "one_label"),
         path=f"{FIGURES}/reliability_{{model}}",
         files={"figure": ".png"},
         mirrors=("george2020", "Figure 1"),
@@ -407,6 +414,7 @@ Mirrors **Figure 1** of :classwise-cite:`george2020`.
     Output(
         name="label_view",
         rule="build_label_view",
+        when=("view",),
         path="labels/{dataset}/{labels}",
         files={"view": ".csv"},
         mirrors=(None, "a label view's labels, one per sample of the dataset (-1: removed)"),

@@ -12,7 +12,7 @@ and wildcards that made it (:func:`classwise.outputs.record_of`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,36 @@ class Setting:
 Label = str | Setting | Callable[..., str]
 
 _WILDCARD = re.compile(r"\{(\w+)\}")
+
+#: The conditions a record is written under (:attr:`Output.when`) -> what holds then. The
+#: planning functions of the workflow say which hold at each scope (a dataset, view, shift, model)
+#: of a stage; a record is planned there only when all of its hold.
+CONDITIONS: Mapping[str, str] = {
+    # the whole run
+    "bootstrap": "the bootstrap is on (metrics.bootstrap.replicates > 0)",
+    # a (dataset, label view, shift), or that and a model
+    "scored": "the model has scores on the shift (not hard predictions only); for a view and shift, some model has",
+    "one_label": "the label view gives one true class per image (not a view of label sets such as ImageNet ReaL)",
+    "compared": "the dataset's models are compared pair by pair (the bootstrap on, two models or more)",
+    # a (dataset, label view)
+    "view": "a label view other than the original, evaluated on some shift",
+    # the analyses: each runs at the scope (its views and models; the simulation once)
+    "subset_tests": "the subset tests run",
+    "reference_tests": "the reference tests run",
+    "extrapolation": "the extrapolation runs",
+    "simulation": "the extrapolation simulation runs (analyses.simulation)",
+    # the robustness analyses of a dataset (classwise.pipeline.plan.RobustnessRuns)
+    "classwise": "the class-wise robustness analysis runs (a shift scoring every class)",
+    "attacked": "an untargeted attack whose images attack a model (a mean confusion figure each)",
+    "corruption_grid": "the corruption grid is drawn (corruptions made on the fly)",
+    "robust_fairness": "an attack of the model itself compared with clean (a robust-fairness table each)",
+    "transformation_tests": "the transformation tests run",
+    "transfer_matrix": "the transfer matrix is drawn",
+    "targeted_attacks": "the targeted attacks are analysed",
+}
+#: The conditions that hold or not for the whole run: a rule declares a record only where they hold
+#: (the others vary from job to job of the rule, which declares the record anyway).
+RUN_CONDITIONS = frozenset({"bootstrap"})
 
 #: The suffixes of the file kinds: a table is written as Markdown (with CSV and LaTeX beside it).
 TABLE_SUFFIX, FIGURE_SUFFIX = ".md", ".png"
@@ -86,8 +116,15 @@ class Output:
     #: one per attack): the rule declares the folder, whose files are :attr:`path` with the
     #: remaining wildcards filled.
     directory: bool = False
+    #: The conditions it is written under (keys of :data:`CONDITIONS`), all of which must hold:
+    #: ``("bootstrap",)`` for an interval table. Its rule declares it only where the run-wide ones
+    #: hold (:data:`RUN_CONDITIONS`); its stage plans it where all of them hold.
+    when: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        unknown = [condition for condition in self.when if condition not in CONDITIONS]
+        if unknown:
+            raise ValueError(f"output {self.name!r}: unknown conditions {unknown}; expected some of {list(CONDITIONS)}")
         if not self.files:
             raise ValueError(f"output {self.name!r} names no file")
         if bool(self.shown) != bool(self.report) or bool(self.shown) != (self.category is not None):
@@ -144,6 +181,14 @@ class Output:
         regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/]+?)" for i, part in enumerate(parts))
         suffixes = "|".join(re.escape(suffix) for suffix in self.suffixes)
         return re.compile(f"{regex}(?P<suffix>{suffixes})")
+
+    def holds(self, conditions: Collection[str]) -> bool:
+        """Whether every condition it is written under is one of ``conditions``."""
+        return all(condition in conditions for condition in self.when)
+
+    def declared(self, run: Collection[str]) -> bool:
+        """Whether its rule declares it, ``run`` being the run-wide conditions that hold."""
+        return all(condition in run for condition in self.when if condition in RUN_CONDITIONS)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ RECORDS = (
     Output(
         name="classwise_table",
         rule="analyse_classwise_robustness",
+        when=("classwise",),
         path=f"{TABLES}/classwise",
         files=table_files("table_"),
         mirrors=("medi2024", "Figures 1-3 (their numbers: class-wise accuracy and CFPS per shift and model)"),
@@ -93,6 +94,7 @@ The data of **Figures 1-3** of :classwise-cite:`medi2024`.
     Output(
         name="classwise_robustness_figure",
         rule="analyse_classwise_robustness",
+        when=("classwise",),
         path=f"{FIGURES}/classwise_robustness",
         files={"figure": ".png"},
         mirrors=("medi2024", "Figures 1-3 (class-wise accuracy and CFPS, clean and under each shift)"),
@@ -123,6 +125,7 @@ category.
     Output(
         name="prediction_similarity",
         rule="analyse_classwise_robustness",
+        when=("classwise",),
         path=f"{FIGURES}/prediction_similarity",
         files={"similarity": ".png"},
         mirrors=("medi2024", "Figure 7 (similarity of the models' class-wise errors)"),
@@ -143,6 +146,7 @@ Mirrors **Figure 7** of :classwise-cite:`medi2024`.
     Output(
         name="mean_confusion",
         rule="analyse_classwise_robustness",
+        when=("classwise", "attacked"),
         path=f"{FIGURES}/mean_confusion/{{shift}}",
         files={"mean_confusion": ".png"},
         mirrors=("medi2024", "Figure 4 (confusion under attack, mean over models)"),
@@ -165,6 +169,7 @@ Mirrors **Figure 4** of :classwise-cite:`medi2024`.
     Output(
         name="shift_summary_table",
         rule="analyse_classwise_robustness",
+        when=("classwise",),
         path=f"{TABLES}/shift_summary",
         files=table_files("shift_summary_"),
         mirrors=("medi2024", "Figures 1-3 extended to every shift at once: A and WCA per shift and model"),
@@ -192,6 +197,7 @@ corruption errors per class (``corruption_errors.csv``) are in the same category
     Output(
         name="corruption_errors_table",
         rule="analyse_classwise_robustness",
+        when=("classwise",),
         path=f"{TABLES}/corruption_errors",
         files=table_files("corruption_errors_"),
         mirrors=("medi2024", "Figure 3 in one number per class: clean and mean corrupted error"),
@@ -216,6 +222,7 @@ corruptions) in one number per class.
     Output(
         name="class_shift_accuracy",
         rule="analyse_classwise_robustness",
+        when=("classwise",),
         path=f"{TABLES}/class_shift_accuracy",
         files={"class_shift_accuracy": ".csv"},
         mirrors=("medi2024", "Figures 2-3 as a class x shift matrix: class-wise accuracy"),
@@ -227,6 +234,7 @@ corruptions) in one number per class.
     Output(
         name="class_shift_cfps",
         rule="analyse_classwise_robustness",
+        when=("classwise",),
         path=f"{TABLES}/class_shift_cfps",
         files={"class_shift_cfps": ".csv"},
         mirrors=("medi2024", "Figures 2-3 as a class x shift matrix: class false positive score"),
@@ -238,6 +246,7 @@ corruptions) in one number per class.
     Output(
         name="worst_classes_by_shift",
         rule="analyse_classwise_robustness",
+        when=("classwise",),
         path=f"{FIGURES}/worst_classes_by_shift",
         files={"worst_classes_figure": ".png"},
         mirrors=("medi2024", "Figure 3, restricted to the classes of lowest accuracy"),
@@ -257,53 +266,9 @@ figure), restricted to the classes that matter so that it reads the same at 1,00
         title=_dataset_title,
     ),
     Output(
-        name="severity_curves_table",
-        rule="analyse_classwise_robustness",
-        path=f"{TABLES}/severity_curves",
-        files=table_files("severity_curves_"),
-        mirrors=("medi2024", "Figure 3 by severity: A and WCA per corruption family and severity"),
-        shown="severity_curves_csv",
-        report="""\
-Accuracy A and worst-class accuracy WCA of every model on **{{ snakemake.wildcards.dataset }}**
-per corruption family and severity ({{ snakemake.params.severity_steps | length }} shifts with a
-severity; ``clean`` as severity 0), each with its change from ``clean`` on the same samples
-(``n``, matched by sample id). A family is a corruption made on the fly, a published corrupted
-copy (``imagenet_c_fog``), or a ``labels`` shift set whose shifts have severities.
-
-**Figure 3** of :classwise-cite:`medi2024` (accuracy under the corruptions), read along the
-severities.
-
-.. classwise-corruption-note:: {{ snakemake.params.severity_steps | join(" ") }}
-
-.. classwise-table:: {{ snakemake.output.severity_curves_csv }}
-""",
-        category="medi2024",
-        labels=_labels("severity curves (A and WCA by severity)"),
-    ),
-    Output(
-        name="severity_curves_figure",
-        rule="analyse_classwise_robustness",
-        path=f"{FIGURES}/severity_curves",
-        files={"severity_figure": ".png"},
-        mirrors=("medi2024", "Figure 3 by severity: A and WCA against severity"),
-        shown="severity_figure",
-        report="""\
-Accuracy (solid) and worst-class accuracy (dashed) against severity on
-**{{ snakemake.wildcards.dataset }}**, one panel per corruption family, one colour per model,
-``clean`` as severity 0: how fast the worst class falls as the corruption gets stronger. The
-numbers are in ``severity_curves.csv`` of this category.
-
-**Figure 3** of :classwise-cite:`medi2024` (accuracy under the corruptions), read along the
-severities.
-
-.. classwise-corruption-note:: {{ snakemake.params.severity_steps | join(" ") }}
-""",
-        category="medi2024",
-        labels=_labels("severity curves figure"),
-    ),
-    Output(
         name="accuracy_spread",
         rule="analyse_classwise_robustness",
+        when=("classwise",),
         path=f"{FIGURES}/accuracy_spread",
         files={"spread_figure": ".png"},
         mirrors=("medi2024", "Figures 2-3: the spread of class-wise accuracy behind their bars"),
@@ -329,8 +294,56 @@ The distribution behind the bars of **Figures 2-3** of :classwise-cite:`medi2024
         title=_dataset_title,
     ),
     Output(
+        name="severity_curves_table",
+        rule="analyse_classwise_robustness",
+        when=("classwise",),
+        path=f"{TABLES}/severity_curves",
+        files=table_files("severity_curves_"),
+        mirrors=("medi2024", "Figure 3 by severity: A and WCA per corruption family and severity"),
+        shown="severity_curves_csv",
+        report="""\
+Accuracy A and worst-class accuracy WCA of every model on **{{ snakemake.wildcards.dataset }}**
+per corruption family and severity ({{ snakemake.params.severity_steps | length }} shifts with a
+severity; ``clean`` as severity 0), each with its change from ``clean`` on the same samples
+(``n``, matched by sample id). A family is a corruption made on the fly, a published corrupted
+copy (``imagenet_c_fog``), or a ``labels`` shift set whose shifts have severities.
+
+**Figure 3** of :classwise-cite:`medi2024` (accuracy under the corruptions), read along the
+severities.
+
+.. classwise-corruption-note:: {{ snakemake.params.severity_steps | join(" ") }}
+
+.. classwise-table:: {{ snakemake.output.severity_curves_csv }}
+""",
+        category="medi2024",
+        labels=_labels("severity curves (A and WCA by severity)"),
+    ),
+    Output(
+        name="severity_curves_figure",
+        rule="analyse_classwise_robustness",
+        when=("classwise",),
+        path=f"{FIGURES}/severity_curves",
+        files={"severity_figure": ".png"},
+        mirrors=("medi2024", "Figure 3 by severity: A and WCA against severity"),
+        shown="severity_figure",
+        report="""\
+Accuracy (solid) and worst-class accuracy (dashed) against severity on
+**{{ snakemake.wildcards.dataset }}**, one panel per corruption family, one colour per model,
+``clean`` as severity 0: how fast the worst class falls as the corruption gets stronger. The
+numbers are in ``severity_curves.csv`` of this category.
+
+**Figure 3** of :classwise-cite:`medi2024` (accuracy under the corruptions), read along the
+severities.
+
+.. classwise-corruption-note:: {{ snakemake.params.severity_steps | join(" ") }}
+""",
+        category="medi2024",
+        labels=_labels("severity curves figure"),
+    ),
+    Output(
         name="transformation_tests",
         rule="run_transformation_tests",
+        when=("transformation_tests",),
         path=f"{TABLES}/transformation_tests_{{model}}",
         files=table_files(),
         mirrors=("test_catalogue", "Transformations"),
@@ -355,6 +368,7 @@ no table).
     Output(
         name="targeted_success_table",
         rule="analyse_targeted_attacks",
+        when=("targeted_attacks",),
         path=f"{TABLES}/targeted_success",
         files=table_files(),
         mirrors=("medi2024", "Figure 5 (its numbers)"),
@@ -375,6 +389,7 @@ The data of **Figure 5** of :classwise-cite:`medi2024`.
     Output(
         name="targeted_success_figure",
         rule="analyse_targeted_attacks",
+        when=("targeted_attacks",),
         path=f"{FIGURES}/targeted_success",
         files={"figure": ".png"},
         mirrors=("medi2024", "Figure 5"),
@@ -393,6 +408,7 @@ Mirrors **Figure 5** of :classwise-cite:`medi2024`.
     Output(
         name="robust_fairness_table",
         rule="analyse_robust_fairness",
+        when=("robust_fairness",),
         path=f"{TABLES}/robust_fairness_{{shift}}",
         files={**table_files(), "json": ".json"},
         mirrors=("medi2024", "Figure 3 under attack, with the robust-fairness metrics (NSD, Gini, boundary error)"),
@@ -420,6 +436,7 @@ at full precision, with the standard deviation; the per-class rows are in
     Output(
         name="robust_fairness_figure",
         rule="analyse_robust_fairness",
+        when=("robust_fairness",),
         path=f"{FIGURES}/robust_fairness_{{shift}}",
         files={"figure": ".png"},
         mirrors=("medi2024", "Figure 3 under attack: class-wise clean against robust accuracy"),
@@ -442,6 +459,7 @@ adversarial robustness; the numbers are in the robust-fairness table of this cat
     Output(
         name="transfer_matrix",
         rule="analyse_transfer_attacks",
+        when=("transfer_matrix",),
         path=f"{TABLES}/transfer_matrix",
         files=table_files(),
         mirrors=("medi2024", "Figure 3 under attacks transferred from another model"),
@@ -467,6 +485,7 @@ not know the model.
     Output(
         name="corruption_grid",
         rule="plot_corruption_grid",
+        when=("corruption_grid",),
         path=f"{FIGURES}/corruption_grid",
         files={"figure": ".png"},
         mirrors=(None, "one image under every corruption of the run (no paper figure)"),
