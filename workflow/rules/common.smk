@@ -59,9 +59,9 @@ resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
 # The bootstrap of the worst-class metrics (docs/uncertainty.md); 0 replicates turns it off.
 BOOTSTRAP = config["metrics"]["bootstrap"]
 BOOTSTRAP_ON = BOOTSTRAP["replicates"] > 0
-# The run-wide conditions of the output records that hold (classwise.outputs.RUN_CONDITIONS):
-# a rule declares a record only where its own hold (outputs_of_rule).
-RUN_CONDITIONS = ["bootstrap"] if BOOTSTRAP_ON else []
+# Which run-wide conditions of the output records (classwise.outputs.RUN_CONDITIONS) hold: a rule
+# declares a record only where its own hold (outputs_of_rule).
+RUN_HOLDS = ["bootstrap"] if BOOTSTRAP_ON else []
 resolve_comparisons(PLAN, BOOTSTRAP)
 RESOURCES = "resources"
 
@@ -442,7 +442,7 @@ def metric_scopes():
             one_label = (
                 set() if (dataset, labels) in PLAN.label_set_views else {"one_label"}
             )
-            holds = {*RUN_CONDITIONS, *compared, *one_label}
+            holds = {*RUN_HOLDS, *compared, *one_label}
             view = {"dataset": dataset, "labels": labels}
             own = {"view"} if labels != "original" and shifts else set()
             yield Scope(view, holds | own)

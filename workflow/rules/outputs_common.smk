@@ -37,7 +37,7 @@ def outputs_of_rule(rule):
     start per table.
     """
     outputs = {}
-    for record in declared_outputs(rule, RUN_CONDITIONS):
+    for record in declared_outputs(rule, RUN_HOLDS):
         outputs.update(outputs_of(record.name))
     return outputs
 

@@ -76,7 +76,10 @@ def declared_outputs(rule: str, run: Collection[str]) -> list[Output]:
 @dataclass(frozen=True)
 class Scope:
     """Where a stage's records may be planned: one job's wildcards (a dataset, view and shift;
-    those and a model) and the conditions (keys of :data:`CONDITIONS`) that hold there."""
+    those and a model) and the conditions (keys of :data:`CONDITIONS`) that hold there. A stage
+    that plans the same wildcards once per analysis (robustness: a dataset's class-wise analysis,
+    then its corruption grid, ...), in the order ``results/README.md`` lists them, names at each
+    visit the analysis it plans."""
 
     wildcards: Mapping[str, str]
     conditions: Collection[str] = ()
