@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from classwise.outputs import analyses, metrics, robustness
-from classwise.outputs.record import CONDITIONS, RUN_CONDITIONS, Output, Planned, Setting
+from classwise.outputs.record import CONDITIONS, RUN_CONDITIONS, Output, Planned, Setting, check_conditions
 
 __all__ = [
     "CONDITIONS",
@@ -85,9 +85,7 @@ class Scope:
     conditions: Collection[str] = ()
 
     def __post_init__(self) -> None:
-        unknown = [condition for condition in self.conditions if condition not in CONDITIONS]
-        if unknown:
-            raise ValueError(f"unknown conditions {unknown}; expected some of {list(CONDITIONS)}")
+        check_conditions(self.conditions)
 
 
 def plan_scopes(stage: str, scopes: Iterable[Scope]) -> list[Planned]:
@@ -97,10 +95,12 @@ def plan_scopes(stage: str, scopes: Iterable[Scope]) -> list[Planned]:
     overlap) is a ``ValueError``: ``results/README.md`` would list it twice."""
     planned: list[Planned] = []
     seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    # A record's wildcards are parsed from its path: once per call, not once per scope.
+    records = [(frozenset(record.wildcards), record) for record in STAGES[stage]]
     for scope in scopes:
-        keys = set(scope.wildcards)
-        for record in STAGES[stage]:
-            if set(record.wildcards) != keys or not record.holds(scope.conditions):
+        keys = frozenset(scope.wildcards)
+        for wildcards, record in records:
+            if wildcards != keys or not record.holds(scope.conditions):
                 continue
             key = (record.name, tuple(sorted(scope.wildcards.items())))
             if key in seen:

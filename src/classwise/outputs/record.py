@@ -74,6 +74,15 @@ CONDITIONS: Mapping[str, str] = {
 #: (the others vary from job to job of the rule, which declares the record anyway).
 RUN_CONDITIONS = frozenset({"bootstrap"})
 
+
+def check_conditions(conditions: Collection[str], *, owner: str = "") -> None:
+    """A ``ValueError`` (its message starting with ``owner``) naming those of ``conditions`` that
+    are not keys of :data:`CONDITIONS`: a misspelt condition would never hold, silently."""
+    unknown = [condition for condition in conditions if condition not in CONDITIONS]
+    if unknown:
+        raise ValueError(f"{owner}unknown conditions {unknown}; expected some of {list(CONDITIONS)}")
+
+
 #: The suffixes of the file kinds: a table is written as Markdown (with CSV and LaTeX beside it).
 TABLE_SUFFIX, FIGURE_SUFFIX = ".md", ".png"
 
@@ -122,9 +131,7 @@ class Output:
     when: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        unknown = [condition for condition in self.when if condition not in CONDITIONS]
-        if unknown:
-            raise ValueError(f"output {self.name!r}: unknown conditions {unknown}; expected some of {list(CONDITIONS)}")
+        check_conditions(self.when, owner=f"output {self.name!r}: ")
         if not self.files:
             raise ValueError(f"output {self.name!r} names no file")
         if bool(self.shown) != bool(self.report) or bool(self.shown) != (self.category is not None):
