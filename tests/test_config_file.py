@@ -33,3 +33,18 @@ def test_the_schema_check_runs_too_and_the_demo_passes(tmp_path: Path, capsys: p
     path.write_text("- a list\n")
     assert main([str(path)]) == 2
     assert "expected a mapping of keys" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("section", "field"),
+    [
+        ("shifts: {corruption: [fog]}", "shifts.corruption"),  # a kind's key, misspelt
+        ("shifts: {}\nmodels: {m: {source: timm, name: resnet18, weigths: x}}", "models.m.weigths"),  # a source's key
+    ],
+)
+def test_the_keys_the_schema_leaves_to_kinds_and_sources_are_checked_too(tmp_path: Path, section: str, field: str) -> None:
+    path = tmp_path / "my.yaml"
+    models = "" if "models" in section else "models: {m: {source: train, architecture: mlp}}\n"
+    path.write_text(f"datasets: {{d: {{source: sklearn_digits}}}}\n{models}{section}\n")
+    with pytest.raises(InputError, match=rf"my.yaml: field '{field}': unknown key"):
+        check_config_file(path)

@@ -8,12 +8,16 @@ from __future__ import annotations
 import inspect
 import json
 import math
+from collections.abc import Mapping
+from typing import Any
 
+import numpy as np
 import pytest
 import torch
+from paths import REPO
 
 from classwise.errors import InputError
-from classwise.shifts.kinds import KINDS, ShiftKind, ShiftSpec
+from classwise.shifts.kinds import KINDS, Batch, Run, ShiftKind, ShiftSpec
 from classwise.shifts.spec import expand_shifts, infer_parameter
 
 SECTION = {
@@ -150,3 +154,40 @@ def test_one_eps_check_on_the_config_side_and_the_job_side(eps: object) -> None:
             call()
         assert error.value.field == field
         assert f"expected a finite number >= 0, got {eps!r}" in str(error.value)
+
+
+def test_a_new_kind_is_its_module_and_one_registry_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A kind with a `shifts:` key of its own that the schema does not type: no schema edit.
+    import yaml
+
+    from classwise.pipeline.config_checks import check_schema, configured_shifts
+    from classwise.shifts.kinds import Entry
+
+    class Invert(ShiftKind):
+        name = "invert"
+        config_keys = ("invert",)
+
+        def expand(self, section: Mapping[str, Any], earlier: Mapping[str, ShiftSpec]) -> list[Entry]:
+            if not section.get("invert", False):
+                return []
+            return [Entry("shifts.invert", {}, [ShiftSpec(name="invert", kind=self.name, params={})])]
+
+        def shifted_batch(self, spec: ShiftSpec, batch: Batch, run: Run) -> torch.Tensor:
+            return 1 - torch.from_numpy(batch.images)
+
+    monkeypatch.setitem(KINDS, "invert", Invert())
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text(encoding="utf-8"))
+    config["shifts"] = {"clean": True, "invert": True}
+    check_schema(config, REPO / "workflow" / "schemas" / "config.schema.yaml", source="c.yaml")
+    shifts = configured_shifts(config, source="c.yaml")
+    assert list(shifts) == ["clean", "invert"] and shifts["invert"].shift_kind is KINDS["invert"]
+    images = np.full((1, 1, 2, 2), 0.25, dtype=np.float32)
+    inverted = shifts["invert"].shift_kind.shifted_batch(shifts["invert"], Batch(images, np.zeros(1), np.array(["a"])), None)  # type: ignore[arg-type]
+    assert torch.equal(inverted, torch.full((1, 1, 2, 2), 0.75))
+    # The schema no longer closes the section: the registry names an unknown key, with the file.
+    config["shifts"] = {"clean": True, "inverted": True}
+    check_schema(config, REPO / "workflow" / "schemas" / "config.schema.yaml", source="c.yaml")
+    with pytest.raises(
+        InputError, match=r"c.yaml: field 'shifts.inverted': unknown key\(s\) \['inverted'\]; expected some of .*'invert'"
+    ):
+        configured_shifts(config, source="c.yaml")

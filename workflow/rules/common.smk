@@ -8,6 +8,7 @@ from snakemake.utils import validate
 from classwise.pipeline.config_checks import (
     check_references,
     check_schema,
+    configured_shifts,
     shift_shards,
 )
 from classwise.data.sources import dataset_source, input_files, job_parameters
@@ -25,7 +26,7 @@ from classwise.models.sources import model_source
 from classwise.outputs import Planned, Scope, plan_scopes
 from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
 from classwise.references import REFERENCES  # the report's categories, one per source
-from classwise.shifts.spec import expand_shifts, infer_parameter
+from classwise.shifts.spec import infer_parameter
 from classwise.superclasses import resolve_superclasses
 
 CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles)) or DEMO_CONFIG
@@ -44,7 +45,9 @@ MODELS = list(config["models"])
 # Every shift by name: those made on the fly (`shifts:`), then each dataset's published
 # shift sets (datasets.<name>.shift_sets), their files checked before any job.
 SHIFT_SETS = expand_shift_sets(config["datasets"], source=CONFIG_SOURCE)
-SHIFTS = merge_shifts(expand_shifts(config["shifts"]), SHIFT_SETS, source=CONFIG_SOURCE)
+SHIFTS = merge_shifts(
+    configured_shifts(config, source=CONFIG_SOURCE), SHIFT_SETS, source=CONFIG_SOURCE
+)
 check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
 # Into how many jobs each shift's inference is split (inference.shards, an entry's shards):
 # a shift of one job is infer's, one of more is infer_shard's and merge_logit_shards'.

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from classwise.errors import InputError, field_path
+
+if TYPE_CHECKING:
+    from classwise.shifts.kinds import ShiftSpec
 
 #: A JSON-schema bound -> how the message states it ("expected a value > 0, got 0").
 _BOUNDS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
@@ -104,6 +107,19 @@ def check_references(config: dict[str, Any], *, source: str = "config", shifts: 
                 )
 
 
+def configured_shifts(config: Mapping[str, Any], *, source: str = "config") -> dict[str, ShiftSpec]:
+    """The shifts of the config's ``shifts:`` section, by name, in their order
+    (:func:`classwise.shifts.spec.expand_shifts`): each kind checks its own keys there (the
+    schema leaves the set of keys to the kinds' registry), so an unknown key or a bad value raises
+    :class:`InputError` naming ``source`` and the field, before any job."""
+    from classwise.shifts.spec import expand_shifts
+
+    try:
+        return expand_shifts(config.get("shifts") or {})
+    except InputError as error:
+        raise _in_file(error, source) from None
+
+
 def shift_shards(config: Mapping[str, Any], shifts: list[str], *, source: str = "config") -> dict[str, int]:
     """Into how many jobs each of ``shifts`` (every shift of the run, by name) splits its
     inference (:func:`classwise.shifts.spec.shard_counts`: an entry's ``shards``, else
@@ -115,7 +131,12 @@ def shift_shards(config: Mapping[str, Any], shifts: list[str], *, source: str = 
     try:
         return shard_counts(config.get("shifts") or {}, list(shifts), default=default)
     except InputError as error:
-        if error.path is not None:
-            raise
-        prefix = f"field '{error.field}': " if error.field else ""
-        raise InputError(str(error).removeprefix(prefix), path=source, field=error.field) from None
+        raise _in_file(error, source) from None
+
+
+def _in_file(error: InputError, source: str) -> InputError:
+    """``error`` naming the config file ``source`` too (unchanged when it names a file already)."""
+    if error.path is not None:
+        return error
+    prefix = f"field '{error.field}': " if error.field else ""
+    return InputError(str(error).removeprefix(prefix), path=source, field=error.field)
