@@ -31,22 +31,27 @@ __all__ = ["PER_CLASS_COLUMNS", "SUMMARY_COLUMNS", "ViewData", "ViewFiles", "rea
 #: The columns of ``per_class.csv`` the explorer reads.
 PER_CLASS_COLUMNS = ("class", "name", "support", "recall", "cfps", "recall_ci_low", "recall_ci_high")
 
-#: The columns of :attr:`ViewData.summary`, one row per (shift, model).
-SUMMARY_COLUMNS = (
-    "accuracy",
-    "accuracy_low",
-    "accuracy_high",
-    "worst_class_accuracy",
-    "worst_class_low",
-    "worst_class_high",
-    "worst_class",
-    "worst_class_tied",
-    "n",
-    "reference_n",
-    "pairing",
-    "accuracy_change",
-    "worst_class_accuracy_change",
-)
+#: The columns of :attr:`ViewData.summary`, one row per (shift, model), and the type of each (as
+#: the page gets them, in this order); those of :data:`SHIFT_SUMMARY_COLUMNS` are read from the
+#: robustness step's ``shift_summary.csv`` where it has the row, the intervals always from
+#: ``worst_class.json``.
+SUMMARY_COLUMNS: dict[str, type] = {
+    "worst_class": int,
+    "worst_class_tied": int,
+    "n": int,
+    "reference_n": int,
+    "pairing": str,
+    "accuracy": float,
+    "accuracy_low": float,
+    "accuracy_high": float,
+    "worst_class_accuracy": float,
+    "worst_class_low": float,
+    "worst_class_high": float,
+    "accuracy_change": float,
+    "worst_class_accuracy_change": float,
+}
+#: The columns of ``shift_summary.csv`` the explorer reads besides ``shift`` and ``model``.
+SHIFT_SUMMARY_COLUMNS = tuple(column for column in SUMMARY_COLUMNS if not column.endswith(("_low", "_high")))
 
 #: How many confusions of each class (true -> predicted) the explorer keeps per model and shift.
 DEFAULT_CONFUSIONS = 3
@@ -229,19 +234,7 @@ def _tied(recall: np.ndarray) -> tuple[int, int]:
 
 def _read_summary(path: str) -> dict[tuple[str, str], dict[str, Any]]:
     """The robustness step's shift summary: (shift, model) -> its row."""
-    columns = (
-        "shift",
-        "model",
-        "accuracy",
-        "worst_class_accuracy",
-        "worst_class",
-        "worst_class_tied",
-        "n",
-        "reference_n",
-        "pairing",
-        "accuracy_change",
-        "worst_class_accuracy_change",
-    )
+    columns = ("shift", "model", *SHIFT_SUMMARY_COLUMNS)
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
@@ -249,9 +242,10 @@ def _read_summary(path: str) -> dict[tuple[str, str], dict[str, Any]]:
     missing = [column for column in columns if column not in frame.columns]
     if missing:
         raise InputError(f"expected the columns {list(columns)}, missing {missing}", path=path)
-    out = frame[["shift", "model", "pairing"]].copy()
-    for column in columns:
-        if column in ("shift", "model", "pairing"):
+    out = frame[["shift", "model"]].copy()
+    for column in SHIFT_SUMMARY_COLUMNS:
+        if SUMMARY_COLUMNS[column] is str:
+            out[column] = frame[column]
             continue
         try:
             out[column] = pd.to_numeric(frame[column].replace("", np.nan))
@@ -359,23 +353,14 @@ def _summary_row(
     if summary is not None and (shift, model) in summary:
         row = summary[(shift, model)]
         same = int(row["n"]) == n_samples
-        worst = int(row["worst_class"])
         return {
             "shift": shift,
             "model": model,
-            "accuracy": float(row["accuracy"]),
+            **{column: SUMMARY_COLUMNS[column](row[column]) for column in SHIFT_SUMMARY_COLUMNS},
             "accuracy_low": a_low if same else nan,
             "accuracy_high": a_high if same else nan,
-            "worst_class_accuracy": float(row["worst_class_accuracy"]),
             "worst_class_low": w_low if same else nan,
             "worst_class_high": w_high if same else nan,
-            "worst_class": worst,
-            "worst_class_tied": int(row["worst_class_tied"]),
-            "n": int(row["n"]),
-            "reference_n": int(row["reference_n"]),
-            "pairing": str(row["pairing"]),
-            "accuracy_change": float(row["accuracy_change"]),
-            "worst_class_accuracy_change": float(row["worst_class_accuracy_change"]),
         }
     worst, tied = _tied(recall)
     value = wca.get("value")

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from classwise.errors import InputError
-from classwise.explorer.data import ViewData
+from classwise.explorer.data import SUMMARY_COLUMNS, ViewData
 from classwise.outputs import output
 from classwise.robustness.across_shifts import REFERENCE_SHIFT, shifts_by_accuracy, worst_classes
 
@@ -97,20 +97,8 @@ def _summary(data: ViewData) -> dict[str, list[Any]]:
         "shift": [data.shifts.index(s) for s in shifts],
         "model": [data.models.index(m) for m in models],
     }
-    for column in ("worst_class", "worst_class_tied", "n", "reference_n"):
-        columns[column] = [int(v) for v in frame[column]]
-    columns["pairing"] = [str(v) for v in frame["pairing"]]
-    for column in (
-        "accuracy",
-        "accuracy_low",
-        "accuracy_high",
-        "worst_class_accuracy",
-        "worst_class_low",
-        "worst_class_high",
-        "accuracy_change",
-        "worst_class_accuracy_change",
-    ):
-        columns[column] = _floats(frame[column])
+    for column, kind in SUMMARY_COLUMNS.items():
+        columns[column] = _floats(frame[column]) if kind is float else [kind(value) for value in frame[column]]
     return columns
 
 
