@@ -1,4 +1,4 @@
-"""A sampled matrix of small valid configs for the end-to-end tests (tests/test_config_matrix.py).
+"""A sampled matrix of small valid configs for the end-to-end tests (tests/workflow/test_config_matrix.py).
 
 Each *row* is one dataset of a config with its own choice of every per-dataset option: the data
 (image folders of 2 to 12 classes evaluated with checkpoint models, or the digits with models the

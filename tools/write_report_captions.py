@@ -1,6 +1,6 @@
 """Write the HTML report's captions, workflow/report/<name>.rst, from the output records
 (classwise.outputs): one per output the report shows. A caption is edited in its record, then
-this tool is rerun; tests/test_outputs.py fails while a caption file and its record differ.
+this tool is rerun; tests/outputs/test_outputs.py fails while a caption file and its record differ.
 
     .venv/bin/python tools/write_report_captions.py          # write them, remove stale ones
 """

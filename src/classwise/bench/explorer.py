@@ -45,7 +45,7 @@ GOAL_BYTES = 25_000_000
 GOAL_SECONDS = 3.0
 SAMPLES_PER_CLASS = 50
 
-#: The flags every headless Chromium of the project gets (tests/test_report.py passes them too):
+#: The flags every headless Chromium of the project gets (tests/workflow/test_report.py passes them too):
 #: no sandbox (root in a container), no GPU, and nothing that reaches the network on its own.
 CHROMIUM_FLAGS: tuple[str, ...] = (
     "--no-sandbox",

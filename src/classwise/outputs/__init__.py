@@ -131,7 +131,7 @@ def target(planned: Planned, out: str) -> str:
 
 def record_of(relative: str) -> tuple[Output, dict[str, str]] | None:
     """The record and wildcards of a file, by its path below the output directory (``None`` for a
-    file no record describes). The records' paths are unambiguous (tests/test_outputs.py)."""
+    file no record describes). The records' paths are unambiguous (tests/outputs/test_outputs.py)."""
     for record in OUTPUTS.values():
         match = record.matcher().fullmatch(relative)
         if match:

@@ -71,7 +71,7 @@ def _memory_mb() -> int:
 
 def _slurm_conf(root: Path, node: str, cpus: int, memory_mb: int, munge_socket: Path) -> str:
     return f"""\
-# One node on 127.0.0.1, written by tests/test_slurm.py; everything lives below {root}.
+# One node on 127.0.0.1, written by tests/workflow/test_slurm.py; everything lives below {root}.
 ClusterName=classwise-test
 SlurmctldHost={node}(127.0.0.1)
 SlurmctldPort={_free_port()}

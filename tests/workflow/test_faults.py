@@ -74,7 +74,7 @@ def _digits_config() -> dict:
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        # A wrong type or value: tests/test_workflow.py (wrong-type) and the schema check below.
+        # A wrong type or value: tests/workflow/test_workflow.py (wrong-type) and the schema check below.
         (lambda c: c["datasets"]["digits"].update(on_bad_images="skip"), ["on_bad_images"]),
         (
             lambda c: c["datasets"].update(shapes={"source": "image_folder", "root": "data/no_such_dir"}),

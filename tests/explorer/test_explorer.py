@@ -1,8 +1,8 @@
 """The explorer (classwise.explorer): what it reads, what the page holds, how names are kept data,
 and the page at ImageNet's size (1,000 classes x 100 shifts) drawn in headless Chromium.
 
-The browser tests of a run's explorer are in tests/test_report.py (the report test's run) and
-tests/test_predictions_workflow.py (a run of predictions only, with hostile and non-Latin class
+The browser tests of a run's explorer are in tests/workflow/test_report.py (the report test's run) and
+tests/workflow/test_predictions_workflow.py (a run of predictions only, with hostile and non-Latin class
 names)."""
 
 from __future__ import annotations

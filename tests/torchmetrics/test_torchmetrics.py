@@ -327,7 +327,7 @@ def test_two_gloo_processes_sum_their_counts(tmp_path):
     np.savez(tmp_path / "data.npz", scores=scores, labels=labels)
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")]),
     }
     # Rank 1 says it is ready (torch imported) before the rendezvous, so that gloo's timeout
     # covers the sync of two running processes, not an interpreter start on a loaded machine.

@@ -237,7 +237,7 @@ def test_a_changed_analysis_parameter_reruns_only_its_rule(run: tuple[Path, Path
 
 
 def test_a_bad_analyses_section_stops_before_any_job(tmp_path: Path) -> None:
-    # Unknown keys and wrong types are the schema's (tests/test_steps_analyses.py); a label
+    # Unknown keys and wrong types are the schema's (tests/steps/test_steps_analyses.py); a label
     # view no dataset has is checked by the workflow itself.
     configfile = write_config(tmp_path / "bad.yaml", lambda c: c["analyses"].update(label_views=["original", "cleaned"]))
     result = snakemake(tmp_path, configfile, "--dry-run")

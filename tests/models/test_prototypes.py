@@ -336,7 +336,7 @@ def test_the_cifar100_config_s_protocol_runs_on_the_prototype_classifier_s_logit
     tmp_path: Path, cifar100: dict[str, str], backbone_file: Path
 ) -> None:
     """The steps of config/extrapolation_cifar100.yaml in order on the tiny CIFAR-100 (Snakemake
-    itself only dry-runs it, tests/test_real_data_path.py: its jobs would need torchvision to
+    itself only dry-runs it, tests/workflow/test_real_data_path.py: its jobs would need torchvision to
     accept the fixture's md5s): prototypes, inference, then the config's extrapolation settings
     with 2 repetitions and short CleaneX fits instead of 50 and 3,000."""
     import pandas as pd
