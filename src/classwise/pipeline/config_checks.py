@@ -136,7 +136,4 @@ def shift_shards(config: Mapping[str, Any], shifts: list[str], *, source: str = 
 
 def _in_file(error: InputError, source: str) -> InputError:
     """``error`` naming the config file ``source`` too (unchanged when it names a file already)."""
-    if error.path is not None:
-        return error
-    prefix = f"field '{error.field}': " if error.field else ""
-    return InputError(str(error).removeprefix(prefix), path=source, field=error.field)
+    return error if error.path is not None else InputError(error.message, path=source, field=error.field)
