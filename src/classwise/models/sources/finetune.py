@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,7 @@ class FinetuneSource(PipelineSource):
         return wrapped.model, config
 
     def inference_model(
-        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+        self, model: str, spec: ModelSpec, weights: str | Path | None, device: str
     ) -> tuple[Any, dict[str, Any], Any]:
         from classwise.models.finetune import load_finetuned
 
