@@ -401,7 +401,15 @@ def test_an_old_cifar10c_dataset_reads_the_shift_set_s_images_and_says_so(tmp_pa
     torch.save(nn.Linear(2, 10).state_dict(), tmp_path / "net.pt")
     config = {
         "datasets": {"c": old},
-        "models": {"net": {"source": "checkpoint", "path": str(tmp_path / "net.pt"), "architecture": "x", "num_classes": 10}},
+        "models": {
+            "net": {
+                "source": "checkpoint",
+                "path": str(tmp_path / "net.pt"),
+                "architecture": "x",
+                "library": "timm",
+                "num_classes": 10,
+            }
+        },
     }
     plan = check_runs(config, shifts=expand_shifts({}), shift_sets={"c": {}})
     assert [note for note in plan.notes if note.startswith("dataset c (source: cifar10c)")] == [

@@ -241,6 +241,17 @@ def test_a_missing_required_key_is_named() -> None:
         parse_finetune_spec(entry, key="m")
 
 
+def test_two_missing_keys_name_the_first_in_sorted_order() -> None:
+    # one check of a finetune entry's keys (check_keys), in the job's parse and at DAG build alike
+    from classwise.models.sources import parse_model_spec
+
+    entry = _entry()
+    del entry["weights"], entry["train_on"]
+    for parse in (parse_finetune_spec, parse_model_spec):
+        with pytest.raises(InputError, match=r"field 'models.m.train_on': source 'finetune' needs this key"):
+            parse(entry, key="m")
+
+
 def test_a_foreign_checkpoint_is_named(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign.pt"
     torch.save({"state_dict": {"w": torch.zeros(1)}}, foreign)

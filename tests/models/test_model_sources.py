@@ -15,6 +15,7 @@ from paths import REPO
 from classwise.errors import InputError
 from classwise.models.sources import MODEL_SOURCES, model_source, parse_model_spec
 from classwise.models.sources.base import ModelSource
+from classwise.models.spec import ModelSpec
 
 ROOT = REPO
 ENTRIES = {
@@ -28,6 +29,11 @@ ENTRIES = {
     "predictions": {"source": "predictions", "files": {"clean": "net_clean.npz"}},
 }
 DATASETS = {"digits": {"source": "sklearn_digits"}}
+
+
+def _spec(entry: dict[str, object]) -> ModelSpec:
+    """The entry as the workflow asks its source with it: parsed once (names not looked up)."""
+    return parse_model_spec(entry, key="m", check_names=False)
 
 
 def test_every_source_answers_the_whole_protocol() -> None:
@@ -71,12 +77,12 @@ def test_rules_that_cache_outputs_exist() -> None:
 )
 def test_the_file_inference_reads(source: str, expected: str | None) -> None:
     entry = ENTRIES[source]
-    assert model_source(entry).weights_input("m", entry, models_dir="out/models", resources="res") == expected
+    assert model_source(entry).weights_input("m", _spec(entry), models_dir="out/models", resources="res") == expected
 
 
 def test_random_torchvision_weights_read_no_file() -> None:
     entry = {"source": "torchvision", "name": "resnet18", "weights": None}
-    assert model_source(entry).weights_input("m", entry, models_dir="out", resources="res") is None
+    assert model_source(entry).weights_input("m", _spec(entry), models_dir="out", resources="res") is None
 
 
 @pytest.mark.parametrize(
@@ -94,7 +100,7 @@ def test_random_torchvision_weights_read_no_file() -> None:
 )
 def test_classes_scored(source: str, expected: int | None) -> None:
     entry = ENTRIES[source]
-    assert model_source(entry).classes_scored(entry, DATASETS, {"digits": 10}) == expected
+    assert model_source(entry).classes_scored(_spec(entry), DATASETS, {"digits": 10}) == expected
 
 
 def test_an_unknown_source_names_the_field_and_every_source() -> None:
@@ -126,7 +132,7 @@ def test_the_pipeline_s_models_are_not_downloaded(tmp_path: Path) -> None:
 def test_the_file_a_prototype_classifier_reads_its_backbone_from(backbone: dict[str, object], expected: str | None) -> None:
     from classwise.models.sources.prototype import backbone_input
 
-    assert backbone_input("m", {"source": "prototype", "backbone": backbone}, resources="res") == expected
+    assert backbone_input("m", _spec({"source": "prototype", "backbone": backbone}), resources="res") == expected
 
 
 def test_the_workflow_s_questions_import_no_model_library() -> None:
@@ -136,10 +142,10 @@ def test_the_workflow_s_questions_import_no_model_library() -> None:
         f"entries = {ENTRIES!r}; datasets = {DATASETS!r}\n"
         "for name, entry in entries.items():\n"
         "    source = model_source(entry)\n"
-        "    parse_model_spec(entry, key=name, check_names=False)\n"
-        "    source.weights_input(name, entry, models_dir='out', resources='res')\n"
-        "    source.classes_scored(entry, datasets, {'digits': 10})\n"
-        "    source.check_fit(name, entry, 'digits', datasets, 'hint', 'config')\n"
+        "    spec = parse_model_spec(entry, key=name, check_names=False)\n"
+        "    source.weights_input(name, spec, models_dir='out', resources='res')\n"
+        "    source.classes_scored(spec, datasets, {'digits': 10})\n"
+        "    source.check_fit(name, spec, 'digits', datasets, 'hint', 'config')\n"
         "    source.cached_by\n"
         "print(sorted(m for m in ('torch', 'timm', 'torchvision', 'albumentations') if m in sys.modules))"
     )
@@ -169,7 +175,7 @@ def test_a_bad_predictions_entry_names_the_field(files: object, field: str, text
 def test_files_per_dataset_must_name_datasets_of_the_config() -> None:
     entry = _predictions({"mnist": {"clean": "a.npz"}})
     with pytest.raises(InputError, match=r"field 'models.m.files.mnist': names dataset 'mnist', expected one of \['digits'\]"):
-        model_source(entry).check_run("m", entry, DATASETS, "config.yaml")
+        model_source(entry).check_run("m", _spec(entry), DATASETS, "config.yaml")
 
 
 def test_whether_a_model_has_scores_is_read_from_each_file_s_header(tmp_path: Path) -> None:
@@ -181,15 +187,15 @@ def test_whether_a_model_has_scores_is_read_from_each_file_s_header(tmp_path: Pa
     entry = _predictions({"digits": {"clean": str(scores), "noise": str(hard)}})
     source = model_source(entry)
     assert source.cached_by == "import_predictions"
-    assert source.has_scores("m", entry, "digits", "clean", "c.yaml")
-    assert not source.has_scores("m", entry, "digits", "noise", "c.yaml")
+    assert source.has_scores("m", _spec(entry), "digits", "clean", "c.yaml")
+    assert not source.has_scores("m", _spec(entry), "digits", "noise", "c.yaml")
     with pytest.raises(
         InputError, match=r"c.yaml: field 'models.m.files.digits.pgd': no file of model 'm'.s outputs on shift 'pgd'"
     ):
-        source.has_scores("m", entry, "digits", "pgd", "c.yaml")
+        source.has_scores("m", _spec(entry), "digits", "pgd", "c.yaml")
     flat = _predictions({"clean": str(tmp_path / "gone.npz")})
     with pytest.raises(InputError, match=r"field 'models.m.files.clean': .*gone.npz: file does not exist"):
-        source.has_scores("m", flat, "digits", "clean", "c.yaml")
+        source.has_scores("m", _spec(flat), "digits", "clean", "c.yaml")
 
 
 def test_a_model_given_by_its_outputs_is_neither_downloaded_nor_run(tmp_path: Path) -> None:
@@ -201,7 +207,7 @@ def test_a_model_given_by_its_outputs_is_neither_downloaded_nor_run(tmp_path: Pa
     with pytest.raises(InputError, match="nothing is downloaded"):
         download_weights(spec, tmp_path / "m")
     with pytest.raises(InputError, match="rule import_predictions reads its outputs"):
-        model_source(entry).inference_model("m", entry, None, "cpu")
+        model_source(entry).inference_model("m", spec, None, "cpu")
 
 
 def _config_with(models: dict[str, object]) -> dict[str, object]:

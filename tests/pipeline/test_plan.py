@@ -52,7 +52,13 @@ def _config(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
         },
         "models": {
             "lin": {"source": "train", "train_on": "digits", "architecture": "linear"},
-            "net": {"source": "checkpoint", "path": str(_state_dict(tmp_path)), "architecture": "x", "num_classes": 3},
+            "net": {
+                "source": "checkpoint",
+                "path": str(_state_dict(tmp_path)),
+                "architecture": "x",
+                "library": "timm",
+                "num_classes": 3,
+            },
         },
         "shifts": {"clean": True, "pgd_targeted": {"norm": "linf", "eps": 0.1, "targets": [1]}},
     }
@@ -290,7 +296,13 @@ def test_an_analysis_with_only_hard_predictions_to_read_is_skipped_with_a_note(t
     [
         (
             lambda c, t: c["models"].update(
-                net={"source": "checkpoint", "path": str(_state_dict(t)), "architecture": "x", "num_classes": 3}
+                net={
+                    "source": "checkpoint",
+                    "path": str(_state_dict(t)),
+                    "architecture": "x",
+                    "library": "timm",
+                    "num_classes": 3,
+                }
             ),
             "datasets.ids.models",
             "model 'net' (source checkpoint) runs on images, and dataset 'ids' (source labels) has labels, no images",

@@ -18,7 +18,7 @@ from snakemake_runner import run_snakemake
 from classwise.data.shift_sets import expand_shift_sets, merge_shifts
 from classwise.data.stand_ins import image_folder_fixture
 from classwise.errors import InputError
-from classwise.models.sources import model_source
+from classwise.models.sources import model_source, parse_model_spec
 from classwise.models.state_dicts import check_fits
 from classwise.pipeline.plan import check_runs
 from classwise.shifts.spec import expand_shifts
@@ -187,9 +187,10 @@ def test_a_file_for_no_shift_of_the_config_is_refused(tmp_path: Path, files: dic
 def test_shifts_are_those_the_plan_expands_so_a_dataset_s_shift_sets_count() -> None:
     entry = {"source": "predictions", "files": {"clean": "a.csv", "imagenet_r": "r.csv"}}
     datasets = {"ids": {"source": "labels", "path": "labels.csv"}}
-    model_source(entry).check_run("net", entry, datasets, "my.yaml", shifts=["clean", "imagenet_r"])
+    spec = parse_model_spec(entry, key="net", check_names=False)
+    model_source(spec).check_run("net", spec, datasets, "my.yaml", shifts=["clean", "imagenet_r"])
     with pytest.raises(InputError, match=r"field 'models.net.files.imagenet_r': names shift 'imagenet_r'"):
-        model_source(entry).check_run("net", entry, datasets, "my.yaml", shifts=["clean"])
+        model_source(spec).check_run("net", spec, datasets, "my.yaml", shifts=["clean"])
 
 
 @pytest.mark.workflow

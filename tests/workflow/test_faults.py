@@ -322,7 +322,7 @@ def _infer_digits(tmp_path: Path, checkpoint: Path) -> Path:
 
     out = tmp_path / "logits" / "clean.npz"
     infer_step(
-        model_name="m", model_cfg={"source": "train"}, checkpoint_path=checkpoint, dataset_name="digits",
+        model_name="m", model_cfg={"source": "train", "architecture": "linear"}, checkpoint_path=checkpoint, dataset_name="digits",
         dataset_cfg={"source": "sklearn_digits"}, shift={"name": "clean", "kind": "clean", "params": {}},
         seed=0, batch_size=256, device="cpu", logits_path=out, threads=1,
     )  # fmt: skip

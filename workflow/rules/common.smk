@@ -6,6 +6,7 @@ import re
 from snakemake.utils import validate
 
 from classwise.pipeline.config_checks import (
+    check_models,
     check_references,
     check_schema,
     configured_shifts,
@@ -48,7 +49,10 @@ SHIFT_SETS = expand_shift_sets(config["datasets"], source=CONFIG_SOURCE)
 SHIFTS = merge_shifts(
     configured_shifts(config, source=CONFIG_SOURCE), SHIFT_SETS, source=CONFIG_SOURCE
 )
-check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS))
+# Every models: entry parsed once, its source's keys and names checked before any job: the
+# sources are asked with these specs (a job parses its rule's `model` parameter once itself).
+MODEL_SPECS = check_models(config, source=CONFIG_SOURCE)
+check_references(config, source=CONFIG_SOURCE, shifts=list(SHIFTS), specs=MODEL_SPECS)
 # Into how many jobs each shift's inference is split (inference.shards, an entry's shards):
 # a shift of one job is infer's, one of more is infer_shard's and merge_logit_shards'.
 SHARDS = shift_shards(config, list(SHIFTS), source=CONFIG_SOURCE)
@@ -57,7 +61,13 @@ SHARDS = shift_shards(config, list(SHIFTS), source=CONFIG_SOURCE)
 EXECUTION = Execution.from_config(config["inference"], source=CONFIG_SOURCE)
 # Which models run on which dataset and under which shifts, checked (checkpoints, train
 # splits, class counts).
-PLAN = check_runs(config, shifts=SHIFTS, source=CONFIG_SOURCE, shift_sets=SHIFT_SETS)
+PLAN = check_runs(
+    config,
+    shifts=SHIFTS,
+    source=CONFIG_SOURCE,
+    shift_sets=SHIFT_SETS,
+    specs=MODEL_SPECS,
+)
 resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
 # The bootstrap of the worst-class metrics (docs/uncertainty.md); 0 replicates turns it off.
 BOOTSTRAP = config["metrics"]["bootstrap"]
@@ -160,9 +170,9 @@ def model_weights(wildcards):
 
 def weights_of(name):
     """The file or manifest infer loads model `name` from (None when it reads none)."""
-    model = config["models"][name]
-    return model_source(model).weights_input(
-        name, model, models_dir=f"{OUT}/models", resources=RESOURCES
+    spec = MODEL_SPECS[name]
+    return model_source(spec).weights_input(
+        name, spec, models_dir=f"{OUT}/models", resources=RESOURCES
     )
 
 
@@ -187,9 +197,7 @@ def models_made_by(rule):
     (a pattern that never matches when there are none), so that train_model and
     finetune_model never compete for results/models/{model}.pt."""
     names = [
-        name
-        for name, model in config["models"].items()
-        if model_source(model).made_by == rule
+        name for name, spec in MODEL_SPECS.items() if model_source(spec).made_by == rule
     ]
     return _alternatives(names) if names else "(?!)"
 
@@ -199,8 +207,8 @@ def models_cached_by(rule):
     import_predictions reads its files), as a wildcard constraint."""
     names = [
         name
-        for name, model in config["models"].items()
-        if model_source(model).cached_by == rule
+        for name, spec in MODEL_SPECS.items()
+        if model_source(spec).cached_by == rule
     ]
     return _alternatives(names) if names else "(?!)"
 
@@ -228,8 +236,9 @@ def predictions_file(wildcards):
     """The user's file of a predictions model's outputs on (dataset, shift) (import_predictions)."""
     from classwise.models.sources.predictions import outputs_file
 
-    model = config["models"][wildcards.model]
-    return outputs_file(model, wildcards.dataset, wildcards.shift)
+    return outputs_file(
+        MODEL_SPECS[wildcards.model], wildcards.dataset, wildcards.shift
+    )
 
 
 def dataset_inputs(wildcards):
@@ -261,15 +270,14 @@ def finetune_inputs(wildcards):
 def prototype_inputs(wildcards):
     """What compute_prototypes reads: the backbone (its download manifest or checkpoint file;
     nothing for random torchvision weights) and the marker of its training set when that set is
-    downloaded. The entry is validated here, so a bad backbone stops the run before any job.
+    downloaded. The entry (backbone included) was checked with every entry before any job.
     """
-    from classwise.models.sources import parse_model_spec
     from classwise.models.sources.prototype import backbone_input
 
-    model = config["models"][wildcards.model]
-    parse_model_spec(model, key=wildcards.model, config_path=CONFIG_SOURCE)
     inputs = {"data": training_data(wildcards)}
-    backbone = backbone_input(wildcards.model, model, resources=RESOURCES)
+    backbone = backbone_input(
+        wildcards.model, MODEL_SPECS[wildcards.model], resources=RESOURCES
+    )
     if backbone is not None:
         inputs["backbone"] = backbone
     return inputs

@@ -351,7 +351,7 @@ def bench_throughput(
     from classwise.logits_io import load_scores
     from classwise.models.data_config import preprocess_image
     from classwise.shifts.spec import ShiftSpec
-    from classwise.steps.models import infer_step, load_inference_model
+    from classwise.steps.models import infer_step, load_inference_model, model_spec
 
     torch.set_num_threads(threads)
     target = resolve_device(device)
@@ -369,7 +369,7 @@ def bench_throughput(
     }  # fmt: skip
     dataset_cfg = {"source": "image_folder", "root": str(root)}
     shift = {"name": "clean", "kind": "clean", "params": {}}
-    model, _, data_config = load_inference_model(ARCHITECTURE, model_cfg, str(checkpoint), str(target))
+    model, _, data_config = load_inference_model(ARCHITECTURE, model_spec(ARCHITECTURE, model_cfg), str(checkpoint), str(target))
     common = {
         "model": f"timm {ARCHITECTURE}, random init, {N_CLASSES} classes",
         "input_shape": list(data_config.input_size),

@@ -20,6 +20,7 @@ from classwise.errors import InputError
 __all__ = [
     "DATA_CONFIG_KEYS",
     "FINETUNE_DEFAULTS",
+    "FINETUNE_OPTIONAL",
     "FINETUNE_REQUIRED",
     "FinetuneSpec",
     "base_model_config",
@@ -37,6 +38,9 @@ FINETUNE_DEFAULTS: dict[str, Any] = {
 }
 """Settings a ``finetune`` entry may leave out (documented in the config schema)."""
 FINETUNE_REQUIRED = ("architecture", "weights", "train_on")
+FINETUNE_OPTIONAL = (*FINETUNE_DEFAULTS, "data_config")
+"""The keys a ``finetune`` entry must give and may give (besides ``source``), checked by
+:func:`classwise.models.spec.check_keys` here and in its source's parse."""
 DATA_CONFIG_KEYS = ("input_size", "interpolation", "crop_pct", "crop_mode", "mean", "std", "resize_size")
 _OPTIMIZERS = ("sgd", "adam")
 _AUX_OUTPUTS = ("inception_v3", "googlenet")
@@ -90,13 +94,7 @@ def parse_finetune_entry(entry: Mapping[str, Any], *, key: str = "model", config
     if entry.get("source") != "finetune":
         raise fail(f"expected 'finetune', got {entry.get('source')!r}", "source")
     given = {k: v for k, v in entry.items() if k != "source"}
-    for name in FINETUNE_REQUIRED:
-        if name not in given:
-            raise fail("source 'finetune' needs this key", name)
-    known = {*FINETUNE_REQUIRED, *FINETUNE_DEFAULTS, "data_config"}
-    unknown = sorted(set(given) - known)
-    if unknown:
-        raise fail(f"unknown key for source 'finetune'; known: {sorted(known)}", unknown[0])
+    model_spec.check_keys("finetune", given, frozenset(FINETUNE_REQUIRED), frozenset(FINETUNE_OPTIONAL), where, config_path)
     values = {**FINETUNE_DEFAULTS, **given}
     for name in ("architecture", "train_on"):
         if not isinstance(values[name], str) or not values[name].strip():

@@ -39,7 +39,10 @@ DATA_CONFIG_KEYS = ("input_size", "interpolation", "crop_pct", "crop_mode", "mea
 class ModelSpec:
     """One validated ``models:`` entry. Fields a source does not use are ``None``.
 
-    ``options`` holds the keys of an entry the pipeline trains (``train``, ``finetune``) verbatim.
+    ``options`` holds the keys of an entry kept verbatim (``verbatim``: the sources the pipeline
+    trains, ``train``, ``finetune`` and ``prototype``, and ``predictions``), where their sources
+    read them (``train_on``, ``files``, ...). The workflow parses each entry once and asks its
+    source with the spec; a job parses its rule's parameter once.
     """
 
     source: str

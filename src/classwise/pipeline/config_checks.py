@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from classwise.errors import InputError, field_path
 
 if TYPE_CHECKING:
+    from classwise.models.spec import ModelSpec
     from classwise.shifts.kinds import ShiftSpec
 
 #: A JSON-schema bound -> how the message states it ("expected a value > 0, got 0").
@@ -55,28 +56,39 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
     raise InputError(message, path=source, field=field_path(*where) or "(top level)")
 
 
-def check_models(config: Mapping[str, Any], *, source: str = "config") -> None:
+def check_models(config: Mapping[str, Any], *, source: str = "config") -> dict[str, ModelSpec]:
     """Each ``models:`` entry must parse, and a model fetched from a zoo or a file must name a
     model that timm / torchvision (/ RobustBench, when installed) know, offline, so a typo stops
     the run before any download or inference job (the pipeline's own models, ``train`` and
     ``finetune``, are checked by their rules). Imports timm or torchvision only when the config
-    uses them, and then once per library version."""
+    uses them, and then once per library version. Returns each model's :class:`ModelSpec` by
+    name, which the workflow keeps and asks the sources with (``MODEL_SPECS``)."""
     from classwise.models.sources import parse_model_spec
 
-    for name, entry in config.get("models", {}).items():
-        parse_model_spec(entry, key=name, config_path=source, check_names=True)
+    return {
+        name: parse_model_spec(entry, key=name, config_path=source, check_names=True)
+        for name, entry in config.get("models", {}).items()
+    }
 
 
-def check_references(config: dict[str, Any], *, source: str = "config", shifts: list[str] | None = None) -> None:
+def check_references(
+    config: dict[str, Any],
+    *,
+    source: str = "config",
+    shifts: list[str] | None = None,
+    specs: Mapping[str, ModelSpec] | None = None,
+) -> None:
     """Raise :class:`InputError` when a key refers to something the config does not define (a
     dataset, a model, a shift, or a model name timm / torchvision do not know), or a directory the
-    user must provide is missing (so the run stops before any job)."""
+    user must provide is missing (so the run stops before any job). ``specs``: the models'
+    entries as :func:`check_models` parsed them (None: it runs here)."""
     from classwise.data.sources import check_dataset_paths
     from classwise.superclasses import resolve_superclasses
 
     datasets = config.get("datasets", {})
     models = config.get("models", {})
-    check_models(config, source=source)
+    if specs is None:
+        check_models(config, source=source)
     for name, model in models.items():
         train_on = model.get("train_on")
         if train_on is not None and train_on not in datasets:

@@ -37,7 +37,8 @@ from classwise.data.sources import (
 )
 from classwise.errors import InputError, field_path
 from classwise.metrics.catalogue import label_sets_metric_names
-from classwise.models.sources import model_source
+from classwise.models.sources import model_source, parse_model_spec
+from classwise.models.spec import ModelSpec
 from classwise.shifts.kinds import KINDS
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "evaluated_models",
     "evaluated_shifts",
     "model_outputs",
+    "model_specs",
     "resolve_analyses",
     "resolve_comparisons",
     "resolve_views",
@@ -64,10 +66,20 @@ WITHOUT_SCORES = (
 )
 
 
-def model_outputs(model: Mapping[str, Any], datasets: Mapping[str, Mapping[str, Any]]) -> int | None:
-    """How many classes a configured model scores, or None where only building it would tell."""
+def model_outputs(spec: ModelSpec, datasets: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """How many classes a configured model (its parsed entry) scores, or None where only building
+    it would tell."""
     classes = {name: dataset_classes(name, dataset) for name, dataset in datasets.items()}
-    return model_source(model).classes_scored(model, datasets, classes)
+    return model_source(spec).classes_scored(spec, datasets, classes)
+
+
+def model_specs(config: Mapping[str, Any], *, source: str = "config") -> dict[str, ModelSpec]:
+    """Each ``models:`` entry parsed (its names not looked up: the workflow's
+    :func:`~classwise.pipeline.config_checks.check_models` does, and gives :func:`check_runs` its
+    answer)."""
+    return {
+        name: parse_model_spec(entry, key=name, config_path=source, check_names=False) for name, entry in config["models"].items()
+    }
 
 
 def evaluated_models(config: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -139,11 +151,15 @@ def check_runs(
     shifts: Mapping[str, Any],
     source: str = "config",
     shift_sets: Mapping[str, Mapping[str, Any]] | None = None,
+    specs: Mapping[str, ModelSpec] | None = None,
 ) -> Plan:
     """Raise :class:`InputError` for a model that cannot run where the config sends it; return
     the models, class counts and shifts per dataset. ``shifts`` are the expanded shifts (name ->
-    spec), ``shift_sets`` each dataset's published shifts (see :func:`evaluated_shifts`)."""
-    datasets, models = config["datasets"], config["models"]
+    spec), ``shift_sets`` each dataset's published shifts (see :func:`evaluated_shifts`),
+    ``specs`` each model's parsed entry (None: parsed here, :func:`model_specs`); the sources are
+    asked with these."""
+    datasets = config["datasets"]
+    models = model_specs(config, source=source) if specs is None else specs
     plan = Plan(
         models=evaluated_models(config),
         classes={name: dataset_classes(name, dataset) for name, dataset in datasets.items()},
@@ -152,8 +168,8 @@ def check_runs(
         with_images={name: has_images(dataset) for name, dataset in datasets.items()},
         notes=[note for name, dataset in datasets.items() for note in dataset_notes(name, dataset)],
     )
-    for name, model in models.items():
-        model_source(model).check_run(name, model, datasets, source, shifts=list(shifts))
+    for name, spec in models.items():
+        model_source(spec).check_run(name, spec, datasets, source, shifts=list(shifts))
     _check_transfer_sources(shifts, models, source)
     for dataset, names in plan.models.items():
         unknown = [model for model in names if model not in models]
@@ -169,7 +185,7 @@ def check_runs(
         _check_targets(dataset, plan.shifts[dataset], shifts, plan.classes[dataset], source)
         _check_transfers(dataset, plan.shifts[dataset], shifts, names, source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
-        _find_hard_predictions(plan, config, dataset, shifts, source)
+        _find_hard_predictions(plan, config, models, dataset, shifts, source)
         if any(model_source(models[model]).cached_by != "infer" for model in names):
             shift_ids = {name: shift_sample_ids(dataset, datasets[dataset], shifts[name]) for name in plan.shifts[dataset]}
             for model in names:
@@ -191,7 +207,7 @@ def _check_without_images(
     dataset_cfg: Mapping[str, Any],
     evaluated: Sequence[str],
     names: Sequence[str],
-    models: Mapping[str, Mapping[str, Any]],
+    models: Mapping[str, ModelSpec],
     shifts: Mapping[str, Any],
     source: str,
 ) -> None:
@@ -205,7 +221,7 @@ def _check_without_images(
     running = [model for model in names if model not in from_files]
     if running:
         raise InputError(
-            f"model {running[0]!r} (source {models[running[0]].get('source', 'train')}) runs on images, and {what}; "
+            f"model {running[0]!r} (source {models[running[0]].source}) runs on images, and {what}; "
             f"evaluate only models whose outputs come from files (source: predictions) on it, naming them with "
             f"datasets.{dataset}.models",
             path=source,
@@ -229,14 +245,21 @@ def _evaluated_shifts(plan: Plan, config: Mapping[str, Any], dataset: str, model
     return [name for name in plan.shifts[dataset] if "target" not in shifts[name].params or model in targeted_models]
 
 
-def _find_hard_predictions(plan: Plan, config: Mapping[str, Any], dataset: str, shifts: Mapping[str, Any], source: str) -> None:
+def _find_hard_predictions(
+    plan: Plan,
+    config: Mapping[str, Any],
+    models: Mapping[str, ModelSpec],
+    dataset: str,
+    shifts: Mapping[str, Any],
+    source: str,
+) -> None:
     """Record the (dataset, model, shift) whose outputs are hard predictions, one note per model."""
     for model in plan.models[dataset]:
-        entry = config["models"][model]
+        spec = models[model]
         hard = [
             shift
             for shift in _evaluated_shifts(plan, config, dataset, model, shifts)
-            if not model_source(entry).has_scores(model, entry, dataset, shift, source)
+            if not model_source(spec).has_scores(model, spec, dataset, shift, source)
         ]
         plan.hard_predictions.update((dataset, model, shift) for shift in hard)
         if hard:
@@ -248,7 +271,7 @@ def _find_hard_predictions(plan: Plan, config: Mapping[str, Any], dataset: str, 
 
 def _check_fit(
     model_name: str,
-    model: Mapping[str, Any],
+    spec: ModelSpec,
     dataset: str,
     datasets: Mapping[str, Mapping[str, Any]],
     classes_of: Mapping[str, int | None],
@@ -257,7 +280,7 @@ def _check_fit(
     """The model scores as many classes as ``dataset`` has (``classes_of``: each dataset's
     count), and whatever else its source requires."""
     classes = classes_of[dataset]
-    outputs = model_source(model).classes_scored(model, datasets, classes_of)
+    outputs = model_source(spec).classes_scored(spec, datasets, classes_of)
     hint = f"name the models evaluated on it with datasets.{dataset}.models"
     if outputs is not None and classes is not None and outputs != classes:
         raise InputError(
@@ -265,7 +288,7 @@ def _check_fit(
             path=source,
             field=f"datasets.{dataset}.models",
         )
-    model_source(model).check_fit(model_name, model, dataset, datasets, hint, source)
+    model_source(spec).check_fit(model_name, spec, dataset, datasets, hint, source)
 
 
 def _check_targets(dataset: str, evaluated: list[str], shifts: Mapping[str, Any], classes: int | None, source: str) -> None:
@@ -283,7 +306,7 @@ def _check_targets(dataset: str, evaluated: list[str], shifts: Mapping[str, Any]
             )
 
 
-def _check_transfer_sources(shifts: Mapping[str, Any], models: Mapping[str, Mapping[str, Any]], source: str) -> None:
+def _check_transfer_sources(shifts: Mapping[str, Any], models: Mapping[str, ModelSpec], source: str) -> None:
     """A transfer attack is crafted on a model of the config that the pipeline runs (not one
     given by files of its outputs: it has no gradients to attack)."""
     for i, (name, spec) in enumerate((n, s) for n, s in shifts.items() if s.source_model is not None):

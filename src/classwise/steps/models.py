@@ -20,6 +20,7 @@ from classwise.data.sources import load_split, open_split
 from classwise.errors import InputError
 from classwise.logits_io import save_logits
 from classwise.models.sources.train import TRAINING_DEFAULTS
+from classwise.models.spec import ModelSpec
 from classwise.steps.threads import limit_threads
 
 #: Training settings of ``source: train`` models that the config leaves out (documented in the
@@ -151,8 +152,8 @@ def prototypes_step(
     from classwise.shifts.spec import clean_spec
 
     spec = parse_model_spec(model_cfg, key=model_name, check_names=False)
-    resize = model_cfg.get("resize")
-    backbone, data_config, record = load_backbone(model_cfg, backbone_weights or None, key=model_name)
+    resize = spec.options.get("resize")
+    backbone, data_config, record = load_backbone(spec, backbone_weights or None, key=model_name)
     extractor = wrap_pixel_space(FeatureExtractor(backbone, resize), data_config)
     train = open_split(dict(dataset_cfg), "train", name=dataset_name)
     n_classes = len(train.class_names)
@@ -185,19 +186,31 @@ def prototypes_step(
     )
 
 
+def model_spec(model_name: str, model_cfg: Mapping[str, Any] | None) -> ModelSpec:
+    """The :class:`ModelSpec` of a job's ``models:`` entry (its rule's parameter, checked with
+    every entry before any job, so its names are not looked up again); none (``None`` or empty):
+    a checkpoint the pipeline trained (``source: train``), which describes itself."""
+    from classwise.models.sources import parse_model_spec
+
+    if not model_cfg:
+        return ModelSpec(source="train", label="train", verbatim=True)
+    return parse_model_spec(model_cfg, key=model_name, check_names=False)
+
+
 def load_inference_model(
-    model_name: str, model_cfg: Mapping[str, Any], weights_path: str | Path | None, device: str
+    model_name: str, spec: ModelSpec, weights_path: str | Path | None, device: str
 ) -> tuple[Any, dict[str, Any], Any]:
     """The model (``[0, 1]`` images in, logits out), its metadata, and its resolved data config
     (``None`` for demo models, which take the dataset's images as they are).
 
-    ``weights_path``: the demo checkpoint the pipeline trained, or the directory (manifest) that
-    the ``download_model`` rule filled; a ``checkpoint`` source may give its own path; None
-    where the source reads no file (torchvision's random weights).
+    ``spec``: the model's entry, parsed (:func:`model_spec`). ``weights_path``: the demo
+    checkpoint the pipeline trained, or the directory (manifest) that the ``download_model`` rule
+    filled; a ``checkpoint`` source may give its own path; None where the source reads no file
+    (torchvision's random weights).
     """
     from classwise.models.sources import model_source
 
-    return model_source(model_cfg).inference_model(model_name, model_cfg, weights_path, device)
+    return model_source(spec).inference_model(model_name, spec, weights_path, device)
 
 
 def _batches(evaluation: Any, data_config: Any, batch_size: int, workers: int, *, chunk: int | None = None) -> tuple[Any, int]:
@@ -372,7 +385,7 @@ def _infer(
     evaluation, subset = spec.shift_kind.evaluation_images(spec, _DatasetImages(dataset_name, dataset_cfg))
     evaluation, attacked_subset = _attacked_samples(evaluation, spec, seed)
     loaded = [
-        load_inference_model(target.name, target.config or {"source": "train"}, target.weights, execution.device)
+        load_inference_model(target.name, model_spec(target.name, target.config), target.weights, execution.device)
         for target in targets
     ]
     data_config = loaded[0][2]
@@ -547,7 +560,7 @@ def _source_model(
     if source_name is None:
         return None
     source_model, _, source_data_config = load_inference_model(
-        source_name, source_cfg or {"source": "train"}, source_weights, device
+        source_name, model_spec(source_name, source_cfg), source_weights, device
     )
     if source_data_config != data_config:  # frozen dataclasses (or None): compared field by field
         raise InputError(

@@ -1,9 +1,11 @@
 """What every model source answers (:class:`ModelSource`), and the defaults of the sources
 fetched from a model zoo (:class:`ZooSource`).
 
-The questions fall in two groups. The workflow asks the first at DAG-build time, so their
-answers import neither torch nor a model library: parse and validate an entry
-(:meth:`~ModelSource.parse`), which file inference reads (:meth:`~ModelSource.weights_input`),
+An entry is parsed once into a :class:`ModelSpec` (:meth:`~ModelSource.parse`), and every other
+question takes that spec, never the raw entry: the workflow parses each ``models:`` entry once
+while it builds the DAG, a job once from its rule's parameter. The questions fall in two groups.
+The workflow asks the first at DAG-build time, so their answers import neither torch nor a model
+library: parse and validate an entry, which file inference reads (:meth:`~ModelSource.weights_input`),
 how many classes the model scores (:meth:`~ModelSource.classes_scored`), whether it can run
 where the config sends it (:meth:`~ModelSource.check_run`, :meth:`~ModelSource.check_fit`). The
 jobs ask the rest, which import torch and the model library when called: check the names
@@ -61,11 +63,11 @@ class ModelSource(Protocol):
         """:class:`InputError` (field relative to the entry) unless the library knows the names."""
         ...
 
-    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
+    def weights_input(self, model: str, spec: ModelSpec, *, models_dir: str, resources: str) -> str | None:
         """The file rule infer reads for model ``model`` (None: nothing to read)."""
         ...
 
-    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+    def classes_scored(self, spec: ModelSpec, datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
         """How many classes the model scores (None: only building it would tell); ``classes`` is
         each dataset's class count."""
         ...
@@ -73,7 +75,7 @@ class ModelSource(Protocol):
     def check_run(
         self,
         model: str,
-        entry: Mapping[str, Any],
+        spec: ModelSpec,
         datasets: Datasets,
         config_path: str,
         *,
@@ -84,14 +86,12 @@ class ModelSource(Protocol):
         name of every shift of the config (None: not checked)."""
         ...
 
-    def check_fit(
-        self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
-    ) -> None:
+    def check_fit(self, model: str, spec: ModelSpec, dataset: str, datasets: Datasets, hint: str, config_path: str) -> None:
         """:class:`InputError` when the model cannot run on ``dataset`` for a reason besides its
         class count (which :meth:`classes_scored` tells)."""
         ...
 
-    def has_scores(self, model: str, entry: Mapping[str, Any], dataset: str, shift: str, config_path: str) -> bool:
+    def has_scores(self, model: str, spec: ModelSpec, dataset: str, shift: str, config_path: str) -> bool:
         """Whether the model's cached outputs on ``(dataset, shift)`` hold scores (False: hard
         predictions only, so the metrics that need scores are skipped); :class:`InputError`
         when the entry gives nothing for that pair."""
@@ -100,7 +100,7 @@ class ModelSource(Protocol):
     def check_outputs(
         self,
         model: str,
-        entry: Mapping[str, Any],
+        spec: ModelSpec,
         dataset: str,
         datasets: Datasets,
         shifts: Mapping[str, np.ndarray | None],
@@ -139,7 +139,7 @@ class ModelSource(Protocol):
         ...
 
     def inference_model(
-        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+        self, model: str, spec: ModelSpec, weights: str | Path | None, device: str
     ) -> tuple[Any, dict[str, Any], Any]:
         """The model (``[0, 1]`` images in, logits out), its metadata for the logits sidecar, and
         its data config (None: it takes the dataset's images as they are)."""
@@ -159,16 +159,16 @@ class ZooSource:
     def name_check_libraries(self, spec: ModelSpec) -> tuple[str, ...] | None:
         return (self.name,)
 
-    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
+    def weights_input(self, model: str, spec: ModelSpec, *, models_dir: str, resources: str) -> str | None:
         return f"{resources}/models/{model}/manifest.json"
 
-    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+    def classes_scored(self, spec: ModelSpec, datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
         return None
 
     def check_run(
         self,
         model: str,
-        entry: Mapping[str, Any],
+        spec: ModelSpec,
         datasets: Datasets,
         config_path: str,
         *,
@@ -176,18 +176,16 @@ class ZooSource:
     ) -> None:
         return None
 
-    def check_fit(
-        self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
-    ) -> None:
+    def check_fit(self, model: str, spec: ModelSpec, dataset: str, datasets: Datasets, hint: str, config_path: str) -> None:
         return None
 
-    def has_scores(self, model: str, entry: Mapping[str, Any], dataset: str, shift: str, config_path: str) -> bool:
+    def has_scores(self, model: str, spec: ModelSpec, dataset: str, shift: str, config_path: str) -> bool:
         return True
 
     def check_outputs(
         self,
         model: str,
-        entry: Mapping[str, Any],
+        spec: ModelSpec,
         dataset: str,
         datasets: Datasets,
         shifts: Mapping[str, np.ndarray | None],
@@ -209,13 +207,12 @@ class ZooSource:
         # a mixin: the concrete source that inherits this is the ModelSource
         self: ModelSource,
         model: str,
-        entry: Mapping[str, Any],
+        spec: ModelSpec,
         weights: str | Path | None,
         device: str,
     ) -> tuple[Any, dict[str, Any], Any]:
         from classwise.models.loading import load_with_source
 
-        spec = parse_entry(self, entry, key=model, check_names=False)
         loaded, data_config = load_with_source(self, spec, weights, device=device)
         return loaded, {"name": model, "weights": str(weights), **json_safe(spec.to_dict())}, data_config
 
@@ -246,17 +243,16 @@ class PipelineSource(ZooSource):
     def check_names(self, spec: ModelSpec) -> None:
         return None
 
-    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
+    def weights_input(self, model: str, spec: ModelSpec, *, models_dir: str, resources: str) -> str | None:
         return f"{models_dir}/{model}.pt"
 
-    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
-        train_on = entry.get("train_on", next(iter(datasets)))
-        return classes.get(train_on)
+    def classes_scored(self, spec: ModelSpec, datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+        return classes.get(self.training_set(spec, datasets))
 
     def check_run(
         self,
         model: str,
-        entry: Mapping[str, Any],
+        spec: ModelSpec,
         datasets: Datasets,
         config_path: str,
         *,
@@ -264,7 +260,7 @@ class PipelineSource(ZooSource):
     ) -> None:
         from classwise.data.sources import TRAIN_SPLIT_SOURCES
 
-        train_on = entry.get("train_on", next(iter(datasets)))
+        train_on = self.training_set(spec, datasets)
         dataset_source = datasets[train_on]["source"]
         if dataset_source not in TRAIN_SPLIT_SOURCES:
             raise InputError(
@@ -274,6 +270,11 @@ class PipelineSource(ZooSource):
                 path=config_path,
                 field=f"models.{model}.train_on",
             )
+
+    @staticmethod
+    def training_set(spec: ModelSpec, datasets: Datasets) -> str:
+        """The dataset whose train split makes the model (``train_on``, default the first dataset)."""
+        return str(spec.options.get("train_on", next(iter(datasets))))
 
     def needs_download(self, spec: ModelSpec) -> bool:
         return False

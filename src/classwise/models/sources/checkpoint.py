@@ -78,16 +78,16 @@ class CheckpointSource(ZooSource):
         elif spec.architecture not in DEMO_ARCHITECTURES:
             raise InputError(f"unknown architecture; known: {sorted(DEMO_ARCHITECTURES)}", field="architecture")
 
-    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
-        return str(entry["path"])
+    def weights_input(self, model: str, spec: ModelSpec, *, models_dir: str, resources: str) -> str | None:
+        return str(spec.path)
 
-    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
-        return None if entry.get("num_classes") is None else int(entry["num_classes"])
+    def classes_scored(self, spec: ModelSpec, datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+        return spec.num_classes
 
     def check_run(
         self,
         model: str,
-        entry: Mapping[str, Any],
+        spec: ModelSpec,
         datasets: Datasets,
         config_path: str,
         *,
@@ -97,7 +97,7 @@ class CheckpointSource(ZooSource):
         scores ``num_classes`` classes when the entry sets it (read without torch)."""
         from classwise.models.pickled import pickled_model_class
 
-        path = Path(str(entry["path"]))
+        path = Path(str(spec.path))
         if not path.is_file():
             raise InputError(f"checkpoint file {str(path)!r} does not exist", path=config_path, field=f"models.{model}.path")
         model_class = pickled_model_class(path)
@@ -108,7 +108,7 @@ class CheckpointSource(ZooSource):
                 path=config_path,
                 field=f"models.{model}.path",
             )
-        num_classes = entry.get("num_classes")
+        num_classes = spec.num_classes
         head = _head(path)
         if head is not None and num_classes is not None and head.classes != int(num_classes):
             raise InputError(
@@ -119,16 +119,14 @@ class CheckpointSource(ZooSource):
                 field=f"models.{model}.num_classes",
             )
 
-    def check_fit(
-        self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
-    ) -> None:
+    def check_fit(self, model: str, spec: ModelSpec, dataset: str, datasets: Datasets, hint: str, config_path: str) -> None:
         """Without ``num_classes`` (then :meth:`classes_scored` cannot tell), the checkpoint's
         classifier head scores as many classes as ``dataset`` has."""
         from classwise.data.sources import dataset_classes
 
-        if entry.get("num_classes") is not None:
+        if spec.num_classes is not None:
             return  # the plan compares num_classes with the dataset, check_run the head with num_classes
-        path = Path(str(entry["path"]))
+        path = Path(str(spec.path))
         head, classes = _head(path), dataset_classes(dataset, datasets[dataset])
         if head is not None and classes is not None and head.classes != classes:
             raise InputError(

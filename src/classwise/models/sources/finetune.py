@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from classwise.models.finetune_spec import FINETUNE_DEFAULTS, FINETUNE_REQUIRED
+from classwise.models.finetune_spec import FINETUNE_OPTIONAL, FINETUNE_REQUIRED
 from classwise.models.sources.base import PipelineSource, json_safe
 from classwise.models.spec import ModelSpec
 
@@ -21,7 +20,7 @@ class FinetuneSource(PipelineSource):
     name = "finetune"
     made_by: str | None = "finetune_model"
     required_keys = frozenset(FINETUNE_REQUIRED)
-    optional_keys = frozenset({*FINETUNE_DEFAULTS, "data_config"})
+    optional_keys = frozenset(FINETUNE_OPTIONAL)
 
     def data_config(self, spec: ModelSpec) -> DataConfig:
         from classwise.models.finetune import parse_finetune_spec, resolve_data_config
@@ -36,7 +35,7 @@ class FinetuneSource(PipelineSource):
         return wrapped.model, config
 
     def inference_model(
-        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+        self, model: str, spec: ModelSpec, weights: str | Path | None, device: str
     ) -> tuple[Any, dict[str, Any], Any]:
         from classwise.models.finetune import load_finetuned
 

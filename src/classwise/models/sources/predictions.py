@@ -49,18 +49,18 @@ def _nested(files: Mapping[str, Any]) -> bool:
     return isinstance(next(iter(files.values()), None), Mapping)
 
 
-def outputs_file(entry: Mapping[str, Any], dataset: str, shift: str) -> str | None:
+def outputs_file(spec: ModelSpec, dataset: str, shift: str) -> str | None:
     """The file of the model's outputs on ``(dataset, shift)`` (None: the entry gives none)."""
-    files = entry["files"]
+    files = spec.options["files"]
     if _nested(files):
         files = files.get(dataset) or {}
     value = files.get(shift)
     return None if value is None else str(value)
 
 
-def _files_field(model: str, entry: Mapping[str, Any], dataset: str, shift: str) -> str:
+def _files_field(model: str, spec: ModelSpec, dataset: str, shift: str) -> str:
     """The config field of the model's file on ``(dataset, shift)``."""
-    return field_path("models", model, "files", *([dataset] if _nested(entry["files"]) else []), shift)
+    return field_path("models", model, "files", *([dataset] if _nested(spec.options["files"]) else []), shift)
 
 
 def _check_file(value: Any, field: str, config_path: str | Path | None) -> None:
@@ -123,16 +123,16 @@ class PredictionsSource:
     def check_names(self, spec: ModelSpec) -> None:
         return None
 
-    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
+    def weights_input(self, model: str, spec: ModelSpec, *, models_dir: str, resources: str) -> str | None:
         return None
 
-    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+    def classes_scored(self, spec: ModelSpec, datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
         return None  # the import job checks the file's columns against the dataset's classes
 
     def check_run(
         self,
         model: str,
-        entry: Mapping[str, Any],
+        spec: ModelSpec,
         datasets: Datasets,
         config_path: str,
         *,
@@ -140,7 +140,7 @@ class PredictionsSource:
     ) -> None:
         """Files given per dataset name datasets of the config, and every file is for one of
         ``shifts`` (the config's shifts, as the plan expands them), when given."""
-        files = entry.get("files") or {}
+        files = spec.options.get("files") or {}
         per_dataset = files if _nested(files) else {None: files}
         unknown = [name for name in per_dataset if name is not None and name not in datasets]
         if unknown:
@@ -160,17 +160,15 @@ class PredictionsSource:
                     field=field_path(*where),
                 )
 
-    def check_fit(
-        self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
-    ) -> None:
+    def check_fit(self, model: str, spec: ModelSpec, dataset: str, datasets: Datasets, hint: str, config_path: str) -> None:
         return None
 
-    def has_scores(self, model: str, entry: Mapping[str, Any], dataset: str, shift: str, config_path: str) -> bool:
+    def has_scores(self, model: str, spec: ModelSpec, dataset: str, shift: str, config_path: str) -> bool:
         """From the file's header (its array names, or its CSV columns); errors name the field."""
         from classwise.predictions_io import file_has_scores
 
-        path = outputs_file(entry, dataset, shift)
-        field = _files_field(model, entry, dataset, shift)
+        path = outputs_file(spec, dataset, shift)
+        field = _files_field(model, spec, dataset, shift)
         if path is None:
             raise InputError(
                 f"no file of model {model!r}'s outputs on shift {shift!r} of dataset {dataset!r}; add one, or leave the "
@@ -186,7 +184,7 @@ class PredictionsSource:
     def check_outputs(
         self,
         model: str,
-        entry: Mapping[str, Any],
+        spec: ModelSpec,
         dataset: str,
         datasets: Datasets,
         shifts: Mapping[str, np.ndarray | None],
@@ -205,7 +203,7 @@ class PredictionsSource:
         names = dataset_class_names(dataset, datasets[dataset])
         class_names = None if names is None else np.asarray(names)
         for shift, sample_ids in shifts.items():
-            path = outputs_file(entry, dataset, shift)
+            path = outputs_file(spec, dataset, shift)
             if path is None:
                 continue  # has_scores says so
             where = f"dataset {dataset!r}" if shift == "clean" else f"shift {shift!r} of dataset {dataset!r}"
@@ -217,10 +215,10 @@ class PredictionsSource:
                     sample_ids=sample_ids,
                     where=where,
                     class_names=class_names,
-                    abstain=entry.get("abstain"),
+                    abstain=spec.options.get("abstain"),
                 )
             except InputError as exc:
-                raise InputError(str(exc), path=config_path, field=_files_field(model, entry, dataset, shift)) from None
+                raise InputError(str(exc), path=config_path, field=_files_field(model, spec, dataset, shift)) from None
 
     def needs_download(self, spec: ModelSpec) -> bool:
         return False
@@ -241,7 +239,7 @@ class PredictionsSource:
         raise InputError(f"models with source {self.name!r} are not run by the pipeline", field="source")
 
     def inference_model(
-        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+        self, model: str, spec: ModelSpec, weights: str | Path | None, device: str
     ) -> tuple[Any, dict[str, Any], Any]:
         raise InputError(
             f"model {model!r} (source {self.name}) is not run by the pipeline: rule import_predictions reads its outputs "

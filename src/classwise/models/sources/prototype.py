@@ -70,23 +70,23 @@ def backbone_identity(spec: ModelSpec) -> tuple[str, str]:
     return spec.source, str(spec.name)
 
 
-def backbone_input(model: str, entry: Mapping[str, Any], *, resources: str) -> str | None:
-    """The file rule ``compute_prototypes`` reads the backbone from: the download manifest in
-    ``<resources>/models/<model>/backbone/``, a checkpoint's own path, or nothing (torchvision's
-    random weights)."""
-    backbone = entry["backbone"]
-    source = BACKBONE_SOURCES[backbone["source"]]
+def backbone_input(model: str, spec: ModelSpec, *, resources: str) -> str | None:
+    """The file rule ``compute_prototypes`` reads the backbone of prototype ``spec`` from: the
+    download manifest in ``<resources>/models/<model>/backbone/``, a checkpoint's own path, or
+    nothing (torchvision's random weights)."""
+    backbone = parse_backbone(spec.options, f"models.{model}", None)
+    source = BACKBONE_SOURCES[backbone.source]
     if source is CHECKPOINT:
-        return str(backbone["path"])
-    if source is TORCHVISION and backbone.get("weights") is None:
+        return str(backbone.path)
+    if source is TORCHVISION and backbone.weights is None:
         return None
     return f"{resources}/models/{model}/backbone/manifest.json"
 
 
 def load_backbone(
-    entry: Mapping[str, Any], weights: str | Path | None, *, key: str = "model"
+    spec: ModelSpec, weights: str | Path | None, *, key: str = "model"
 ) -> tuple[nn.Module, DataConfig, dict[str, Any]]:
-    """The headless backbone of a prototype ``entry`` (:func:`classwise.models.prototypes.strip_head`;
+    """The headless backbone of a prototype ``spec`` (:func:`classwise.models.prototypes.strip_head`;
     eval mode, on CPU) read offline from ``weights`` (its download manifest, sha256-checked; a
     checkpoint's file; None for random torchvision weights, drawn under seed 0), its data config
     and a record of what was read."""
@@ -96,11 +96,11 @@ def load_backbone(
     from classwise.models.manifest import MANIFEST_NAME, read_manifest
     from classwise.models.prototypes import strip_head
 
-    spec = parse_backbone(entry, f"models.{key}", None)
+    backbone_spec = parse_backbone(spec.options, f"models.{key}", None)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)  # torchvision's random weights (weights: null), the same every run
-        wrapped, config = load_with_source(BACKBONE_SOURCES[spec.source], spec, weights, device="cpu")
-    record: dict[str, Any] = {"entry": spec.to_dict(), "weights": None if weights is None else str(weights)}
+        wrapped, config = load_with_source(BACKBONE_SOURCES[backbone_spec.source], backbone_spec, weights, device="cpu")
+    record: dict[str, Any] = {"entry": backbone_spec.to_dict(), "weights": None if weights is None else str(weights)}
     if weights is not None and Path(weights).name == MANIFEST_NAME:
         manifest = read_manifest(weights)
         record.update(resolved=manifest.get("resolved"), files=manifest.get("files"))
@@ -162,7 +162,7 @@ class PrototypeSource(PipelineSource):
         return classifier, config
 
     def inference_model(
-        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+        self, model: str, spec: ModelSpec, weights: str | Path | None, device: str
     ) -> tuple[Any, dict[str, Any], Any]:
         from classwise.models.prototypes import load_prototype_model
 

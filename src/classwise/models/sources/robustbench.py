@@ -53,8 +53,8 @@ class RobustbenchSource(ZooSource):
         if robustbench_models.installed():
             robustbench_models.check_name(spec)
 
-    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
-        return _CLASSES.get(str(entry.get("dataset")))
+    def classes_scored(self, spec: ModelSpec, datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+        return _CLASSES.get(str(spec.dataset))
 
     def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
         from classwise.models import robustbench_models

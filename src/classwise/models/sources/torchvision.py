@@ -33,12 +33,12 @@ class TorchvisionSource(ZooSource):
 
         torchvision_models.check_name(spec)
 
-    def weights_input(self, model: str, entry: Mapping[str, Any], *, models_dir: str, resources: str) -> str | None:
-        if entry.get("weights") is None:
+    def weights_input(self, model: str, spec: ModelSpec, *, models_dir: str, resources: str) -> str | None:
+        if spec.weights is None:
             return None  # random weights: nothing to read
-        return super().weights_input(model, entry, models_dir=models_dir, resources=resources)
+        return super().weights_input(model, spec, models_dir=models_dir, resources=resources)
 
-    def classes_scored(self, entry: Mapping[str, Any], datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
+    def classes_scored(self, spec: ModelSpec, datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
         return 1000  # every torchvision classification model is an ImageNet-1k model
 
     def needs_download(self, spec: ModelSpec) -> bool:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +26,11 @@ class TrainSource(PipelineSource):
     made_by: str | None = "train_model"
     optional_keys = frozenset({"train_on", "options", *TRAINING_DEFAULTS})
 
-    def check_fit(
-        self, model: str, entry: Mapping[str, Any], dataset: str, datasets: Datasets, hint: str, config_path: str
-    ) -> None:
+    def check_fit(self, model: str, spec: ModelSpec, dataset: str, datasets: Datasets, hint: str, config_path: str) -> None:
         """A demo model takes images of the shape it was trained on."""
         from classwise.data.sources import dataset_image_shape
 
-        train_on = entry.get("train_on", next(iter(datasets)))
+        train_on = self.training_set(spec, datasets)
         trained, evaluated = dataset_image_shape(datasets[train_on]), dataset_image_shape(datasets[dataset])
         if train_on != dataset and (trained is None or trained != evaluated):
             raise InputError(
@@ -51,7 +48,7 @@ class TrainSource(PipelineSource):
         return classwise_checkpoint(spec, path)
 
     def inference_model(
-        self, model: str, entry: Mapping[str, Any], weights: str | Path | None, device: str
+        self, model: str, spec: ModelSpec, weights: str | Path | None, device: str
     ) -> tuple[Any, dict[str, Any], Any]:
         from classwise.models.checkpoint import load_checkpoint
 
