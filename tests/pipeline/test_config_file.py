@@ -39,6 +39,8 @@ def test_the_schema_check_runs_too_and_the_demo_passes(tmp_path: Path, capsys: p
     ("section", "field"),
     [
         ("shifts: {corruption: [fog]}", "shifts.corruption"),  # a kind's key, misspelt
+        ("shifts: {shifts: {corruptions: [fog]}, pgd: []}", "shifts.shifts"),  # a section nested in itself
+        ("shifts: {shifts: {corruptions: [fog]}}", "shifts.shifts"),
         ("shifts: {}\nmodels: {m: {source: timm, name: resnet18, weigths: x}}", "models.m.weigths"),  # a source's key
     ],
 )

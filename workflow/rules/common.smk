@@ -260,7 +260,7 @@ def finetune_inputs(wildcards):
     from classwise.models.finetune_spec import parse_finetune_entry
 
     model = config["models"][wildcards.model]
-    parse_finetune_entry(model, key=wildcards.model)
+    parse_finetune_entry(model, key=wildcards.model, config_path=CONFIG_SOURCE)
     inputs = {"data": training_data(wildcards)}
     if model.get("weights") is not None:
         inputs["base"] = f"{RESOURCES}/models/{wildcards.model}/base/manifest.json"

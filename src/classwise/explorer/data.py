@@ -50,8 +50,10 @@ SUMMARY_COLUMNS: dict[str, type] = {
     "accuracy_change": float,
     "worst_class_accuracy_change": float,
 }
+#: The interval columns, always from ``worst_class.json`` (the shift summary has no intervals).
+INTERVAL_COLUMNS = ("accuracy_low", "accuracy_high", "worst_class_low", "worst_class_high")
 #: The columns of ``shift_summary.csv`` the explorer reads besides ``shift`` and ``model``.
-SHIFT_SUMMARY_COLUMNS = tuple(column for column in SUMMARY_COLUMNS if not column.endswith(("_low", "_high")))
+SHIFT_SUMMARY_COLUMNS = tuple(column for column in SUMMARY_COLUMNS if column not in INTERVAL_COLUMNS)
 
 #: How many confusions of each class (true -> predicted) the explorer keeps per model and shift.
 DEFAULT_CONFUSIONS = 3

@@ -62,7 +62,8 @@ class ModelSpec:
     label: str = field(default="", compare=False)
     """A short human-readable identity, e.g. ``timm:vit_base_patch16_224`` (the source's)."""
     verbatim: bool = field(default=False, compare=False, repr=False)
-    """The entry is kept as written (``options``): sources the pipeline trains."""
+    """The entry is kept as written (``options``): the sources the pipeline trains and
+    ``predictions``."""
     null_keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
     """Keys written by :meth:`to_dict` even when ``None`` (torchvision's ``weights: null``)."""
 

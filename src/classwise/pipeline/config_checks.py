@@ -56,18 +56,21 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
     raise InputError(message, path=source, field=field_path(*where) or "(top level)")
 
 
-def check_models(config: Mapping[str, Any], *, source: str = "config") -> dict[str, ModelSpec]:
+def check_models(config: Mapping[str, Any], *, source: str = "config", check_names: bool = True) -> dict[str, ModelSpec]:
     """Each ``models:`` entry must parse, and a model fetched from a zoo or a file must name a
     model that timm / torchvision (/ RobustBench, when installed) know, offline, so a typo stops
     the run before any download or inference job (the pipeline's own models, ``train`` and
     ``finetune``, are checked by their rules). Imports timm or torchvision only when the config
-    uses them, and then once per library version. Returns each model's :class:`ModelSpec` by
-    name, which the workflow keeps and asks the sources with (``MODEL_SPECS``)."""
+    uses them, and then once per library version (``check_names=False``: the entries' keys and
+    values alone). Returns each model's :class:`ModelSpec` by name, which the workflow keeps and
+    asks the sources with (``MODEL_SPECS``)."""
     from classwise.models.sources import parse_model_spec
 
+    models = config.get("models") or {}
+    if not isinstance(models, Mapping):
+        raise InputError(f"expected a mapping of models, got {type(models).__name__}", path=source, field="models")
     return {
-        name: parse_model_spec(entry, key=name, config_path=source, check_names=True)
-        for name, entry in config.get("models", {}).items()
+        name: parse_model_spec(entry, key=name, config_path=source, check_names=check_names) for name, entry in models.items()
     }
 
 
@@ -86,11 +89,10 @@ def check_references(
     from classwise.superclasses import resolve_superclasses
 
     datasets = config.get("datasets", {})
-    models = config.get("models", {})
     if specs is None:
-        check_models(config, source=source)
-    for name, model in models.items():
-        train_on = model.get("train_on")
+        specs = check_models(config, source=source)
+    for name, spec in specs.items():
+        train_on = spec.options.get("train_on")
         if train_on is not None and train_on not in datasets:
             raise InputError(
                 f"names dataset '{train_on}', expected one of {sorted(datasets)}",
@@ -109,9 +111,9 @@ def check_references(
         for view, view_cfg in dataset.get("label_views", {}).items():
             field = f"datasets.{name}.label_views.{view}"
             reference = view_cfg.get("reference_model")
-            if view_cfg.get("kind") == "confident_learning" and reference not in models:
+            if view_cfg.get("kind") == "confident_learning" and reference not in specs:
                 raise InputError(
-                    f"names model {reference!r}, expected one of {sorted(models)}", path=source, field=f"{field}.reference_model"
+                    f"names model {reference!r}, expected one of {sorted(specs)}", path=source, field=f"{field}.reference_model"
                 )
             if view_cfg.get("kind") == "imagenet_cleaned" and "variant" not in view_cfg:
                 raise InputError(
@@ -126,8 +128,8 @@ def configured_shifts(config: Mapping[str, Any], *, source: str = "config") -> d
     :class:`InputError` naming ``source`` and the field, before any job."""
     from classwise.shifts.spec import expand_shifts
 
-    try:
-        return expand_shifts(config.get("shifts") or {})
+    try:  # wrapped, so that a `shifts` key inside the section is an unknown key there
+        return expand_shifts({"shifts": config.get("shifts") or {}})
     except InputError as error:
         raise _in_file(error, source) from None
 
@@ -141,7 +143,7 @@ def shift_shards(config: Mapping[str, Any], shifts: list[str], *, source: str = 
 
     default = (config.get("inference") or {}).get("shards", 1)
     try:
-        return shard_counts(config.get("shifts") or {}, list(shifts), default=default)
+        return shard_counts({"shifts": config.get("shifts") or {}}, list(shifts), default=default)
     except InputError as error:
         raise _in_file(error, source) from None
 

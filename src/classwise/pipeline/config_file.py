@@ -44,14 +44,12 @@ def check_config_file(path: str | Path, schema: str | Path = REPO_SCHEMA) -> dic
     the model sources and the shift kinds check themselves (the schema leaves those sets open);
     the cross checks that need the data or the model libraries run when the workflow builds its
     DAG (``snakemake -n``)."""
-    from classwise.models.sources import parse_model_spec
-    from classwise.pipeline.config_checks import check_schema, configured_shifts
+    from classwise.pipeline.config_checks import check_models, check_schema, configured_shifts
 
     config = load_config_file(path)
     if Path(schema).is_file():
         check_schema(config, schema, source=str(path))
-    for name, entry in (config.get("models") or {}).items():
-        parse_model_spec(entry, key=name, config_path=path, check_names=False)
+    check_models(config, source=str(path), check_names=False)
     configured_shifts(config, source=str(path))
     return config
 

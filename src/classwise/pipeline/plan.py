@@ -37,8 +37,9 @@ from classwise.data.sources import (
 )
 from classwise.errors import InputError, field_path
 from classwise.metrics.catalogue import label_sets_metric_names
-from classwise.models.sources import model_source, parse_model_spec
+from classwise.models.sources import model_source
 from classwise.models.spec import ModelSpec
+from classwise.pipeline.config_checks import check_models
 from classwise.shifts.kinds import KINDS
 
 __all__ = [
@@ -51,7 +52,6 @@ __all__ = [
     "evaluated_models",
     "evaluated_shifts",
     "model_outputs",
-    "model_specs",
     "resolve_analyses",
     "resolve_comparisons",
     "resolve_views",
@@ -71,15 +71,6 @@ def model_outputs(spec: ModelSpec, datasets: Mapping[str, Mapping[str, Any]]) ->
     it would tell."""
     classes = {name: dataset_classes(name, dataset) for name, dataset in datasets.items()}
     return model_source(spec).classes_scored(spec, datasets, classes)
-
-
-def model_specs(config: Mapping[str, Any], *, source: str = "config") -> dict[str, ModelSpec]:
-    """Each ``models:`` entry parsed (its names not looked up: the workflow's
-    :func:`~classwise.pipeline.config_checks.check_models` does, and gives :func:`check_runs` its
-    answer)."""
-    return {
-        name: parse_model_spec(entry, key=name, config_path=source, check_names=False) for name, entry in config["models"].items()
-    }
 
 
 def evaluated_models(config: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -156,10 +147,11 @@ def check_runs(
     """Raise :class:`InputError` for a model that cannot run where the config sends it; return
     the models, class counts and shifts per dataset. ``shifts`` are the expanded shifts (name ->
     spec), ``shift_sets`` each dataset's published shifts (see :func:`evaluated_shifts`),
-    ``specs`` each model's parsed entry (None: parsed here, :func:`model_specs`); the sources are
-    asked with these."""
+    ``specs`` each model's parsed entry (None: parsed here by
+    :func:`~classwise.pipeline.config_checks.check_models`, without looking the names up); the
+    sources are asked with these."""
     datasets = config["datasets"]
-    models = model_specs(config, source=source) if specs is None else specs
+    models = check_models(config, source=source, check_names=False) if specs is None else specs
     plan = Plan(
         models=evaluated_models(config),
         classes={name: dataset_classes(name, dataset) for name, dataset in datasets.items()},

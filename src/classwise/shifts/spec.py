@@ -80,7 +80,7 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
     (how many jobs its inference is split into) is no part of the shift: :func:`shard_counts` reads it.
     """
     result: dict[str, ShiftSpec] = {}
-    for entry in _entries(cfg):
+    for entry in _entries(_section(cfg)):
         for spec in entry.shifts:
             if spec.name in result:
                 raise InputError(f"two shifts are both named {spec.name!r}; remove the duplicate", field="shifts")
@@ -102,8 +102,8 @@ def shard_counts(cfg: Mapping[str, Any], names: list[str] | None = None, *, defa
     ``inference.shards``) for every other shift of ``names`` (default: those of ``cfg``), published
     shift sets included. ``cfg`` is the ``shifts`` section or a mapping holding it; it must pass
     :func:`expand_shifts`. A bad count raises :class:`InputError` naming the field."""
-    section = cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
-    shifts = list(expand_shifts(section)) if names is None else names
+    section = _section(cfg)
+    shifts = [spec.name for entry in _entries(section) for spec in entry.shifts] if names is None else names
     counts = {name: check_shards(default, "inference.shards") for name in shifts}
     for prefix, entry, entry_specs in _entries(section):
         if entry.get("shards") is None:
@@ -113,13 +113,22 @@ def shard_counts(cfg: Mapping[str, Any], names: list[str] | None = None, *, defa
     return counts
 
 
-def _entries(cfg: Mapping[str, Any]) -> list[Entry]:
-    """Each entry of a ``shifts`` section with its shifts, checked, kind by kind in the
-    registry's order: the one place that maps entries to shift names, for :func:`expand_shifts`
-    and :func:`shard_counts`."""
+def _section(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ``shifts`` section of ``cfg``: ``cfg["shifts"]`` when ``cfg`` holds it (a whole config
+    or ``{"shifts": section}``), else ``cfg`` itself. Unwrapped once: a ``shifts`` key inside the
+    section is an unknown key there (:func:`_entries`), never a second wrapper."""
     if not isinstance(cfg, Mapping):
         raise InputError(f"expected a mapping, got {type(cfg).__name__}", field="shifts")
     section = cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
+    if not isinstance(section, Mapping):
+        raise InputError(f"expected a mapping, got {type(section).__name__}", field="shifts")
+    return section
+
+
+def _entries(section: Mapping[str, Any]) -> list[Entry]:
+    """Each entry of a ``shifts`` section (the section itself, :func:`_section`) with its shifts,
+    checked, kind by kind in the registry's order: the one place that maps entries to shift
+    names, for :func:`expand_shifts` and :func:`shard_counts`."""
     known_keys = {key for kind in KINDS.values() for key in kind.config_keys}
     unknown = sorted(set(section) - known_keys)
     if unknown:

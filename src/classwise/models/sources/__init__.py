@@ -36,8 +36,8 @@ SOURCES = tuple(MODEL_SOURCES)
 
 
 def model_source(entry: Mapping[str, Any] | ModelSpec) -> ModelSource:
-    """The source of a ``models:`` entry or a :class:`ModelSpec` (an entry without ``source``
-    is a ``train`` entry, as the workflow's schema fills it in)."""
+    """The source of a :class:`ModelSpec` or of a raw ``models:`` entry (one without ``source``,
+    as a job of the pipeline's own checkpoints may hold, is a ``train`` entry)."""
     name = entry.source if isinstance(entry, ModelSpec) else entry.get("source", "train")
     if name not in MODEL_SOURCES:
         raise InputError(f"expected one of {list(SOURCES)}, got {name!r}", field="source")
