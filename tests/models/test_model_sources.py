@@ -273,3 +273,11 @@ def test_each_source_names_a_missing_or_unknown_key_before_any_job(source: str) 
 def test_an_unknown_source_stops_the_run_before_any_job() -> None:
     with pytest.raises(InputError, match=r"c.yaml: field 'models.m.source': expected one of \['timm', .*\], got 'keras'"):
         _checked_before_any_job(_config_with({"m": {"source": "keras", "name": "resnet"}}))
+
+
+def test_a_robustbench_entry_without_dataset_scores_cifar10_s_classes() -> None:
+    # The parsed entry's default dataset (cifar10) answers the class count at DAG build, so a
+    # mismatch with the dataset evaluated stops the run before the inference job.
+    entry = {"source": "robustbench", "name": "Standard"}
+    assert _spec(entry).dataset == "cifar10"
+    assert model_source(entry).classes_scored(_spec(entry), DATASETS, {"digits": 10}) == 10
