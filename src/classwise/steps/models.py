@@ -384,22 +384,10 @@ def _infer(
         )
     evaluation, subset = spec.shift_kind.evaluation_images(spec, _DatasetImages(dataset_name, dataset_cfg))
     evaluation, attacked_subset = _attacked_samples(evaluation, spec, seed)
-    loaded = [
-        load_inference_model(target.name, model_spec(target.name, target.config), target.weights, execution.device)
-        for target in targets
-    ]
+    loaded = _loaded_models(targets, evaluation, dataset_name, execution.device)
     data_config = loaded[0][2]
-    for target, (_, _, other) in zip(targets[1:], loaded[1:], strict=True):
-        if other != data_config:  # frozen dataclasses (or None): compared field by field
-            raise InputError(
-                f"model {target.name!r} preprocesses images otherwise than {targets[0].name!r} (data config): "
-                "one decode feeds only models of the same data config",
-                field="models",
-            )
     source_model = _source_model(spec, source_cfg, source_weights, data_config, targets[0].name, execution.device)
     weights = [None if target.weights is None else str(target.weights) for target in targets]
-    for target, (_, model_meta, model_data_config), path in zip(targets, loaded, weights, strict=True):
-        _check_input_shape(evaluation, target.name, model_meta, model_data_config, path, dataset_name)
     position: dict[str, Any] | None = None
     if shard is not None:  # whole batches of the set (after its per_class subset): classwise.sharding
         from classwise.sharding import Shard, shard_range
@@ -435,12 +423,7 @@ def _infer(
         metadata = {
             "dataset": {"name": dataset_name, **_json_safe(dict(dataset_cfg))},
             "model": model_meta,
-            "preprocessing": {
-                "input": "float32 in [0, 1], channels first",
-                "normalisation": "inside the model",
-                "input_shape": input_shape,
-                "data_config": None if model_data_config is None else model_data_config.to_dict(),
-            },
+            "preprocessing": _preprocessing(input_shape, model_data_config),
             "shift": spec.to_json(),
             **({} if subset is None else {"class_subset": {"class_indices": subset.tolist(), "of": len(evaluation.class_names)}}),
             **({} if attacked_subset is None else {"attacked_subset": attacked_subset}),
@@ -451,6 +434,38 @@ def _infer(
             "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
         }
         _write_logits(target.logits_path, arrays, metadata, subset, position, batch_size, progress)
+
+
+def _loaded_models(
+    targets: list[InferTarget], evaluation: Any, dataset_name: str, device: str
+) -> list[tuple[Any, dict[str, Any], Any]]:
+    """Each target's model, sidecar metadata and data config, checked: one data config for all
+    (one decode feeds them) and each model's input shape against the images."""
+    loaded = [
+        load_inference_model(target.name, model_spec(target.name, target.config), target.weights, device) for target in targets
+    ]
+    data_config = loaded[0][2]
+    for target, (_, _, other) in zip(targets[1:], loaded[1:], strict=True):
+        if other != data_config:  # frozen dataclasses (or None): compared field by field
+            raise InputError(
+                f"model {target.name!r} preprocesses images otherwise than {targets[0].name!r} (data config): "
+                "one decode feeds only models of the same data config",
+                field="models",
+            )
+    for target, (_, model_meta, model_data_config) in zip(targets, loaded, strict=True):
+        path = None if target.weights is None else str(target.weights)
+        _check_input_shape(evaluation, target.name, model_meta, model_data_config, path, dataset_name)
+    return loaded
+
+
+def _preprocessing(input_shape: Any, data_config: Any) -> dict[str, Any]:
+    """The sidecar's ``preprocessing``: what the model was fed (normalisation is the model's)."""
+    return {
+        "input": "float32 in [0, 1], channels first",
+        "normalisation": "inside the model",
+        "input_shape": input_shape,
+        "data_config": None if data_config is None else data_config.to_dict(),
+    }
 
 
 def _recorded(chunks: Iterable[Any], sizes: list[int]) -> Iterator[Any]:
