@@ -228,10 +228,14 @@ def test_random_start_needs_no_download(tmp_path: Path, gtsrb_root: Path) -> Non
     ],
 )
 def test_bad_finetune_entries_name_the_field(change: dict[str, object], field: str, expected: str) -> None:
-    with pytest.raises(InputError) as info:
-        parse_finetune_spec(_entry(**change), key="m", config_path="config/x.yaml")
-    message = str(info.value)
-    assert field in message and expected in message and "config/x.yaml" in message
+    # the job's parse and the source's, which check_models runs on every entry before any job
+    from classwise.models.sources import parse_model_spec
+
+    for parse in (parse_finetune_spec, parse_model_spec):
+        with pytest.raises(InputError) as info:
+            parse(_entry(**change), key="m", config_path="config/x.yaml")
+        message = str(info.value)
+        assert field in message and expected in message and "config/x.yaml" in message
 
 
 def test_a_missing_required_key_is_named() -> None:

@@ -24,6 +24,7 @@ from classwise.data.shift_sets import (
 from classwise.labels.real import REAL_URL
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
+from classwise.models.sources.base import PipelineSource
 from classwise.outputs import Planned, Scope, plan_scopes
 from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
 from classwise.references import REFERENCES  # the report's categories, one per source
@@ -119,8 +120,7 @@ def model_config(wildcards):
 
 
 def training_dataset(wildcards):
-    model = config["models"][wildcards.model]
-    return model.get("train_on", DATASETS[0])
+    return PipelineSource.training_set(MODEL_SPECS[wildcards.model], config["datasets"])
 
 
 def dataset_config(wildcards):
@@ -255,14 +255,10 @@ def scored_models(dataset, shifts):
 def finetune_inputs(wildcards):
     """What finetune_model reads: the download manifest of the starting weights (none for
     weights: null) and the marker of its training set when that set is downloaded. The entry
-    is validated here, so a bad architecture or weights name stops the run before any job.
+    (its values and torchvision names) was checked with every entry before any job.
     """
-    from classwise.models.finetune_spec import parse_finetune_entry
-
-    model = config["models"][wildcards.model]
-    parse_finetune_entry(model, key=wildcards.model, config_path=CONFIG_SOURCE)
     inputs = {"data": training_data(wildcards)}
-    if model.get("weights") is not None:
+    if MODEL_SPECS[wildcards.model].options.get("weights") is not None:
         inputs["base"] = f"{RESOURCES}/models/{wildcards.model}/base/manifest.json"
     return inputs
 

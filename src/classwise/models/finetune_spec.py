@@ -24,6 +24,8 @@ __all__ = [
     "FINETUNE_REQUIRED",
     "FinetuneSpec",
     "base_model_config",
+    "check_finetune_names",
+    "check_finetune_values",
     "parse_finetune_entry",
 ]
 
@@ -77,24 +79,49 @@ def parse_finetune_entry(entry: Mapping[str, Any], *, key: str = "model", config
     """Validate one ``finetune`` entry (named ``key``) but its ``data_config`` values, and return
     its :class:`FinetuneSpec`.
 
-    The architecture and weights are looked up in torchvision (the answer remembered per
+    The keys and values are checked by :func:`check_finetune_values`, the architecture and
+    weights looked up in torchvision by :func:`check_finetune_names` (the answer remembered per
     torchvision version). Errors are :class:`InputError` naming ``config_path`` and
     ``models.<key>.<field>``.
     """
-    from classwise.models import spec as model_spec
-    from classwise.models.sources.torchvision import SOURCE as TORCHVISION
-
     where = f"models.{key}"
+    if not isinstance(entry, Mapping):
+        raise InputError(f"expected a mapping, got {type(entry).__name__}", path=config_path, field=where)
+    if entry.get("source") != "finetune":
+        raise InputError(f"expected 'finetune', got {entry.get('source')!r}", path=config_path, field=f"{where}.source")
+    from classwise.models.spec import check_keys
+
+    given = {k: v for k, v in entry.items() if k != "source"}
+    check_keys("finetune", given, frozenset(FINETUNE_REQUIRED), frozenset(FINETUNE_OPTIONAL), where, config_path)
+    values = check_finetune_values(given, where, config_path)
+    try:
+        check_finetune_names(values["architecture"], values["weights"])
+    except InputError as exc:
+        raise InputError(str(exc).split(": ", 1)[-1], path=config_path, field=f"{where}.{exc.field}") from None
+    overrides = values.get("data_config")
+    return FinetuneSpec(
+        architecture=values["architecture"].strip(),
+        weights=None if values["weights"] is None else values["weights"].strip(),
+        train_on=values["train_on"],
+        optimizer=values["optimizer"],
+        epochs=int(values["epochs"]),
+        lr=float(values["lr"]),
+        momentum=float(values["momentum"]),
+        batch_size=int(values["batch_size"]),
+        weight_decay=float(values["weight_decay"]),
+        seed=int(values["seed"]),
+        data_config=None if overrides is None else dict(overrides),
+    )
+
+
+def check_finetune_values(given: Mapping[str, Any], where: str, config_path: str | Path | None) -> dict[str, Any]:
+    """The values of a ``finetune`` entry at ``where`` (``models.<key>``; its keys checked
+    already), checked without torchvision, with the defaults filled in; an :class:`InputError`
+    naming ``config_path`` and the field otherwise."""
 
     def fail(message: str, name: str) -> InputError:
         return InputError(message, path=config_path, field=f"{where}.{name}")
 
-    if not isinstance(entry, Mapping):
-        raise InputError(f"expected a mapping, got {type(entry).__name__}", path=config_path, field=where)
-    if entry.get("source") != "finetune":
-        raise fail(f"expected 'finetune', got {entry.get('source')!r}", "source")
-    given = {k: v for k, v in entry.items() if k != "source"}
-    model_spec.check_keys("finetune", given, frozenset(FINETUNE_REQUIRED), frozenset(FINETUNE_OPTIONAL), where, config_path)
     values = {**FINETUNE_DEFAULTS, **given}
     for name in ("architecture", "train_on"):
         if not isinstance(values[name], str) or not values[name].strip():
@@ -122,29 +149,24 @@ def parse_finetune_entry(entry: Mapping[str, Any], *, key: str = "model", config
         bad_keys = sorted(set(overrides) - set(DATA_CONFIG_KEYS))
         if bad_keys:
             raise fail(f"unknown key; known: {list(DATA_CONFIG_KEYS)}", f"data_config.{bad_keys[0]}")
-    architecture = values["architecture"].strip()
-    if architecture in _AUX_OUTPUTS:
-        raise fail(f"{architecture} returns auxiliary outputs in training mode; not supported", "architecture")
-    base = TORCHVISION.parse({"name": architecture, "weights": values["weights"]}, where, config_path)
+    if values["architecture"].strip() in _AUX_OUTPUTS:
+        raise fail(f"{values['architecture'].strip()} returns auxiliary outputs in training mode; not supported", "architecture")
+    return values
+
+
+def check_finetune_names(architecture: str, weights: str | None) -> None:
+    """An :class:`InputError` (field ``architecture`` or ``weights``, relative to the entry)
+    unless torchvision knows the architecture and its weights; the answer is remembered per
+    torchvision version, so a later check imports no torch."""
+    from classwise.models.sources.torchvision import SOURCE as TORCHVISION
+    from classwise.models.spec import remembered_check
+
+    base = TORCHVISION.parse({"name": architecture.strip(), "weights": weights}, "models", None)
     try:
-        model_spec.remembered_check(base, TORCHVISION.name_check_libraries(base), TORCHVISION.check_names)
+        remembered_check(base, TORCHVISION.name_check_libraries(base), TORCHVISION.check_names)
     except InputError as exc:
         name = "architecture" if exc.field == "name" else "weights"
-        raise fail(str(exc).split(": ", 1)[-1], name) from None
-    spec = FinetuneSpec(
-        architecture=architecture,
-        weights=None if values["weights"] is None else values["weights"].strip(),
-        train_on=values["train_on"],
-        optimizer=values["optimizer"],
-        epochs=int(values["epochs"]),
-        lr=float(values["lr"]),
-        momentum=float(values["momentum"]),
-        batch_size=int(values["batch_size"]),
-        weight_decay=float(values["weight_decay"]),
-        seed=int(values["seed"]),
-        data_config=None if overrides is None else dict(overrides),
-    )
-    return spec
+        raise InputError(str(exc).split(": ", 1)[-1], field=name) from None
 
 
 def base_model_config(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,12 +1,15 @@
 """``source: finetune``: a torchvision model fine-tuned by the pipeline (rule
-``finetune_model``) on a dataset's train split (:mod:`classwise.models.finetune`)."""
+``finetune_model``) on a dataset's train split (:mod:`classwise.models.finetune`). Its keys and
+values are checked when it is parsed, its architecture and weights looked up in torchvision
+(remembered per version) with the other models' names, all before any job."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from classwise.models.finetune_spec import FINETUNE_OPTIONAL, FINETUNE_REQUIRED
+from classwise.models.finetune_spec import FINETUNE_OPTIONAL, FINETUNE_REQUIRED, check_finetune_names, check_finetune_values
 from classwise.models.sources.base import PipelineSource, json_safe
 from classwise.models.spec import ModelSpec
 
@@ -21,6 +24,15 @@ class FinetuneSource(PipelineSource):
     made_by: str | None = "finetune_model"
     required_keys = frozenset(FINETUNE_REQUIRED)
     optional_keys = frozenset(FINETUNE_OPTIONAL)
+
+    def parse(self, given: Mapping[str, Any], where: str, config_path: str | Path | None) -> ModelSpec:
+        # the keys (PipelineSource), then the values: a bad one stops the run before any job
+        spec = super().parse(given, where, config_path)
+        check_finetune_values(given, where, config_path)
+        return spec
+
+    def check_names(self, spec: ModelSpec) -> None:
+        check_finetune_names(spec.options["architecture"], spec.options["weights"])
 
     def data_config(self, spec: ModelSpec) -> DataConfig:
         from classwise.models.finetune import parse_finetune_spec, resolve_data_config
