@@ -59,8 +59,8 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
 def check_models(config: Mapping[str, Any], *, source: str = "config", check_names: bool = True) -> dict[str, ModelSpec]:
     """Each ``models:`` entry must parse, and a model fetched from a zoo or a file must name a
     model that timm / torchvision (/ RobustBench, when installed) know, offline, so a typo stops
-    the run before any download or inference job (the pipeline's own models, ``train`` and
-    ``finetune``, are checked by their rules). Imports timm or torchvision only when the config
+    the run before any download or inference job (a ``finetune`` entry's architecture and weights
+    too; a ``train`` entry's architecture is checked by its rule). Imports timm or torchvision only when the config
     uses them, and then once per library version (``check_names=False``: the entries' keys and
     values alone). Returns each model's :class:`ModelSpec` by name, which the workflow keeps and
     asks the sources with (``MODEL_SPECS``)."""

@@ -102,10 +102,10 @@ def shard_counts(cfg: Mapping[str, Any], names: list[str] | None = None, *, defa
     ``inference.shards``) for every other shift of ``names`` (default: those of ``cfg``), published
     shift sets included. ``cfg`` is the ``shifts`` section or a mapping holding it; it must pass
     :func:`expand_shifts`. A bad count raises :class:`InputError` naming the field."""
-    section = _section(cfg)
-    shifts = [spec.name for entry in _entries(section) for spec in entry.shifts] if names is None else names
+    entries = _entries(_section(cfg))
+    shifts = [spec.name for entry in entries for spec in entry.shifts] if names is None else names
     counts = {name: check_shards(default, "inference.shards") for name in shifts}
-    for prefix, entry, entry_specs in _entries(section):
+    for prefix, entry, entry_specs in entries:
         if entry.get("shards") is None:
             continue
         count = check_shards(entry["shards"], f"{prefix}.shards")

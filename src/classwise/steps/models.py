@@ -146,12 +146,11 @@ def prototypes_step(
 
     from classwise.inference import predict_logits
     from classwise.models.prototypes import FeatureExtractor, add_class_sums, class_prototypes, save_prototypes
-    from classwise.models.sources import parse_model_spec
     from classwise.models.sources.prototype import load_backbone
     from classwise.models.wrapper import wrap_pixel_space
     from classwise.shifts.spec import clean_spec
 
-    spec = parse_model_spec(model_cfg, key=model_name, check_names=False)
+    spec = model_spec(model_name, model_cfg)
     resize = spec.options.get("resize")
     backbone, data_config, record = load_backbone(spec, backbone_weights or None, key=model_name)
     extractor = wrap_pixel_space(FeatureExtractor(backbone, resize), data_config)
