@@ -258,9 +258,11 @@ def build_config(
     analyses: bool = True,
     imagenet: bool = False,
     bootstrap: bool = True,
+    models_per_decode: int = 1,
 ) -> dict[str, Any]:
     """One config whose datasets are ``rows`` (index, row); data and checkpoints go to workdir.
-    ``bootstrap``: a small bootstrap (intervals, model comparisons) or none."""
+    ``bootstrap``: a small bootstrap (intervals, model comparisons) or none; ``models_per_decode``:
+    inference.models_per_decode (2: a dataset's two models share each decode)."""
     datasets: dict[str, Any] = {}
     models: dict[str, Any] = {}
     targeted_models: list[str] = []
@@ -323,6 +325,8 @@ def build_config(
     if any(has_autoattack(row) for _, row in rows):
         config["shifts"]["autoattack"] = [AUTOATTACK_ENTRY]
         config["inference"] = {"batch_size": AUTOATTACK_BATCH_SIZE}
+    if models_per_decode > 1:
+        config.setdefault("inference", {})["models_per_decode"] = models_per_decode
     if transfers:
         config["shifts"]["transfer"] = transfers
     if not analyses:
@@ -333,9 +337,13 @@ def build_config(
 def runs(workdir: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(name, config) of each run; the rows are split between a run with every analysis, clean
     images available and the bootstrap on, and one with ``shifts.clean: false``, the analyses and
-    the bootstrap off."""
+    the bootstrap off. In both, a dataset's models share their decodes
+    (``inference.models_per_decode: 2``); the per-model path is the tiny workflow run's."""
     rows = list(enumerate(pairwise_rows()))
     with_clean = [(i, row) for i, row in rows if row["clean"] or i % 2 == 0]
     without_clean = [(i, row) for i, row in rows if (i, row) not in with_clean]
-    yield "analyses_on", build_config(with_clean, workdir / "analyses_on", imagenet=True)
-    yield "clean_off", build_config(without_clean, workdir / "clean_off", clean=False, analyses=False, bootstrap=False)
+    yield "analyses_on", build_config(with_clean, workdir / "analyses_on", imagenet=True, models_per_decode=2)
+    yield (
+        "clean_off",
+        build_config(without_clean, workdir / "clean_off", clean=False, analyses=False, bootstrap=False, models_per_decode=2),
+    )

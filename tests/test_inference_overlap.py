@@ -4,6 +4,7 @@ the batch on a CUDA out-of-memory error. Everything runs on the CPU with stand-i
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import threading
@@ -25,7 +26,7 @@ from classwise.models import build_model, train_model
 from classwise.shifts import expand_shifts
 from classwise.shifts.corruptions import corrupt_batch
 from classwise.shifts.seeding import sample_seed
-from classwise.steps.models import InferTarget, infer_models_step, infer_step
+from classwise.steps.models import InferTarget, infer_group_step, infer_models_step, infer_step
 
 SHIFTS = expand_shifts(
     {
@@ -242,6 +243,62 @@ def test_one_decode_refuses_models_of_other_data_configs(tmp_path: Path, image_m
             device="cpu",
         )  # fmt: skip
     assert info.value.field == "models" and not list(tmp_path.glob("*.npz"))
+
+
+def test_a_group_job_runs_only_its_missing_and_stale_models_and_writes_their_own_bytes(
+    tmp_path: Path, image_models, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The job of rule infer_models_<dataset> (classwise.pipeline.decode_groups): one decode per
+    batch of models, each file its own job's bytes, and a rerun computes only what changed."""
+    dataset, models = image_models
+    (cfg_a, weights_a), (cfg_b, weights_b) = models.values()
+    common = {
+        "dataset_name": "shapes", "dataset_cfg": dataset, "shift": SHIFTS["gaussian_noise_s3"].to_json(), "seed": 4,
+        "batch_size": 4, "device": "cpu",
+    }  # fmt: skip
+    for name, (cfg, weights) in models.items():
+        infer_step(
+            model_name=name, model_cfg=cfg, checkpoint_path=weights, logits_path=tmp_path / "own" / f"{name}.npz", **common
+        )
+    group, record = tmp_path / "group", tmp_path / "group" / "record.json"
+    net_a = InferTarget("net_a", cfg_a, weights_a, group / "net_a.npz")
+    net_b = InferTarget("net_b", cfg_b, weights_b, group / "net_b.npz")
+    decodes = _count_decodes(monkeypatch)
+
+    def run(*targets: InferTarget, per_decode: int = 2) -> str:
+        decodes[0] = 0
+        log = io.StringIO()
+        infer_group_step(models=targets, record_path=record, models_per_decode=per_decode, progress=log, **common)
+        return log.getvalue()
+
+    def made() -> dict[str, int]:
+        return {path.name: path.stat().st_mtime_ns for path in sorted(group.glob("net_*"))}
+
+    run(net_a)
+    assert decodes[0] == 15
+    before = made()
+    log = run(net_a, net_b)  # a model added: it alone runs
+    assert decodes[0] == 15 and "1 of 2 models up to date, kept (net_a)" in log and "computing net_b (no net_b.npz" in log
+    assert {name: made()[name] for name in before} == before  # net_a's files untouched
+    for name in ("net_a", "net_b"):
+        for suffix in (".npz", ".json"):
+            assert (group / name).with_suffix(suffix).read_bytes() == (tmp_path / "own" / name).with_suffix(suffix).read_bytes()
+    assert json.loads(record.read_text())["fingerprints"].keys() == {"net_a", "net_b"}
+    assert run(net_a, net_b) and decodes[0] == 0  # nothing stale: nothing runs
+    # net_b's entry changed (another input size: another decoding than net_a's): net_b alone runs
+    net_b_small = InferTarget("net_b", {**cfg_b, "data_config": {"input_size": [3, 12, 12]}}, weights_b, group / "net_b.npz")
+    before = made()
+    assert "computing net_b (made from other parameters)" in run(net_a, net_b_small) and decodes[0] == 15
+    assert made()["net_a.npz"] == before["net_a.npz"] and made()["net_b.npz"] != before["net_b.npz"]
+    # no record: every file is remade; two decodings in one job are two passes, not an error
+    record.unlink()
+    run(net_a, net_b_small)
+    assert decodes[0] == 2 * 15
+    # one model per decode: every model its own pass, as infer's jobs
+    record.unlink()
+    run(net_a, net_b, per_decode=1)
+    assert decodes[0] == 2 * 15
+    assert (group / "net_b.npz").read_bytes() == (tmp_path / "own" / "net_b.npz").read_bytes()
 
 
 # --------------------------------------------------------------------------- precision and layout

@@ -36,6 +36,10 @@ def test_a_tiny_run_writes_every_key_per_case(tmp_path: Path) -> None:
         assert KEYS <= set(row)
         assert row["images"] == 6 and row["batches"] == 3
         assert row["decoded_images_per_model_shift"] == 6  # every image once, in the pipeline run
+        # four models sharing each decode: the set decoded once for all of them
+        assert row["shared_decode"] == {
+            "models": 4, "decoded_images": 6, "decoded_images_per_model_shift": 1.5, "identical_logits": True
+        }  # fmt: skip
         assert row["identical_logits"] is True
         assert min(row[key] for key in KEYS) > 0
         slower = min(row["decode_images_per_s"], row["model_images_per_s"])

@@ -16,6 +16,7 @@ import yaml
 from config_matrix import (
     AUTOATTACK,
     AUTOATTACK_SHARDS,
+    CORRUPTION,
     FACTORS,
     PGD,
     all_valid_rows,
@@ -231,6 +232,47 @@ def test_a_sharded_autoattack_is_the_file_an_unsharded_job_writes(
     )  # fmt: skip
     assert out.read_bytes() == cached.read_bytes()
     assert out.with_suffix(".json").read_bytes() == cached.with_suffix(".json").read_bytes()
+
+
+def test_models_sharing_a_decode_get_the_files_their_own_infer_jobs_would_write(
+    matrix: dict[str, Run], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """inference.models_per_decode 2: each dataset of two models decodes each clean or corrupted
+    batch once (one infer_models_<dataset> job per shift that runs no model, no per-model infer
+    job; an image folder and the in-memory digits), and every file it writes is byte for byte the
+    infer step's of that model alone."""
+    from classwise.shifts.spec import expand_shifts
+    from classwise.steps.models import infer_step
+
+    checked: set[str] = set()
+    for run_dir, config, _ in matrix.values():
+        assert config["inference"]["models_per_decode"] == 2
+        monkeypatch.chdir(run_dir)  # the sidecar records the weights' path as the job saw it
+        shifts = expand_shifts(config["shifts"])
+        for name, dataset_cfg in config["datasets"].items():
+            shared = [shift for shift in dataset_cfg["shifts"] if shift in ("clean", CORRUPTION)]
+            if len(dataset_cfg["models"]) < 2 or not shared:
+                continue
+            logs = Path("results", "logs")
+            for shift in shared:
+                assert (logs / "infer_models" / name / f"{shift}.log").is_file()
+                for model in dataset_cfg["models"]:
+                    assert not (logs / "infer" / name / model / f"{shift}.log").exists()
+                    cached = Path("results", "logits", name, model, f"{shift}.npz")
+                    sidecar = json.loads(cached.with_suffix(".json").read_text())
+                    entry = config["models"][model]
+                    weights = entry["path"] if entry["source"] == "checkpoint" else f"results/models/{model}.pt"
+                    out = tmp_path / name / model / f"{shift}.npz"
+                    infer_step(
+                        model_name=model, model_cfg=entry, checkpoint_path=weights, dataset_name=name,
+                        dataset_cfg={key: value for key, value in sidecar["dataset"].items() if key != "name"},
+                        shift=shifts[shift].to_json(), seed=sidecar["seed"],
+                        batch_size=config["inference"].get("batch_size", 256), device="cpu", logits_path=out, threads=1,
+                    )  # fmt: skip
+                    assert out.read_bytes() == cached.read_bytes(), (name, model, shift)
+                    assert out.with_suffix(".json").read_bytes() == cached.with_suffix(".json").read_bytes(), (name, model)
+                    checked.add(entry["source"])
+    assert checked == {"checkpoint", "train"}  # decoded image files and in-memory images
 
 
 def test_pgd_transferred_to_its_own_source_is_the_white_box_attack(matrix: dict[str, Run]) -> None:

@@ -86,3 +86,23 @@ def test_a_bad_config_of_the_user_s_workflow_names_their_config_file(tmp_path: P
         f"{user / 'config' / 'config.yaml'}: field 'models.s01.files.contrast_c70': names shift 'contrast_c70', which is no "
         "shift of the config"
     ) in result.stdout + result.stderr
+
+
+def test_models_sharing_a_decode_plan_under_the_module_s_prefix(tmp_path: Path) -> None:
+    """inference.models_per_decode 2 in a user's workflow: the generated infer_models_<dataset>
+    rule takes the prefix and the prefixed infer's threads, and wins over infer as it does alone."""
+    user = tmp_path / "my-study"
+    (user / "config").mkdir(parents=True)
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["inference"] = {**config.get("inference", {}), "models_per_decode": 2}
+    (user / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (user / "Snakefile").write_text(USER_SNAKEFILE)
+    planned = _snakemake(user, "--dry-run", "--set-threads", "classwise_infer=2")
+    assert planned.returncode == 0, planned.stderr[-4000:]
+    jobs = planned.stdout.split("\nrule ")
+    blocks = [job for job in jobs if job.startswith("classwise_infer_models_digits:")]
+    assert blocks and all("threads: 2" in block for block in blocks)
+    # the demo's clean image and five corruptions: one group job each, no per-model infer job for them
+    assert len(blocks) == 6
+    assert not any(job.startswith("classwise_infer:") and "shift=clean" in job for job in jobs)
+    assert any(job.startswith("classwise_infer:") and "shift=pgd_linf_eps0.1" in job for job in jobs)

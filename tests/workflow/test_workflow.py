@@ -10,8 +10,8 @@ import pytest
 import yaml
 from paths import REPO
 from results_readme import listed_files, written_files
+from snakemake_runner import job_counts, scheduled_jobs
 from snakemake_runner import run_snakemake as snakemake
-from snakemake_runner import scheduled_jobs
 
 from classwise.logits_io import load_scores
 from classwise.metrics import worst_class as wc
@@ -383,6 +383,23 @@ def test_changing_precision_or_layout_reruns_every_inference_and_no_training(fin
         finished_run, "fp32", lambda c: c.setdefault("inference", {}).update(precision="fp32", channels_last=False)
     )
     assert scheduled_jobs(finished_run, default) == {}
+
+
+def test_models_sharing_a_decode_take_over_the_shifts_that_run_no_model_with_infer_s_threads(finished_run: Path) -> None:
+    """inference.models_per_decode 2: one infer_models_digits job per shift that runs no model
+    (clean, the corruption) writes both models' logits; the attacks keep their cached per-model
+    infer jobs; a profile's infer threads are the group job's (classwise.pipeline.decode_groups)."""
+    config = _mutated(finished_run, "decode", lambda c: c.setdefault("inference", {}).update(models_per_decode=2))
+    result = snakemake(finished_run, config, "--dry-run", "--set-threads", "infer=2")  # at most --cores 2
+    assert result.returncode == 0, result.stderr[-4000:]
+    jobs = job_counts(result.stdout)
+    # clean, gaussian_noise_s3: remade once (their parameters are the group's now, and no record
+    # says what the files the infer jobs made were made from)
+    assert jobs["infer_models_digits"] == 2
+    assert "infer" not in jobs and "train_model" not in jobs
+    blocks = [job for job in result.stdout.split("\nrule ") if job.startswith("infer_models_digits:")]
+    assert len(blocks) == 2 and all("threads: 2" in block for block in blocks)
+    assert all("results/logits/digits/linear/" in block and "results/logits/digits/mlp/" in block for block in blocks)
 
 
 def test_code_changes_are_listed_and_forced_reruns_are_scoped(finished_run: Path) -> None:

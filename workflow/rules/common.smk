@@ -27,6 +27,7 @@ from classwise.models.sources import model_source
 from classwise.models.sources.base import PipelineSource
 from classwise.outputs import Planned, Scope, plan_scopes
 from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
+from classwise.pipeline.decode_groups import decode_groups
 from classwise.references import REFERENCES  # the report's categories, one per source
 from classwise.shifts.spec import infer_parameter
 from classwise.superclasses import resolve_superclasses
@@ -70,6 +71,16 @@ PLAN = check_runs(
     specs=MODEL_SPECS,
 )
 resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
+# Which models of a dataset share one decode per shift (inference.models_per_decode; none by
+# default): their infer_models_<dataset> jobs write those logits instead of infer.
+DECODE_GROUPS = decode_groups(
+    PLAN.models,
+    PLAN.shifts,
+    specs=MODEL_SPECS,
+    shift_specs=SHIFTS,
+    shards=SHARDS,
+    models_per_decode=config["inference"]["models_per_decode"],
+)
 # The bootstrap of the worst-class metrics (docs/uncertainty.md); 0 replicates turns it off.
 BOOTSTRAP = config["metrics"]["bootstrap"]
 BOOTSTRAP_ON = BOOTSTRAP["replicates"] > 0
@@ -223,6 +234,57 @@ def shifts_inferred_by(rule):
     return _alternatives(names) if names else "(?!)"
 
 
+def group_weights(group):
+    """What a decode group's job loads: each model's weights (as infer's `weights`), named
+    `weights:<model>` (nothing for a model that reads none)."""
+    weights = {name: weights_of(name) for name in group.models}
+    return {
+        f"weights:{name}": path for name, path in weights.items() if path is not None
+    }
+
+
+def group_outputs(group):
+    """A decode group's outputs: every model's logits and sidecar, flagged update() so that
+    Snakemake keeps the up-to-date ones when the job runs again. The group's record (what each
+    file was made from) is the job's own file, not an output: a missing output would hide the
+    group's parameter changes from Snakemake (it judges those only where every output has its
+    metadata), and the record is missing exactly when its files were made by infer jobs.
+    """
+    outputs = {}
+    for name in group.models:
+        outputs[f"logits:{name}"] = update(
+            f"{OUT}/logits/{group.dataset}/{name}/{{shift}}.npz"
+        )
+        outputs[f"metadata:{name}"] = update(
+            f"{OUT}/logits/{group.dataset}/{name}/{{shift}}.json"
+        )
+    return outputs
+
+
+def group_images(dataset):
+    """A decode group's `data` input: inference_data of its dataset (its rule has no dataset
+    wildcard)."""
+    return lambda wildcards: images_of(dataset, wildcards.shift)
+
+
+def group_record(dataset):
+    """A decode group's `record` parameter: where its job records what each model's logits on
+    the shift were made from."""
+    return lambda wildcards: f"{OUT}/logits_groups/{dataset}/{wildcards.shift}.json"
+
+
+def inherited_resources(rule):
+    """The threads and resources Snakemake gave `rule` (its own and a profile's set-threads and
+    set-resources), for the generated rules that do its work (a decode group's job takes infer's).
+    """
+    # used as a module (use rule * from classwise as classwise_*), the rule has its new name
+    resources = workflow.get_rule(workflow.modifier.modify_rulename(rule)).resources
+    own = {key: value.raw for key, value in resources.items() if value.raw is not None}
+    return own.pop("_cores", 1), {
+        key: value for key, value in own.items() if not key.startswith("_")
+    }
+
+
 def logit_shards(wildcards):
     """The shard files merge_logit_shards joins: 1-of-S to S-of-S, S the shift's shards."""
     count = SHARDS[wildcards.shift]
@@ -317,13 +379,18 @@ def inference_data(wildcards):
     """What infer reads besides the model: the dataset's download marker, or for a published
     shift set the markers of the downloaded files it reads (nothing for a directory the user
     provides)."""
-    spec = SHIFTS[wildcards.shift]
+    return images_of(wildcards.dataset, wildcards.shift)
+
+
+def images_of(dataset, shift):
+    """The download markers of the images of `dataset` under `shift` (inference_data)."""
+    spec = SHIFTS[shift]
     key = spec.shift_set
     if key is None:
-        return dataset_marker(wildcards.dataset)
-    entry = config["datasets"][wildcards.dataset]["shift_sets"][key]
+        return dataset_marker(dataset)
+    entry = config["datasets"][dataset]["shift_sets"][key]
     return [
-        f"{RESOURCES}/shift_sets/{wildcards.dataset}/{key}/{name}.prepared.json"
+        f"{RESOURCES}/shift_sets/{dataset}/{key}/{name}.prepared.json"
         for name in shift_archives(spec, entry)
     ]
 

@@ -6,6 +6,9 @@
 # A shift split into S shards (inference.shards, an entry's shards; docs/attacks.md) runs as S
 # infer_shard jobs of whole batches, each writing logits_shards/.../{shift}/{k}-of-{S}.npz, and
 # merge_logit_shards writes the cache from them, byte for byte infer's file.
+# With inference.models_per_decode above 1, the models a dataset runs share one decode per shift
+# that runs no model: one infer_models_<dataset> job per shift writes all their logits (those of
+# infer, byte for byte), computing only the missing or stale ones (classwise.pipeline.decode_groups).
 
 
 rule infer:
@@ -84,6 +87,43 @@ rule merge_logit_shards:
         "../../envs/torch.yaml"
     script:
         "../../scripts/merge_logit_shards.py"
+
+
+for _group in DECODE_GROUPS.values():
+    _threads, _resources = inherited_resources("infer")
+
+    rule:
+        name:
+            _group.rule
+        input:
+            **group_weights(_group),
+            data=group_images(_group.dataset),
+        output:
+            **group_outputs(_group),
+        log:
+            f"{OUT}/logs/infer_models/{_group.dataset}/{{shift}}.log",
+        benchmark:
+            f"{OUT}/benchmarks/infer_models/{_group.dataset}/{{shift}}.tsv"
+        wildcard_constraints:
+            shift=_alternatives(_group.shifts),
+        conda:
+            "../../envs/torch.yaml"
+        threads: _threads
+        resources:
+            **_resources,
+        params:
+            models={name: canonical(config["models"][name]) for name in _group.models},
+            record=group_record(_group.dataset),
+            dataset_name=_group.dataset,
+            dataset=job_parameters(config["datasets"][_group.dataset]),
+            shift=infer_shift,
+            seed=config["seed"],
+            batch_size=config["inference"]["batch_size"],
+            device=EXECUTION.parameter(),
+        script:
+            "../../scripts/infer_models.py"
+
+    workflow.ruleorder(_group.rule, "infer")
 
 
 rule import_predictions:

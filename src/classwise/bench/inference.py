@@ -21,6 +21,11 @@ and returns cheap logits. The images are a generated ImageNet-shaped folder: ran
   Target: at least 0.9 when balanced (:data:`EFFICIENCY_GOAL`).
 * ``decoded_images_per_model_shift``: images decoded per (model, shift) pair in the pipeline
   run: every image once for its one model and shift.
+* ``shared_decode``: ``models`` stand-in models of one data config fed from one stream, as an
+  ``infer_models_<dataset>`` job feeds them (``inference.models_per_decode``): the images
+  decoded in all (``decoded_images``, the set once, not once per model), per (model, shift)
+  (``decoded_images_per_model_shift`` = images / models), and whether each model's logits are
+  those of its own run (``identical_logits``).
 
 The four runs take turns over ``repeats`` rounds; each rate is the best round's (the round least
 slowed by other processes), and ``efficiency_per_round`` pairs the runs of each round. The
@@ -106,8 +111,10 @@ def bench_case(
     decode_threads: int,
     repeats: int,
     seconds_per_batch: float | None,
+    shared_models: int = 4,
 ) -> dict[str, Any]:
-    """One case's row (see the module docstring)."""
+    """One case's row (see the module docstring); ``shared_models``: the models of the shared
+    decode's run."""
     import torch
 
     from classwise.data.sources import open_split
@@ -134,6 +141,15 @@ def bench_case(
         ) as batches:
             return np.concatenate([logits for _, (logits,) in batches])
 
+    def run_shared(models: list[Any]) -> list[np.ndarray]:
+        """``models`` fed from one stream: each batch decoded and shifted once for all."""
+        chunks = dataset.iter_batches(batch_size, transform, workers=decode_threads)
+        with stream_logits(
+            models, chunks, spec, n_classes=n_classes, base_seed=0, batch_size=batch_size, device="cpu", prefetch=2
+        ) as batches:
+            per_batch = [outputs for _, outputs in batches]
+        return [np.concatenate([outputs[i] for outputs in per_batch]) for i in range(len(models))]
+
     free = stand_in_model(0.0, n_classes)
     run(free, 0)  # warm-up, untimed: imports (albumentations), caches
     n_batches = -(-n_images // batch_size)
@@ -159,6 +175,9 @@ def bench_case(
         decoded = decodes[0]
         seconds, sequential = _best(1, lambda: run(model, 0))
         times["sequential"].append(seconds)
+    decodes[0] = 0
+    shared = run_shared([free] * shared_models)
+    shared_decodes = decodes[0]
     rate = {side: n_images / min(values) for side, values in times.items()}
     # pipeline images/s over the slower side's, within one round
     per_round = [max(d, m) / p for d, m, p in zip(times["decode"], times["model"], times["pipeline"], strict=True)]
@@ -178,6 +197,12 @@ def bench_case(
         "efficiency_bound_fill_and_drain": n_batches / (n_batches + 1),
         "decoded_images_per_model_shift": decoded,
         "identical_logits": overlapped.tobytes() == sequential.tobytes(),
+        "shared_decode": {
+            "models": shared_models,
+            "decoded_images": shared_decodes,
+            "decoded_images_per_model_shift": shared_decodes / shared_models,
+            "identical_logits": all(logits.tobytes() == run(free, 2).tobytes() for logits in shared),
+        },
     }
 
 

@@ -87,6 +87,14 @@ class DataConfig:
                 field="resize_size",
             )
 
+    @property
+    def decoding(self) -> tuple[Any, ...]:
+        """What :func:`preprocess_image` reads of it: configs with the same decoding make the same
+        image tensors from an image (the normalisation is inside the model, ``origin`` a note), so
+        one decode feeds every model of such configs."""
+        fill = self.mean if self.crop_mode == "border" else None
+        return (self.input_size, self.interpolation, self.crop_mode, self.resize_size, fill)
+
     @classmethod
     def from_timm(cls, config: Mapping[str, Any], *, origin: str = "") -> DataConfig:
         """From the dict that ``timm.data.resolve_data_config`` returns; ``resize_size`` follows

@@ -349,6 +349,91 @@ def infer_models_step(
     )
 
 
+def infer_group_step(
+    *,
+    models: Sequence[InferTarget],
+    record_path: str | Path,
+    models_per_decode: int,
+    dataset_name: str,
+    dataset_cfg: Mapping[str, Any],
+    shift: Mapping[str, Any],
+    seed: int,
+    batch_size: int,
+    device: str | Mapping[str, Any],
+    data_inputs: Sequence[str | Path] = (),
+    progress: TextIO | None = None,
+    threads: int | None = None,
+) -> None:
+    """The inference job of a decode group (rule ``infer_models_<dataset>``,
+    :mod:`classwise.pipeline.decode_groups`): every model of ``models`` on one shift that runs no
+    model, each batch decoded and shifted once for up to ``models_per_decode`` models of one
+    decoding held together (:func:`classwise.shared_decode.take_batches`), each logits
+    file and sidecar byte for byte its own :func:`infer_step`'s.
+
+    Only the models whose logits are missing or stale are run
+    (:func:`~classwise.shared_decode.stale_models`: judged by what the group's record at
+    ``record_path`` says each file was made from, and by the mtimes of its weights and of
+    ``data_inputs``); the others' files are left as they are, so adding a model to a finished run
+    computes that model only. The record names only the kept models while the others are
+    computed and all of them at the end: a job that fails or is killed leaves the files it did
+    not finish (or that Snakemake restores, ``update()``) unrecorded, so its rerun computes them."""
+    from classwise.execution import Execution
+    from classwise.logits_io import sidecar_path
+    from classwise.shared_decode import fingerprint, read_group_record, stale_models, take_batches, write_group_record
+
+    targets = list(models)
+    name = str(shift.get("name", ""))
+    made_from = {
+        target.name: fingerprint(
+            {
+                "model": target.config,
+                "weights": None if target.weights is None else str(target.weights),
+                "dataset": {"name": dataset_name, **dict(dataset_cfg)},
+                "shift": shift,
+                "seed": seed,
+                "batch_size": batch_size,
+                "device": device,
+            }
+        )
+        for target in targets
+    }
+    stale = stale_models(
+        {target.name: [target.logits_path, sidecar_path(target.logits_path)] for target in targets},
+        made_from,
+        read_group_record(record_path),
+        {target.name: [*([] if target.weights is None else [target.weights]), *data_inputs] for target in targets},
+    )
+    done = {model: value for model, value in made_from.items() if model not in stale}
+    if progress is not None:
+        kept = ", ".join(done) or "none"
+        print(f"{name}: {len(done)} of {len(targets)} models up to date, kept ({kept})", file=progress)
+        for model, why in stale.items():
+            print(f"{name}: computing {model} ({why})", file=progress)
+    write_group_record(record_path, dataset_name, name, done)
+    execution = Execution.from_parameter(device)
+    limit_threads(threads)
+    pending = ((target, _load(target, execution.device)) for target in targets if target.name in stale)
+    for batch in take_batches(pending, key=lambda pair: _decoding(pair[1][2]), size=max(1, models_per_decode)):
+        _infer(
+            [target for target, _ in batch],
+            dataset_name=dataset_name,
+            dataset_cfg=dataset_cfg,
+            shift=shift,
+            seed=seed,
+            batch_size=batch_size,
+            device=device,
+            progress=progress,
+            threads=threads,
+            source_cfg=None,
+            source_weights=None,
+            shard=None,
+            loaded=[loaded for _, loaded in batch],
+        )
+        done.update({target.name: made_from[target.name] for target, _ in batch})
+    if stale:
+        write_group_record(record_path, dataset_name, name, done)
+
+
 def _infer(
     targets: list[InferTarget],
     *,
@@ -363,8 +448,10 @@ def _infer(
     source_cfg: Mapping[str, Any] | None,
     source_weights: str | Path | None,
     shard: tuple[int, int] | None,
+    loaded: list[Any] | None = None,
 ) -> None:
-    """The inference of ``targets`` (one model, or several of one data config) on one shift."""
+    """The inference of ``targets`` (one model, or several of one decoding) on one shift;
+    ``loaded``: their models, loaded already (:func:`_load`)."""
     limit_threads(threads)
     from tqdm import tqdm
 
@@ -383,7 +470,7 @@ def _infer(
         )
     evaluation, subset = spec.shift_kind.evaluation_images(spec, _DatasetImages(dataset_name, dataset_cfg))
     evaluation, attacked_subset = _attacked_samples(evaluation, spec, seed)
-    loaded = _loaded_models(targets, evaluation, dataset_name, execution.device)
+    loaded = _loaded_models(targets, evaluation, dataset_name, execution.device, loaded)
     data_config = loaded[0][2]
     source_model = _source_model(spec, source_cfg, source_weights, data_config, targets[0].name, execution.device)
     weights = [None if target.weights is None else str(target.weights) for target in targets]
@@ -436,16 +523,16 @@ def _infer(
 
 
 def _loaded_models(
-    targets: list[InferTarget], evaluation: Any, dataset_name: str, device: str
+    targets: list[InferTarget], evaluation: Any, dataset_name: str, device: str, loaded: list[Any] | None = None
 ) -> list[tuple[Any, dict[str, Any], Any]]:
-    """Each target's model, sidecar metadata and data config, checked: one data config for all
-    (one decode feeds them) and each model's input shape against the images."""
-    loaded = [
-        load_inference_model(target.name, model_spec(target.name, target.config), target.weights, device) for target in targets
-    ]
-    data_config = loaded[0][2]
+    """Each target's model, sidecar metadata and data config (``loaded``: those, loaded already),
+    checked: one decoding for all (one decode feeds them) and each model's input shape against the
+    images."""
+    if loaded is None:
+        loaded = [_load(target, device) for target in targets]
+    decoding = _decoding(loaded[0][2])
     for target, (_, _, other) in zip(targets[1:], loaded[1:], strict=True):
-        if other != data_config:  # frozen dataclasses (or None): compared field by field
+        if _decoding(other) != decoding:
             raise InputError(
                 f"model {target.name!r} preprocesses images otherwise than {targets[0].name!r} (data config): "
                 "one decode feeds only models of the same data config",
@@ -455,6 +542,15 @@ def _loaded_models(
         path = None if target.weights is None else str(target.weights)
         _check_input_shape(evaluation, target.name, model_meta, model_data_config, path, dataset_name)
     return loaded
+
+
+def _load(target: InferTarget, device: str) -> tuple[Any, dict[str, Any], Any]:
+    return load_inference_model(target.name, model_spec(target.name, target.config), target.weights, device)
+
+
+def _decoding(data_config: Any) -> Any:
+    """What decoding reads of a data config (None: a demo model, which takes the images as they are)."""
+    return None if data_config is None else data_config.decoding
 
 
 def _preprocessing(input_shape: Any, data_config: Any) -> dict[str, Any]:
