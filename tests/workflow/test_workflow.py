@@ -321,8 +321,12 @@ def _write_config(path: Path, mutate) -> Path:
             lambda c: c["metrics"]["bootstrap"].update(confidence=1.5),
             "field 'metrics.bootstrap.confidence': expected a value < 1",
         ),
+        (
+            lambda c: c.setdefault("inference", {}).update(models_per_decode=0),
+            "field 'inference.models_per_decode': expected a value >= 1, got 0",
+        ),
     ],
-    ids=["unknown-key", "wrong-type", "unknown-corruption", "dangling-reference", "bad-confidence"],
+    ids=["unknown-key", "wrong-type", "unknown-corruption", "dangling-reference", "bad-confidence", "no-model-per-decode"],
 )
 def test_bad_config_stops_before_any_job_naming_the_key(tmp_path: Path, mutate, expected: str) -> None:
     configfile = _write_config(tmp_path / "bad.yaml", mutate)
