@@ -10,7 +10,7 @@ with job_log(snakemake, exit_when_done=True) as log:
             InferTarget(name, entry, snakemake.input.get(f"weights:{name}"), snakemake.output.get(f"logits:{name}"))
             for name, entry in snakemake.params.models.items()
         ],
-        record_path=snakemake.params.record,
+        group_dir=snakemake.params.group,
         models_per_decode=snakemake.config["inference"]["models_per_decode"],
         dataset_name=snakemake.params.dataset_name,
         dataset_cfg=snakemake.params.dataset,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,7 @@ from classwise.models import build_model, train_model
 from classwise.shifts import expand_shifts
 from classwise.shifts.corruptions import corrupt_batch
 from classwise.shifts.seeding import sample_seed
-from classwise.steps.models import InferTarget, infer_group_step, infer_models_step, infer_step
+from classwise.steps.models import InferTarget, _infer, infer_group_step, infer_step
 
 SHIFTS = expand_shifts(
     {
@@ -221,7 +222,7 @@ def test_one_decode_for_two_models_writes_the_bytes_of_their_own_jobs(
     assert decodes[0] == 2 * 15  # one job per model: each decodes the 15 images
     decodes[0] = 0
     targets = [InferTarget(name, cfg, weights, tmp_path / "together" / f"{name}.npz") for name, (cfg, weights) in models.items()]
-    infer_models_step(models=targets, device="cpu", threads=1, **common)
+    infer_group_step(models=targets, group_dir=tmp_path / "group", models_per_decode=2, device="cpu", threads=1, **common)
     assert decodes[0] == 15  # once for both
     for name in models:
         for suffix in (".npz", ".json"):
@@ -237,10 +238,11 @@ def test_one_decode_refuses_models_of_other_data_configs(tmp_path: Path, image_m
         InferTarget("net_a", cfg_a, weights_a, tmp_path / "a.npz"),
         InferTarget("net_b", cfg_b, weights_b, tmp_path / "b.npz"),
     ]
+    # infer_group_step never asks it (it batches models by decoding): the guard of the one stream
     with pytest.raises(InputError, match="'net_b' preprocesses images otherwise than 'net_a'") as info:
-        infer_models_step(
-            models=targets, dataset_name="shapes", dataset_cfg=dataset, shift=SHIFTS["clean"].to_json(), seed=0, batch_size=4,
-            device="cpu",
+        _infer(
+            targets, dataset_name="shapes", dataset_cfg=dataset, shift=SHIFTS["clean"].to_json(), seed=0, batch_size=4,
+            device="cpu", progress=None, threads=1, source_cfg=None, source_weights=None, shard=None,
         )  # fmt: skip
     assert info.value.field == "models" and not list(tmp_path.glob("*.npz"))
 
@@ -249,7 +251,8 @@ def test_a_group_job_runs_only_its_missing_and_stale_models_and_writes_their_own
     tmp_path: Path, image_models, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     """The job of rule infer_models_<dataset> (classwise.pipeline.decode_groups): one decode per
-    batch of models, each file its own job's bytes, and a rerun computes only what changed."""
+    batch of models, each file its own job's bytes, and a rerun computes only what changed, the
+    rest taken back from the group's own copies (Snakemake removes a job's outputs first)."""
     dataset, models = image_models
     (cfg_a, weights_a), (cfg_b, weights_b) = models.values()
     common = {
@@ -260,45 +263,69 @@ def test_a_group_job_runs_only_its_missing_and_stale_models_and_writes_their_own
         infer_step(
             model_name=name, model_cfg=cfg, checkpoint_path=weights, logits_path=tmp_path / "own" / f"{name}.npz", **common
         )
-    group, record = tmp_path / "group", tmp_path / "group" / "record.json"
-    net_a = InferTarget("net_a", cfg_a, weights_a, group / "net_a.npz")
-    net_b = InferTarget("net_b", cfg_b, weights_b, group / "net_b.npz")
+    out, kept = tmp_path / "logits", tmp_path / "group"
+    net_a = InferTarget("net_a", cfg_a, weights_a, out / "net_a.npz")
+    net_b = InferTarget("net_b", cfg_b, weights_b, out / "net_b.npz")
     decodes = _count_decodes(monkeypatch)
 
     def run(*targets: InferTarget, per_decode: int = 2) -> str:
         decodes[0] = 0
+        for path in out.glob("*"):  # as Snakemake does before the job runs
+            path.unlink()
         log = io.StringIO()
-        infer_group_step(models=targets, record_path=record, models_per_decode=per_decode, progress=log, **common)
+        infer_group_step(models=targets, group_dir=kept, models_per_decode=per_decode, progress=log, **common)
         return log.getvalue()
 
-    def made() -> dict[str, int]:
-        return {path.name: path.stat().st_mtime_ns for path in sorted(group.glob("net_*"))}
+    def same_as_own(name: str) -> bool:
+        return all(
+            (out / name).with_suffix(suffix).read_bytes() == (tmp_path / "own" / name).with_suffix(suffix).read_bytes()
+            for suffix in (".npz", ".json")
+        )
 
     run(net_a)
-    assert decodes[0] == 15
-    before = made()
-    log = run(net_a, net_b)  # a model added: it alone runs
+    assert decodes[0] == 15 and same_as_own("net_a")
+    log = run(net_a, net_b)  # a model added: it alone runs, net_a's file comes back from the group's copy
     assert decodes[0] == 15 and "1 of 2 models up to date, kept (net_a)" in log and "computing net_b (no net_b.npz" in log
-    assert {name: made()[name] for name in before} == before  # net_a's files untouched
-    for name in ("net_a", "net_b"):
-        for suffix in (".npz", ".json"):
-            assert (group / name).with_suffix(suffix).read_bytes() == (tmp_path / "own" / name).with_suffix(suffix).read_bytes()
-    assert json.loads(record.read_text())["fingerprints"].keys() == {"net_a", "net_b"}
-    assert run(net_a, net_b) and decodes[0] == 0  # nothing stale: nothing runs
+    assert same_as_own("net_a") and same_as_own("net_b")
+    assert json.loads((kept / "_record.json").read_text())["fingerprints"].keys() == {"net_a", "net_b"}
+    assert "2 of 2 models up to date" in run(net_a, net_b) and decodes[0] == 0  # nothing stale: nothing runs
+    assert same_as_own("net_a") and same_as_own("net_b")
     # net_b's entry changed (another input size: another decoding than net_a's): net_b alone runs
-    net_b_small = InferTarget("net_b", {**cfg_b, "data_config": {"input_size": [3, 12, 12]}}, weights_b, group / "net_b.npz")
-    before = made()
+    net_b_small = InferTarget("net_b", {**cfg_b, "data_config": {"input_size": [3, 12, 12]}}, weights_b, out / "net_b.npz")
     assert "computing net_b (made from other parameters)" in run(net_a, net_b_small) and decodes[0] == 15
-    assert made()["net_a.npz"] == before["net_a.npz"] and made()["net_b.npz"] != before["net_b.npz"]
+    assert same_as_own("net_a") and not same_as_own("net_b")
+    assert "computing net_b (made from other parameters)" in run(net_a, net_b) and same_as_own("net_b")  # and back
+    # net_b's weights newer than its copy (retrained): net_b alone runs
+    later = (kept / "net_b.npz").stat().st_mtime + 10
+    os.utime(weights_b, (later, later))
+    assert f"computing net_b ({weights_b} is newer)" in run(net_a, net_b) and decodes[0] == 15 and same_as_own("net_b")
     # no record: every file is remade; two decodings in one job are two passes, not an error
-    record.unlink()
+    (kept / "_record.json").unlink()
     run(net_a, net_b_small)
     assert decodes[0] == 2 * 15
-    # one model per decode: every model its own pass, as infer's jobs
-    record.unlink()
-    run(net_a, net_b, per_decode=1)
-    assert decodes[0] == 2 * 15
-    assert (group / "net_b.npz").read_bytes() == (tmp_path / "own" / "net_b.npz").read_bytes()
+    # one model per decode: every model its own pass, as infer's jobs; net_b_small's copy goes
+    (kept / "_record.json").unlink()
+    run(net_a, per_decode=1)
+    assert decodes[0] == 15 and sorted(path.name for path in kept.iterdir()) == ["_record.json", "net_a.json", "net_a.npz"]
+
+
+def test_a_group_job_that_fails_records_only_the_models_it_finished(tmp_path: Path, image_models) -> None:  # type: ignore[no-untyped-def]
+    dataset, models = image_models
+    (cfg_a, weights_a), (cfg_b, weights_b) = models.values()
+    broken = tmp_path / "broken.pth"
+    broken.write_bytes(b"not a checkpoint")
+    common = {
+        "dataset_name": "shapes", "dataset_cfg": dataset, "shift": SHIFTS["clean"].to_json(), "seed": 4, "batch_size": 4,
+        "device": "cpu", "group_dir": tmp_path / "group", "models_per_decode": 1,
+    }  # fmt: skip
+    net_a = InferTarget("net_a", cfg_a, weights_a, tmp_path / "logits" / "net_a.npz")
+    with pytest.raises(Exception):  # noqa: B017 (whatever torch says of a file that is no checkpoint)
+        infer_group_step(models=[net_a, InferTarget("net_b", cfg_b, broken, tmp_path / "logits" / "net_b.npz")], **common)
+    assert json.loads((tmp_path / "group" / "_record.json").read_text())["fingerprints"].keys() == {"net_a"}
+    log = io.StringIO()
+    net_b = InferTarget("net_b", cfg_b, weights_b, tmp_path / "logits" / "net_b.npz")
+    infer_group_step(models=[net_a, net_b], progress=log, **common)
+    assert "kept (net_a)" in log.getvalue() and "computing net_b" in log.getvalue()
 
 
 # --------------------------------------------------------------------------- precision and layout

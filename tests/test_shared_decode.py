@@ -12,7 +12,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from classwise.shared_decode import fingerprint, read_group_record, stale_models, take_batches, write_group_record
+from classwise.shared_decode import (
+    RECORD,
+    fingerprint,
+    prune_group,
+    read_group_record,
+    share_file,
+    stale_models,
+    take_batches,
+    write_group_record,
+)
 
 # --------------------------------------------------------------------------- batches held together
 
@@ -105,3 +114,24 @@ def test_stale_models_say_why_and_keep_the_rest(tmp_path: Path) -> None:
     # one of the two files missing is enough
     (tmp_path / "kept.json").unlink()
     assert stale_models({"kept": outputs["kept"]}, fingerprints, recorded, inputs) == {"kept": "no kept.json"}
+
+
+def test_a_shared_file_is_the_same_bytes_survives_the_source_and_replaces_the_target(tmp_path: Path) -> None:
+    source, target = tmp_path / "a" / "x.npz", tmp_path / "b" / "x.npz"
+    source.parent.mkdir()
+    source.write_bytes(b"logits")
+    share_file(source, target)
+    assert target.read_bytes() == b"logits" and os.stat(target).st_ino == os.stat(source).st_ino  # a link here
+    source.unlink()  # Snakemake removes the output: the group's copy stays
+    assert target.read_bytes() == b"logits"
+    other = tmp_path / "other.npz"
+    other.write_bytes(b"new")
+    share_file(other, target)
+    assert target.read_bytes() == b"new" and sorted(p.name for p in target.parent.iterdir()) == ["x.npz"]
+
+
+def test_pruning_a_group_leaves_its_models_files_and_record(tmp_path: Path) -> None:
+    for name in ["a.npz", "a.json", "gone.npz", "gone.json", RECORD, ".a.npz.12.tmp"]:
+        (tmp_path / name).write_text(name)
+    prune_group(tmp_path, ["a"])
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["a.npz", "a.json", RECORD])

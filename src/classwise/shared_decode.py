@@ -1,19 +1,39 @@
 """What a job that feeds several models from one decode needs to know (``infer_models_<dataset>``,
-:func:`classwise.steps.models.infer_group_step`): which of its models' cached logits are still
-up to date, judged by the group's record of what each file was made from, and in which batches
-to hold the models (those of one decoding together, at most ``models_per_decode`` at once).
-Which models form a group is the workflow's: :mod:`classwise.pipeline.decode_groups`.
+:func:`classwise.steps.models.infer_group_step`): which of its models' logits files are still up
+to date, and in which batches to hold the models (those of one decoding together, at most
+``models_per_decode`` at once). Which models form a group is the workflow's:
+:mod:`classwise.pipeline.decode_groups`.
+
+A group keeps its own copy of each file it made, in a folder of its own (one per dataset and
+shift), beside a record of what each was made from (:data:`RECORD`). Snakemake removes a job's
+outputs before it runs and after it fails, so those are never trusted; the group's copies are
+written only by the group (so no other rule's file is taken for one of them) and recorded only
+once complete.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["fingerprint", "read_group_record", "stale_models", "take_batches", "write_group_record"]
+__all__ = [
+    "RECORD",
+    "fingerprint",
+    "prune_group",
+    "read_group_record",
+    "share_file",
+    "stale_models",
+    "take_batches",
+    "write_group_record",
+]
+
+RECORD = "_record.json"
+"""The record's name in a group's folder (a model's name begins with a letter or digit, so no
+model's file is named so)."""
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -45,15 +65,41 @@ def write_group_record(path: str | Path, dataset: str, shift: str, fingerprints:
     write_json(path, {"dataset": dataset, "shift": shift, "fingerprints": dict(sorted(fingerprints.items()))})
 
 
+def share_file(source: str | Path, target: str | Path) -> None:
+    """``target`` the same file as ``source``: a hard link (no second copy of the bytes), or a
+    copy where the file system refuses links; put in place atomically, replacing ``target``."""
+    import shutil
+
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.unlink(missing_ok=True)
+    try:
+        os.link(source, temporary)
+    except OSError:
+        shutil.copy2(source, temporary)
+    os.replace(temporary, target)
+
+
+def prune_group(folder: str | Path, models: Sequence[str]) -> None:
+    """Remove from a group's folder the files of models that are no longer in the group."""
+    folder = Path(folder)
+    keep = {f"{model}{suffix}" for model in models for suffix in (".npz", ".json")} | {RECORD}
+    for path in folder.glob("*"):
+        if path.is_file() and path.name not in keep:  # a model taken out, or a killed job's temporary file
+            path.unlink()
+
+
 def stale_models(
     outputs: Mapping[str, Sequence[str | Path]],
     fingerprints: Mapping[str, str],
     recorded: Mapping[str, str],
     inputs: Mapping[str, Iterable[str | Path]],
 ) -> dict[str, str]:
-    """Model -> why its logits must be computed: a file of ``outputs[model]`` missing, its
-    fingerprint not the recorded one, or one of ``inputs[model]`` newer than its oldest output
-    (Snakemake's own rule). The models not named are up to date and are kept."""
+    """Model -> why its logits must be computed: a file of ``outputs[model]`` (the group's copies
+    of its logits and sidecar) missing, its fingerprint not the recorded one, or one of
+    ``inputs[model]`` newer than its oldest file (Snakemake's own rule). The models not named are
+    up to date and are kept."""
     reasons: dict[str, str] = {}
     for model, paths in outputs.items():
         files = [Path(path) for path in paths]

@@ -23,6 +23,7 @@ def test_the_stand_in_model_takes_its_time_and_gives_the_same_logits_every_call(
     first = model(x)
     assert time.perf_counter() - start >= 0.05
     assert first.shape == (2, 3) and torch.equal(first, model(x))
+    assert not torch.equal(first, stand_in_model(0.0, n_classes=3, seed=1)(x))  # another model
     torch.testing.assert_close(first, x.mean(dim=(2, 3)) @ model.head)
 
 

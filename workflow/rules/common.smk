@@ -244,18 +244,13 @@ def group_weights(group):
 
 
 def group_outputs(group):
-    """A decode group's outputs: every model's logits and sidecar, flagged update() so that
-    Snakemake keeps the up-to-date ones when the job runs again. The group's record (what each
-    file was made from) is the job's own file, not an output: a missing output would hide the
-    group's parameter changes from Snakemake (it judges those only where every output has its
-    metadata), and the record is missing exactly when its files were made by infer jobs.
+    """A decode group's outputs: every model's logits and sidecar. The job keeps its own copy of
+    each in its folder (group_folder), from which a rerun takes back those still up to date.
     """
     outputs = {}
     for name in group.models:
-        outputs[f"logits:{name}"] = update(
-            f"{OUT}/logits/{group.dataset}/{name}/{{shift}}.npz"
-        )
-        outputs[f"metadata:{name}"] = update(
+        outputs[f"logits:{name}"] = f"{OUT}/logits/{group.dataset}/{name}/{{shift}}.npz"
+        outputs[f"metadata:{name}"] = (
             f"{OUT}/logits/{group.dataset}/{name}/{{shift}}.json"
         )
     return outputs
@@ -267,19 +262,25 @@ def group_images(dataset):
     return lambda wildcards: images_of(dataset, wildcards.shift)
 
 
-def group_record(dataset):
-    """A decode group's `record` parameter: where its job records what each model's logits on
-    the shift were made from."""
-    return lambda wildcards: f"{OUT}/logits_groups/{dataset}/{wildcards.shift}.json"
+def group_folder(dataset):
+    """A decode group's `group` parameter: the folder where its job keeps the files it made on
+    the shift and the record of what each was made from (classwise.shared_decode)."""
+    return lambda wildcards: f"{OUT}/logits_groups/{dataset}/{wildcards.shift}"
 
 
 def inherited_resources(rule):
-    """The threads and resources Snakemake gave `rule` (its own and a profile's set-threads and
-    set-resources), for the generated rules that do its work (a decode group's job takes infer's).
+    """The threads and the literal resources Snakemake gave `rule` (its own and a profile's
+    set-threads and set-resources), for the generated rules that do its work (a decode group's
+    job takes infer's). Resources given as expressions (the default tmpdir, mem_mb and disk_mb,
+    or `2*input.size_mb`) are evaluated per job and left to the rule's own defaults and settings.
     """
     # used as a module (use rule * from classwise as classwise_*), the rule has its new name
     resources = workflow.get_rule(workflow.modifier.modify_rulename(rule)).resources
-    own = {key: value.raw for key, value in resources.items() if value.raw is not None}
+    own = {
+        key: value.value
+        for key, value in resources.items()
+        if not value.is_evaluable() and value.value is not None
+    }
     return own.pop("_cores", 1), {
         key: value for key, value in own.items() if not key.startswith("_")
     }

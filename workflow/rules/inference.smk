@@ -113,7 +113,7 @@ for _group in DECODE_GROUPS.values():
             **_resources,
         params:
             models={name: canonical(config["models"][name]) for name in _group.models},
-            record=group_record(_group.dataset),
+            group=group_folder(_group.dataset),
             dataset_name=_group.dataset,
             dataset=job_parameters(config["datasets"][_group.dataset]),
             shift=infer_shift,

@@ -21,7 +21,7 @@ and returns cheap logits. The images are a generated ImageNet-shaped folder: ran
   Target: at least 0.9 when balanced (:data:`EFFICIENCY_GOAL`).
 * ``decoded_images_per_model_shift``: images decoded per (model, shift) pair in the pipeline
   run: every image once for its one model and shift.
-* ``shared_decode``: ``models`` stand-in models of one data config fed from one stream, as an
+* ``shared_decode``: ``models`` stand-in models (each its own weights) of one data config fed from one stream, as an
   ``infer_models_<dataset>`` job feeds them (``inference.models_per_decode``): the images
   decoded in all (``decoded_images``, the set once, not once per model), per (model, shift)
   (``decoded_images_per_model_shift`` = images / models), and whether each model's logits are
@@ -72,16 +72,17 @@ CASES = {
 }
 
 
-def stand_in_model(seconds_per_batch: float, n_classes: int) -> Any:
+def stand_in_model(seconds_per_batch: float, n_classes: int, seed: int = 0) -> Any:
     """A module that sleeps ``seconds_per_batch`` per call (an accelerator busy for that long)
-    and returns each image's mean per channel through a fixed linear map: ``n_classes`` logits."""
+    and returns each image's mean per channel through a fixed linear map (drawn from ``seed``):
+    ``n_classes`` logits."""
     import torch
     from torch import nn
 
     class SleepingModel(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            generator = torch.Generator().manual_seed(0)
+            generator = torch.Generator().manual_seed(seed)
             self.head = nn.Parameter(torch.randn(3, n_classes, generator=generator), requires_grad=False)
             self.seconds = seconds_per_batch
 
@@ -175,8 +176,9 @@ def bench_case(
         decoded = decodes[0]
         seconds, sequential = _best(1, lambda: run(model, 0))
         times["sequential"].append(seconds)
+    several = [stand_in_model(0.0, n_classes, seed=index) for index in range(shared_models)]
     decodes[0] = 0
-    shared = run_shared([free] * shared_models)
+    shared = run_shared(several)
     shared_decodes = decodes[0]
     rate = {side: n_images / min(values) for side, values in times.items()}
     # pipeline images/s over the slower side's, within one round
@@ -201,7 +203,9 @@ def bench_case(
             "models": shared_models,
             "decoded_images": shared_decodes,
             "decoded_images_per_model_shift": shared_decodes / shared_models,
-            "identical_logits": all(logits.tobytes() == run(free, 2).tobytes() for logits in shared),
+            "identical_logits": all(
+                logits.tobytes() == run(model, 2).tobytes() for logits, model in zip(shared, several, strict=True)
+            ),
         },
     }
 

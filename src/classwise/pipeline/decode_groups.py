@@ -9,11 +9,10 @@ held together (:func:`classwise.steps.models.infer_group_step`). Attacks (whose 
 the model) and shifts split into shards keep their per-model jobs.
 
 A group job's parameters are every model's, so adding or changing a model runs the job again:
-it then computes only the logits that are missing or stale
-(:func:`classwise.shared_decode.stale_models`), keeps the
-others byte for byte (Snakemake keeps outputs flagged ``update()``), and records what each file
-was made from in the group's record (``logits_groups/<dataset>/<shift>.json``, the job's own
-file, not a rule output). Torch-free: the workflow decides the groups while it builds the DAG.
+it then takes back the files of its own copies that are up to date
+(``logits_groups/<dataset>/<shift>/``, with the record of what each was made from:
+:mod:`classwise.shared_decode`) and computes only the others. Torch-free: the workflow decides
+the groups while it builds the DAG.
 """
 
 from __future__ import annotations

@@ -313,46 +313,10 @@ def infer_step(
     )
 
 
-def infer_models_step(
-    *,
-    models: Sequence[InferTarget],
-    dataset_name: str,
-    dataset_cfg: Mapping[str, Any],
-    shift: Mapping[str, Any],
-    seed: int,
-    batch_size: int,
-    device: str | Mapping[str, Any],
-    progress: TextIO | None = None,
-    threads: int | None = None,
-    shard: tuple[int, int] | None = None,
-) -> None:
-    """:func:`infer_step` for several models that take the same images (the same data config) on
-    one shift that runs no model (clean, a corruption, a published set): each batch is decoded
-    and shifted once and fed to every model, and each model's logits file and sidecar are byte for
-    byte those its own :func:`infer_step` writes. The models are held in memory (on the device)
-    together. An :class:`InputError` for models of different data configs or a shift that runs a
-    model (an attack: its images depend on the model). The workflow does not call it yet
-    (docs/pipeline.md: what wiring it into the DAG takes)."""
-    _infer(
-        list(models),
-        dataset_name=dataset_name,
-        dataset_cfg=dataset_cfg,
-        shift=shift,
-        seed=seed,
-        batch_size=batch_size,
-        device=device,
-        progress=progress,
-        threads=threads,
-        source_cfg=None,
-        source_weights=None,
-        shard=shard,
-    )
-
-
 def infer_group_step(
     *,
     models: Sequence[InferTarget],
-    record_path: str | Path,
+    group_dir: str | Path,
     models_per_decode: int,
     dataset_name: str,
     dataset_cfg: Mapping[str, Any],
@@ -367,22 +331,35 @@ def infer_group_step(
     """The inference job of a decode group (rule ``infer_models_<dataset>``,
     :mod:`classwise.pipeline.decode_groups`): every model of ``models`` on one shift that runs no
     model, each batch decoded and shifted once for up to ``models_per_decode`` models of one
-    decoding held together (:func:`classwise.shared_decode.take_batches`), each logits
-    file and sidecar byte for byte its own :func:`infer_step`'s.
+    decoding held together (:func:`classwise.shared_decode.take_batches`), each logits file and
+    sidecar byte for byte its own :func:`infer_step`'s.
 
-    Only the models whose logits are missing or stale are run
-    (:func:`~classwise.shared_decode.stale_models`: judged by what the group's record at
-    ``record_path`` says each file was made from, and by the mtimes of its weights and of
-    ``data_inputs``); the others' files are left as they are, so adding a model to a finished run
-    computes that model only. The record names only the kept models while the others are
-    computed and all of them at the end: a job that fails or is killed leaves the files it did
-    not finish (or that Snakemake restores, ``update()``) unrecorded, so its rerun computes them."""
+    The group keeps its own copy of every file it made in ``group_dir`` (a hard link where the
+    file system allows, else a copy), with a record of what each was made from
+    (:func:`~classwise.shared_decode.write_group_record`). Snakemake removes a job's outputs
+    before it runs; the models whose kept files are up to date
+    (:func:`~classwise.shared_decode.stale_models`: by the record, and by the mtimes of the
+    model's weights and of ``data_inputs``) get them back, and only the others are run, so adding
+    a model to a finished run computes that model only. The record is rewritten after each batch
+    of models: a job that fails or is killed computes again, when rerun, only what it had not
+    finished."""
     from classwise.execution import Execution
     from classwise.logits_io import sidecar_path
-    from classwise.shared_decode import fingerprint, read_group_record, stale_models, take_batches, write_group_record
+    from classwise.shared_decode import (
+        RECORD,
+        fingerprint,
+        prune_group,
+        read_group_record,
+        share_file,
+        stale_models,
+        take_batches,
+        write_group_record,
+    )
 
     targets = list(models)
     name = str(shift.get("name", ""))
+    group = Path(group_dir)
+    record = group / RECORD
     made_from = {
         target.name: fingerprint(
             {
@@ -397,10 +374,16 @@ def infer_group_step(
         )
         for target in targets
     }
+
+    def files(target: InferTarget) -> list[tuple[Path, Path]]:
+        """(the output, the group's copy) of its logits file and of its sidecar."""
+        logits = Path(target.logits_path)
+        return [(logits, group / f"{target.name}.npz"), (sidecar_path(logits), group / f"{target.name}.json")]
+
     stale = stale_models(
-        {target.name: [target.logits_path, sidecar_path(target.logits_path)] for target in targets},
+        {target.name: [copy for _, copy in files(target)] for target in targets},
         made_from,
-        read_group_record(record_path),
+        read_group_record(record),
         {target.name: [*([] if target.weights is None else [target.weights]), *data_inputs] for target in targets},
     )
     done = {model: value for model, value in made_from.items() if model not in stale}
@@ -409,7 +392,11 @@ def infer_group_step(
         print(f"{name}: {len(done)} of {len(targets)} models up to date, kept ({kept})", file=progress)
         for model, why in stale.items():
             print(f"{name}: computing {model} ({why})", file=progress)
-    write_group_record(record_path, dataset_name, name, done)
+    write_group_record(record, dataset_name, name, done)
+    for target in targets:
+        if target.name in done:
+            for output, copy in files(target):
+                share_file(copy, output)
     execution = Execution.from_parameter(device)
     limit_threads(threads)
     pending = ((target, _load(target, execution.device)) for target in targets if target.name in stale)
@@ -429,9 +416,13 @@ def infer_group_step(
             shard=None,
             loaded=[loaded for _, loaded in batch],
         )
-        done.update({target.name: made_from[target.name] for target, _ in batch})
-    if stale:
-        write_group_record(record_path, dataset_name, name, done)
+        for target, _ in batch:
+            for output, copy in files(target):
+                share_file(output, copy)
+            done[target.name] = made_from[target.name]
+        write_group_record(record, dataset_name, name, done)
+        batch.clear()  # the models of this batch leave memory before the next batch is loaded
+    prune_group(group, [target.name for target in targets])
 
 
 def _infer(
@@ -535,7 +526,7 @@ def _loaded_models(
         if _decoding(other) != decoding:
             raise InputError(
                 f"model {target.name!r} preprocesses images otherwise than {targets[0].name!r} (data config): "
-                "one decode feeds only models of the same data config",
+                "one decode feeds only models that decode images alike (the same resize and crop)",
                 field="models",
             )
     for target, (_, model_meta, model_data_config) in zip(targets, loaded, strict=True):
