@@ -118,8 +118,8 @@ def stale_models(
 
 
 def take_batches(items: Iterable[T], key: Callable[[T], K], size: int) -> Iterable[list[T]]:
-    """``items`` in batches of equal ``key`` (the models one decode can feed: the same data
-    config), each of at most ``size`` items, holding at most ``size`` items at once: when the
+    """``items`` in batches of equal ``key`` (the models one decode can feed: the same decoding,
+    :attr:`classwise.models.data_config.DataConfig.decoding`), each of at most ``size`` items, holding at most ``size`` items at once: when the
     items held reach ``size``, the largest batch (the first of equal ones) is given out; at the
     end the rest, in the order their keys came. Every item is given out once."""
     held: dict[Any, list[T]] = {}
