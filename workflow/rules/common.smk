@@ -126,8 +126,13 @@ def canonical(value):
     return json.loads(json.dumps(value, sort_keys=True))
 
 
+def model_entry(name):
+    """Model `name`'s config entry as a job parameter (keys sorted)."""
+    return canonical(config["models"][name])
+
+
 def model_config(wildcards):
-    return canonical(config["models"][wildcards.model])
+    return model_entry(wildcards.model)
 
 
 def training_dataset(wildcards):
@@ -135,7 +140,12 @@ def training_dataset(wildcards):
 
 
 def dataset_config(wildcards):
-    return job_parameters(config["datasets"][wildcards.dataset])
+    return dataset_parameters(wildcards.dataset)
+
+
+def dataset_parameters(name):
+    """Dataset `name`'s config entry as a job parameter (classwise.data.sources.job_parameters)."""
+    return job_parameters(config["datasets"][name])
 
 
 def superclasses_of(wildcards):
@@ -200,7 +210,7 @@ def source_weights(wildcards):
 def source_config(wildcards):
     """The config entry of a transfer shift's source model (None for other shifts)."""
     source = SHIFTS[wildcards.shift].source_model
-    return None if source is None else canonical(config["models"][source])
+    return None if source is None else model_entry(source)
 
 
 def models_made_by(rule):
@@ -249,10 +259,10 @@ def group_outputs(group):
     """
     outputs = {}
     for name in group.models:
-        outputs[f"logits:{name}"] = f"{OUT}/logits/{group.dataset}/{name}/{{shift}}.npz"
-        outputs[f"metadata:{name}"] = (
-            f"{OUT}/logits/{group.dataset}/{name}/{{shift}}.json"
-        )
+        logits = logits_path(group.dataset, name, "{shift}")
+        outputs[f"logits:{name}"] = logits
+        # its sidecar (classwise.logits_io.sidecar_path), as a string: a Path would drop a "./"
+        outputs[f"metadata:{name}"] = logits.removesuffix(".npz") + ".json"
     return outputs
 
 
@@ -355,7 +365,7 @@ def training_data(wildcards):
 def training_dataset_config(wildcards):
     """The job parameters of a model's training set (train_model, finetune_model,
     compute_prototypes)."""
-    return job_parameters(config["datasets"][training_dataset(wildcards)])
+    return dataset_parameters(training_dataset(wildcards))
 
 
 def finetune_base(wildcards):

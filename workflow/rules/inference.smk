@@ -112,10 +112,10 @@ for _group in DECODE_GROUPS.values():
         resources:
             **_resources,
         params:
-            models={name: canonical(config["models"][name]) for name in _group.models},
+            models={name: model_entry(name) for name in _group.models},
             group=group_folder(_group.dataset),
             dataset_name=_group.dataset,
-            dataset=job_parameters(config["datasets"][_group.dataset]),
+            dataset=dataset_parameters(_group.dataset),
             shift=infer_shift,
             seed=config["seed"],
             batch_size=config["inference"]["batch_size"],

@@ -97,7 +97,7 @@ def parse_finetune_entry(entry: Mapping[str, Any], *, key: str = "model", config
     try:
         check_finetune_names(values["architecture"], values["weights"])
     except InputError as exc:
-        raise InputError(str(exc).split(": ", 1)[-1], path=config_path, field=f"{where}.{exc.field}") from None
+        raise InputError(exc.message, path=config_path, field=f"{where}.{exc.field}") from None
     overrides = values.get("data_config")
     return FinetuneSpec(
         architecture=values["architecture"].strip(),
@@ -166,7 +166,7 @@ def check_finetune_names(architecture: str, weights: str | None) -> None:
         remembered_check(base, TORCHVISION.name_check_libraries(base), TORCHVISION.check_names)
     except InputError as exc:
         name = "architecture" if exc.field == "name" else "weights"
-        raise InputError(str(exc).split(": ", 1)[-1], field=name) from None
+        raise InputError(exc.message, field=name) from None
 
 
 def base_model_config(entry: Mapping[str, Any]) -> dict[str, Any]:

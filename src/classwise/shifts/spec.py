@@ -119,10 +119,7 @@ def _section(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     section is an unknown key there (:func:`_entries`), never a second wrapper."""
     if not isinstance(cfg, Mapping):
         raise InputError(f"expected a mapping, got {type(cfg).__name__}", field="shifts")
-    section = cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
-    if not isinstance(section, Mapping):
-        raise InputError(f"expected a mapping, got {type(section).__name__}", field="shifts")
-    return section
+    return cfg["shifts"] if "shifts" in cfg and isinstance(cfg["shifts"], Mapping) else cfg
 
 
 def _entries(section: Mapping[str, Any]) -> list[Entry]:
