@@ -404,3 +404,20 @@ def test_leaving_out_the_pairs_leaves_every_other_replicate_unchanged():
     assert set(every) - set(without) == {"W2CA", "W2CA_balanced"}
     for name, rep in without.items():
         np.testing.assert_array_equal(rep.values, every[name].values, err_msg=name)
+
+
+def test_the_bootstrap_of_hard_predictions_resamples_only_what_they_can_give():
+    # evaluate leaves out what hard predictions cannot give (the score metrics; the top-k ones
+    # when fewer than k classes are ranked): their replicates are not computed either, and the
+    # others are those of the same draws without top_k, value for value
+    rng = np.random.default_rng(11)
+    logits, labels = _scores(rng, [9, 7, 8, 6], 1.0)
+    one_hot = np.eye(4)[logits.argmax(axis=1)]
+    stats = compute_stats(one_hot, labels)
+    probabilities = Probabilities.from_scores(one_hot, "logits")
+    every = boot.bootstrap_replicates(one_hot, stats, probabilities, k=2, ns=(2,), replicates=30, seed=4, pairs=False)
+    hard = boot.bootstrap_replicates(one_hot, stats, probabilities, k=2, ns=(2,), replicates=30, seed=4, pairs=False, top_k=1)
+    evaluation = evaluate(one_hot, labels, k=2, ns=(2,), top_k=1, bootstrap=30, seed=4)
+    assert set(hard) == set(evaluation.metrics) and set(hard) < set(every)
+    for name, replicates in hard.items():
+        np.testing.assert_array_equal(replicates.values, every[name].values)

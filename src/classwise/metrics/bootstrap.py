@@ -297,6 +297,7 @@ def bootstrap_replicates(
     seed: int = DEFAULT_SEED,
     workers: int | None = None,
     pairs: bool = True,
+    top_k: int | None = None,
 ) -> dict[str, MetricReplicates]:
     """Replicate values of every metric of :func:`classwise.metrics.suite.evaluate`.
 
@@ -306,11 +307,15 @@ def bootstrap_replicates(
     of ``evaluate``.  ``workers`` threads share the blocks of replicates (default: the CPU
     count); the result does not depend on it.  ``pairs=False`` leaves out W2CA and
     W2CA_balanced, the costliest part, for a caller that needs the other metrics only.
+    ``top_k``: the scores are hard predictions of the ``top_k`` top-ranked classes, so the
+    metrics those cannot give (:func:`~classwise.metrics.catalogue.unavailable_for_hard_predictions`,
+    as ``evaluate`` leaves them out) are not resampled.
     """
     b = check_replicates(replicates)
     draws = StratifiedDraws.from_labels(stats.labels, stats.n_classes, seed)
     model = _prepare(scores, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, pairs=pairs)
-    return _replicates(model, draws, b, stats, k=k, ns=ns, workers=workers)
+    unavailable = () if top_k is None else catalogue.unavailable_for_hard_predictions(top_k, k=k, ns=ns, family=None)
+    return _replicates(model, draws, b, stats, k=k, ns=ns, workers=workers, unavailable=frozenset(unavailable))
 
 
 def _run_blocks(fn: Callable[[np.ndarray], dict[str, Any]], b: int, workers: int | None) -> list[dict[str, Any]]:
@@ -331,10 +336,12 @@ def _replicates(
     k: int,
     ns: Sequence[int],
     workers: int | None,
+    unavailable: frozenset[str] = frozenset(),
 ) -> dict[str, MetricReplicates]:
     """Every catalogue metric's replicates that the model has the statistics for: the
     superclass metrics with superclasses, the pair metrics with pairs, ``W{n}CR`` for
-    ``1 <= n <`` the classes with samples (as the suite: a larger n pools every class)."""
+    ``1 <= n <`` the classes with samples (as the suite: a larger n pools every class), but
+    those named in ``unavailable``."""
     blocks = _run_blocks(lambda chunk: _block(model, draws, chunk), b, workers)
     names = ("hits1", "hitsk", "predicted", "precision_hits", "term_sums", "zeros", "n_correct_bins", "n_all_bins")
     counts = {name: _stack(blocks, name) for name in names}
@@ -356,7 +363,8 @@ def _replicates(
         if entry.worst == "pair" and model.pairs is None:
             continue
         for name, n in entry.instances(k=k, ns=valid_ns):
-            out[name] = catalogue.kernel(entry.replicate)(replicate_counts, n)
+            if name not in unavailable:
+                out[name] = catalogue.kernel(entry.replicate)(replicate_counts, n)
     return out
 
 

@@ -186,7 +186,7 @@ def compare_models(
         values[name] = {metric: result.value for metric, result in evaluation.metrics.items()}
         reps[name] = boot.bootstrap_replicates(
             argmax_scores(f.scores, f.kind), evaluation.stats, probabilities, superclasses=superclasses, gamma=gamma,
-            bins=bins, k=k, ns=ns, replicates=b_count, seed=seed, workers=workers, pairs=top_k is None,
+            bins=bins, k=k, ns=ns, replicates=b_count, seed=seed, workers=workers, pairs=top_k is None, top_k=top_k,
         )  # fmt: skip
     out = {}
     for a, b in itertools.combinations(names, 2):

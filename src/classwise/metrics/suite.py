@@ -279,6 +279,7 @@ def evaluate(
     result = bootstrap_metrics(
         ranked, stats, probabilities, settings=BootstrapSettings(bootstrap, confidence, seed),
         superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns, workers=workers, pairs=top_k is None,
+        top_k=top_k,
     )  # fmt: skip
     return Evaluation(
         metrics=metrics,
@@ -330,14 +331,16 @@ def bootstrap_metrics(
     ns: Sequence[int] = DEFAULTS.ns,
     workers: int | None = None,
     pairs: bool = True,
+    top_k: int | None = None,
 ) -> BootstrapResult:
     """The stratified bootstrap of every metric of :func:`evaluate` (``ranked``: the
     scores ``stats`` were computed from; ``pairs=False``: without W2CA), summarised at
     ``settings.confidence`` with the exact bounds of the recall-type minima
-    (:mod:`classwise.metrics.bootstrap`)."""
+    (:mod:`classwise.metrics.bootstrap`); ``top_k``: hard predictions, without the metrics they
+    cannot give."""
     replicates = boot.bootstrap_replicates(
         ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
-        replicates=settings.replicates, seed=settings.seed, workers=workers, pairs=pairs,
+        replicates=settings.replicates, seed=settings.seed, workers=workers, pairs=pairs, top_k=top_k,
     )  # fmt: skip
     bounds = boot.minimum_bounds(stats, k=k, ns=ns, confidence=settings.confidence)
     summaries = boot.summarize(replicates, confidence=settings.confidence, bounds=bounds)

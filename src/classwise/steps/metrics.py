@@ -165,6 +165,7 @@ def worst_class_step(
         result = bootstrap_metrics(
             ranked, stats, Probabilities.from_scores(view.scores, view.kind), settings=bootstrap, superclasses=groups,
             k=k, ns=ns, workers=workers, pairs=not view.hard_predictions and view.label_sets is None,
+            top_k=view.top_k if view.hard_predictions else None,
         )  # fmt: skip
         entries = result.attach(entries)
         shares = worst_class_shares(result.replicates, n_classes)
