@@ -40,6 +40,7 @@ include: "workflow/rules/analyses.smk"
 include: "workflow/rules/robustness.smk"
 include: "workflow/rules/explorer.smk"
 include: "workflow/rules/gates.smk"
+include: "workflow/rules/batches.smk"
 
 
 rule all:

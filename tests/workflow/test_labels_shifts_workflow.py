@@ -166,3 +166,40 @@ def test_the_severity_curves_run_from_clean_along_the_configured_severities(run:
         assert curves.loc[("s01", "contrast", severity), "accuracy"] == pytest.approx(summary.loc[(shift, "s01"), "accuracy"])
     assert curves.loc[("s02", "contrast", 1), "worst_class_accuracy"] == pytest.approx(_expected(run, "s02")["wca"])
     assert (run / "results/figures/contrast/robustness/severity_curves.png").stat().st_size > 0
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every result file below ``root`` but the logs (a job's log ends with its own timings)."""
+    results = root / "results"
+    return {
+        str(path.relative_to(results)): path.read_bytes()
+        for path in sorted(results.rglob("*"))
+        if path.is_file() and path.relative_to(results).parts[0] != "logs"
+    }
+
+
+def test_shift_batches_write_the_files_of_one_job_per_shift(run: Path, tmp_path: Path) -> None:
+    """The run above batched the dataset's shifts (it is evaluated only on files of predictions):
+    one job per model (imports, metrics) or per label view (tables, figures) over its shifts.
+    The same config with one job per shift (``jobs.batch_shifts: never``) writes the same bytes,
+    and each shift's job log is where its own job would have written it."""
+    batch_logs = sorted(path.name for path in (run / "results/logs").iterdir() if "_batch_contrast" in path.name)
+    assert batch_logs == [
+        "aggregate_decisiveness_tables_batch_contrast.log",
+        "aggregate_worst_class_tables_batch_contrast.log",
+        "compare_models_batch_contrast.log",
+        "compute_decisiveness_metrics_batch_contrast",
+        "compute_worst_class_metrics_batch_contrast",
+        "import_predictions_batch_contrast",
+        "plot_class_wise_figures_batch_contrast.log",
+    ]
+    assert (run / "results/logs/compute_worst_class_metrics/contrast/original/s01/contrast_c50.log").exists()
+    _write_files(tmp_path)
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text(yaml.safe_dump({**_config(), "jobs": {"batch_shifts": "never"}}, sort_keys=False))
+    result = snakemake(tmp_path, configfile)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert not any("_batch_" in path.name for path in (tmp_path / "results/logs").iterdir())
+    batched, per_shift = _files(run), _files(tmp_path)
+    assert batched.keys() == per_shift.keys()
+    assert [name for name in batched if batched[name] != per_shift[name]] == []
