@@ -6,4 +6,5 @@ from classwise.pipeline.scripting import job_log
 from classwise.pipeline.shift_batches import run_items
 
 with job_log(snakemake, exit_when_done=True):
-    run_items(snakemake.params.jobs, Path(snakemake.scriptdir) / snakemake.params.script, snakemake)
+    script = Path(snakemake.scriptdir) / snakemake.params.script
+    run_items(snakemake.params.jobs, script, snakemake, keep=snakemake.params.keep)

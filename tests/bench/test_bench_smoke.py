@@ -31,7 +31,8 @@ def test_the_predictions_benchmark_times_one_call_over_many_files(tmp_path: Path
 
 
 def test_the_labels_shifts_benchmark_plans_a_study_of_its_shape(tmp_path: Path) -> None:
-    """A dry run of 2 models x 3 shifts: one import and one metrics job per (model, condition)."""
+    """A dry run of 2 models x 3 shifts: shift batches, so one import and one metrics job per
+    model (not per file) and one job per table and figure rule (not per shift)."""
     from classwise.bench import labels_shifts
 
     out = tmp_path / "labels_shifts.json"
@@ -40,4 +41,7 @@ def test_the_labels_shifts_benchmark_plans_a_study_of_its_shape(tmp_path: Path) 
     )
     dry = json.loads(out.read_text())["dry_run"]
     assert dry["predictions_files"] == 2 * 4 and dry["wall_s"] > 0 and len(dry["load_average_before"]) == 3
-    assert dry["jobs"] > 2 * 2 * 4  # import and metrics per file, plus the per-shift and per-dataset jobs
+    per_model = 2 * 2  # import and metrics
+    per_view = 3  # the worst-class table, the model comparison, the figures
+    per_dataset = 2 + 1 + 1 + 1 + 1  # transformation tests per model, robustness, explorer, README, all
+    assert dry["jobs"] == per_model + per_view + per_dataset

@@ -70,6 +70,8 @@ from classwise.pipeline.scripting import job_log
 
 with job_log(snakemake, exit_when_done=True):
     print("shift", snakemake.wildcards.shift)
+    with open(snakemake.output.result + ".runs", "a") as runs:
+        runs.write("ran\\n")
     with open(snakemake.output.result, "w") as stream:
         json.dump({"input": snakemake.input.get("data"), "k": snakemake.params.k, "rule": snakemake.rule}, stream)
     if snakemake.params.k < 0:
@@ -105,3 +107,44 @@ def test_a_batch_runs_the_script_once_per_shift_with_that_shift_s_job(tmp_path: 
         run_items([_item(tmp_path, "s2", -1), _item(tmp_path, "s3", 3)], script, batch)
     assert "k below zero" in (tmp_path / "logs/s2.log").read_text().splitlines()[0]
     assert not (tmp_path / "s3.json").exists()
+
+
+def test_many_shifts_are_split_into_batches_of_at_most_shifts_per_batch_in_order() -> None:
+    shifts = [f"s{i}" for i in range(7)]
+    planned = [_planned("table", shift=s) for s in shifts]
+    batches = shift_batches(planned, rule_of=RULES.__getitem__, datasets=["d"], imported={}, shifts_per_batch=3)
+    # the last shift alone is its own job of the per-shift rule
+    assert [batch.shifts for batch in batches] == [("s0", "s1", "s2"), ("s3", "s4", "s5")]
+    assert [batch.name for batch in batches] == ["compare_models_batch_d", "compare_models_batch_d_1"]
+    with pytest.raises(ValueError, match="at least 2"):
+        shift_batches(planned, rule_of=RULES.__getitem__, datasets=["d"], imported={}, shifts_per_batch=1)
+
+
+def test_a_batch_takes_back_the_files_of_shifts_made_from_the_same_inputs_and_parameters(tmp_path: Path) -> None:
+    script = tmp_path / "some_rule.py"
+    script.write_text(SCRIPT)
+    (tmp_path / "clean.npz").write_bytes(b"clean logits")
+    (tmp_path / "s1.npz").write_bytes(b"s1 logits")
+    batch = SimpleNamespace(threads=1, resources={}, config={}, scriptdir=str(tmp_path))
+    keep = tmp_path / "keep"
+
+    def items(k_of_s1: int) -> list[dict]:
+        made = [_item(tmp_path, "clean", 1), _item(tmp_path, "s1", k_of_s1)]
+        for item in made:
+            item["input"]["values"] = [str(tmp_path / item["input"]["values"][0])]
+        return made
+
+    def run(k_of_s1: int) -> dict[str, int]:
+        """How often each shift's script has run, after one more batch."""
+        for shift in ("clean", "s1"):  # Snakemake removes a job's outputs before it runs
+            (tmp_path / f"{shift}.json").unlink(missing_ok=True)
+        run_items(items(k_of_s1), script, batch, keep=keep)
+        return {shift: len((tmp_path / f"{shift}.json.runs").read_text().splitlines()) for shift in ("clean", "s1")}
+
+    assert run(2) == {"clean": 1, "s1": 1}
+    assert run(2) == {"clean": 1, "s1": 1}  # nothing ran: both taken back
+    assert json.loads((tmp_path / "s1.json").read_text())["k"] == 2
+    assert run(5) == {"clean": 1, "s1": 2}  # s1's parameters changed: s1 runs, clean is taken back
+    assert json.loads((tmp_path / "s1.json").read_text())["k"] == 5
+    (tmp_path / "clean.npz").write_bytes(b"other logits")  # an input's bytes changed: clean runs
+    assert run(5) == {"clean": 2, "s1": 2}

@@ -169,12 +169,13 @@ def test_the_severity_curves_run_from_clean_along_the_configured_severities(run:
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    """Every result file below ``root`` but the logs (a job's log ends with its own timings)."""
+    """Every result file below ``root`` but the logs (a job's log ends with its own timings) and
+    the batches' kept copies."""
     results = root / "results"
     return {
         str(path.relative_to(results)): path.read_bytes()
         for path in sorted(results.rglob("*"))
-        if path.is_file() and path.relative_to(results).parts[0] != "logs"
+        if path.is_file() and path.relative_to(results).parts[0] not in ("logs", "batches")
     }
 
 
@@ -203,3 +204,35 @@ def test_shift_batches_write_the_files_of_one_job_per_shift(run: Path, tmp_path:
     batched, per_shift = _files(run), _files(tmp_path)
     assert batched.keys() == per_shift.keys()
     assert [name for name in batched if batched[name] != per_shift[name]] == []
+
+
+def test_a_changed_predictions_file_recomputes_its_own_shift_only(run: Path, tmp_path: Path) -> None:
+    """Snakemake reruns the batches that read a changed file whole; each takes back the files of
+    the shifts whose inputs and parameters are unchanged (its kept copies) and runs only the
+    changed shift, so only that shift's files and the cross-shift views change."""
+    import shutil
+
+    workdir = tmp_path / "copy"
+    shutil.copytree(run, workdir)  # time stamps kept: nothing to do before the change
+    logs = workdir / "results/logs"
+    untouched = {
+        path: path.stat().st_mtime_ns
+        for path in (
+            logs / "import_predictions/contrast/s01/contrast_c30.log",
+            logs / "compute_worst_class_metrics/contrast/original/s01/contrast_c30.log",
+            logs / "import_predictions_batch_contrast/s02.log",
+        )
+    }
+    before = _files(workdir)
+    frame = pd.read_csv(workdir / "s01_c50.csv", dtype={"sample_id": str})
+    frame.loc[0, "prediction"] = (frame.loc[0, "prediction"] + 1) % len(NAMES)
+    frame.to_csv(workdir / "s01_c50.csv", index=False)
+    result = snakemake(workdir, workdir / "config.yaml")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert {path: path.stat().st_mtime_ns for path in untouched} == untouched
+    assert "2 of 3 shifts up to date" in (logs / "compute_worst_class_metrics_batch_contrast/s01.log").read_text()
+    after = _files(workdir)
+    changed = {name for name in after if after[name] != before.get(name)}
+    per_shift = {name for name in changed if "/robustness/" not in name and name not in ("explorer.html", "README.md")}
+    assert per_shift and all("contrast_c50" in name for name in per_shift)
+    assert "metrics/contrast/original/s01/contrast_c50/worst_class.json" in per_shift

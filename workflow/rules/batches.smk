@@ -4,6 +4,7 @@
 # rule <rule>_batch_<dataset>[_<view>] wins over the rule by ruleorder; its job runs the rule's
 # script once per shift, with what that shift's own job would have had (inputs, outputs,
 # parameters, log file), so every file is that job's. Included after the rules it batches.
+import hashlib
 import os
 
 from snakemake.io import strip_wildcard_constraints
@@ -24,6 +25,7 @@ SHIFT_BATCHES = shift_batches(
         dataset: {model: dataset_shifts(dataset) for model in dataset_models(dataset)}
         for dataset in DATASETS
     },
+    shifts_per_batch=config["jobs"]["shifts_per_batch"],
 )
 
 
@@ -111,6 +113,16 @@ def _batch_outputs(batch):
     return outputs
 
 
+def _script_digest(batch):
+    """The sha256 of the script the batch runs per shift (empty where it is no local file)."""
+    batched = _batched_rule(batch)
+    path = batched.basedir.join(batched.script).get_path_or_uri(secret_free=True)
+    if not os.path.isfile(path):
+        return ""
+    with open(path, "rb") as stream:
+        return hashlib.sha256(stream.read()).hexdigest()
+
+
 for _batch in SHIFT_BATCHES:
     _threads, _resources = inherited_resources(_batch.rule)
 
@@ -134,6 +146,13 @@ for _batch in SHIFT_BATCHES:
             **_resources,
         params:
             script=os.path.basename(_batched_rule(_batch).script),
+            # the per-shift script's text: Snakemake follows the batch's own script only
+            code=_script_digest(_batch),
+            keep=(
+                f"{OUT}/batches/{_batch.name}/{{model}}"
+                if _batch.models
+                else f"{OUT}/batches/{_batch.name}"
+            ),
             settings=_batch_settings(_batch),
             jobs=_batch_items(_batch),
         script:

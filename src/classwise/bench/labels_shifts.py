@@ -9,7 +9,9 @@ The targets (issue "Predictions from anywhere, across shifts"), on 2 CPU cores:
 * **dry run**: ``snakemake -n`` for 200 models x 200 shifts in <= 60 s (every predictions file
   is checked before any job, so the dry run reads each one's header and ids).
 
-Each is timed once, as a user runs it (a fresh interpreter, Snakemake's own start included),
+With ``jobs.batch_shifts: auto`` (the default) the dataset's per-shift jobs are shift batches
+(docs/pipeline.md#many-shifts-of-predictions): one job per model or label view over up to 32
+shifts. Each is timed once, as a user runs it (a fresh interpreter, Snakemake's own start included),
 and the job count and the load average before and after are recorded: other processes on the
 cores slow every timing. The files are written by :func:`write_study` in a temporary directory.
 """

@@ -11,20 +11,29 @@ wildcards and log file that shift's own job would have had, so every file (logs 
 byte for byte the per-shift job's. Datasets the pipeline runs models on keep their per-shift
 jobs: there one job per shift lets inference and metrics overlap.
 
-What it costs: a batch's parameters are every shift's, so a changed file or setting reruns the
-whole batch (every shift of that model, or of that view's tables), not one shift; the numbers are
-the same. Torch-free: the workflow decides the batches while it builds the DAG.
+A batch's inputs and parameters are all its shifts', so Snakemake reruns the whole batch when
+one shift's file or setting changes; the batch keeps a copy of each shift's files (hard links)
+with a record of what they were made from, takes back those still made from the same inputs
+and parameters, and runs only the others (:func:`run_items`): a changed file recomputes its own
+shift and what reads it. A batch covers at most ``jobs.shifts_per_batch`` shifts, since
+Snakemake's planning grows with the square of a rule's outputs. Torch-free: the workflow
+decides the batches while it builds the DAG.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import runpy
+import shutil
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from classwise.shared_decode import RECORD, fingerprint, share_file
 
 if TYPE_CHECKING:
     from classwise.models.spec import ModelSpec
@@ -37,6 +46,7 @@ __all__ = [
     "ShiftBatch",
     "batched_datasets",
     "item_job",
+    "made_from",
     "run_items",
     "shift_batches",
 ]
@@ -73,8 +83,9 @@ class ShiftBatch:
 
     @property
     def name(self) -> str:
-        """The generated rule's name: the rule's, the dataset's and the view's (a dataset's
-        models of different shift lists: one rule each, numbered)."""
+        """The generated rule's name: the rule's, the dataset's and the view's (the rules of
+        one dataset and view, for models of different shifts or shifts split into several
+        batches, numbered from the second)."""
         parts = [self.rule, "batch", self.dataset]
         if self.view is not None and self.view != "original":
             parts.append(self.view)
@@ -97,9 +108,15 @@ def batched_datasets(models: Mapping[str, Sequence[str]], specs: Mapping[str, Mo
     evaluated only on files of predictions (``source: predictions``); none with ``never``."""
     if setting not in BATCH_SHIFTS:
         raise ValueError(f"batch_shifts must be one of {BATCH_SHIFTS}, got {setting!r}")
+    from classwise.models.sources import model_source
+
     if setting == "never":
         return []
-    return [dataset for dataset, names in models.items() if names and all(specs[name].source == "predictions" for name in names)]
+    return [
+        dataset
+        for dataset, names in models.items()
+        if names and all(model_source(specs[name]).cached_by == "import_predictions" for name in names)
+    ]
 
 
 def shift_batches(
@@ -108,12 +125,18 @@ def shift_batches(
     rule_of: Callable[[str], str],
     datasets: Sequence[str],
     imported: Mapping[str, Mapping[str, Sequence[str]]],
+    shifts_per_batch: int = 32,
 ) -> list[ShiftBatch]:
     """The shift batches of ``datasets``: for each rule of :data:`BATCHED_RULES`, the shifts its
     planned outputs (``planned``, the records' names mapped to their rules by ``rule_of``) are
     planned at, per dataset and label view; ``imported[dataset][model]``: the shifts whose
     predictions a model's batch imports. Models of one dataset and view with the same shifts
-    share a rule; a batch of one shift is not made (the per-shift job is the same job)."""
+    share a rule; a rule covers at most ``shifts_per_batch`` shifts (more are split, in order,
+    into rules of that many): Snakemake matches every file it plans against each output of the
+    rules that could make it, so a rule of thousands of outputs makes planning quadratic. A batch
+    of one shift is not made (the per-shift job is the same job)."""
+    if shifts_per_batch < 2:
+        raise ValueError(f"shifts_per_batch must be at least 2, got {shifts_per_batch}")
     chosen = set(datasets)
     shifts: dict[tuple[str, str, str | None, str | None], list[str]] = defaultdict(list)
     for item in planned:
@@ -133,12 +156,14 @@ def shift_batches(
     batches: list[ShiftBatch] = []
     counts: dict[tuple[str, str, str | None], int] = defaultdict(int)
     for (rule, dataset, view, names), models in grouped.items():
-        if len(names) < 2:
-            continue
-        index = counts[(rule, dataset, view)]
-        counts[(rule, dataset, view)] += 1
         per_model = BATCHED_RULES[rule] == "model"
-        batches.append(ShiftBatch(rule, dataset, view, names, tuple(models) if per_model else (), index))
+        for start in range(0, len(names), shifts_per_batch):
+            chunk = names[start : start + shifts_per_batch]
+            if len(chunk) < 2:
+                continue
+            index = counts[(rule, dataset, view)]
+            counts[(rule, dataset, view)] += 1
+            batches.append(ShiftBatch(rule, dataset, view, chunk, tuple(models) if per_model else (), index))
     return batches
 
 
@@ -225,11 +250,81 @@ def item_job(item: Mapping[str, Any], batch: Any) -> ItemJob:
     )
 
 
-def run_items(items: Sequence[Mapping[str, Any]], script: str | Path, batch: Any) -> None:
+def made_from(item: Mapping[str, Any], script: str | Path) -> str:
+    """What one shift's files are made from, as a sha256: the rule, its script's text, the
+    shift's parameters and the bytes of each of its inputs (so a file restored unchanged by an
+    earlier batch, whatever its time stamp, leaves the files made from it up to date)."""
+    digest = hashlib.sha256()
+    digest.update(fingerprint({"rule": item["rule"], "params": item["params"]["values"]}).encode())
+    digest.update(Path(script).read_bytes())
+    for path in item["input"]["values"]:
+        digest.update(str(path).encode() + b"\0")
+        if Path(path).is_file():
+            with open(path, "rb") as stream:
+                for block in iter(lambda: stream.read(1 << 20), b""):
+                    digest.update(block)
+    return digest.hexdigest()
+
+
+def _copies(folder: Path, outputs: Sequence[str]) -> list[Path]:
+    return [folder / f"{index}-{Path(path).name}" for index, path in enumerate(outputs)]
+
+
+def _kept(folder: Path, made: str, outputs: Sequence[str]) -> bool:
+    """Whether the batch's copies in ``folder`` are ``outputs`` made from ``made``."""
+    try:
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(record, dict)
+        and record.get("made_from") == made
+        and record.get("outputs") == list(outputs)
+        and all(copy.is_file() for copy in _copies(folder, outputs))
+    )
+
+
+def run_items(items: Sequence[Mapping[str, Any]], script: str | Path, batch: Any, *, keep: str | Path | None = None) -> None:
     """Run ``script`` (a rule's Snakemake script) once per item, in this process, each with its
     own ``snakemake`` object (:func:`item_job`), in order; the first that fails stops the batch.
-    Progress goes to the batch job's log (standard error)."""
+
+    ``keep``: a folder of the batch's own, where it keeps a copy of each shift's outputs (hard
+    links: no second copy of the bytes) beside a record of what they were made from
+    (:func:`made_from`). Snakemake reruns a whole batch when one of its shifts changes; a shift
+    whose record matches gets its files back from the copies instead of running again, so a
+    changed file recomputes only its own shift and what reads it. Progress and what was kept go
+    to the batch job's log (standard error)."""
     from tqdm import tqdm
 
+    from classwise.atomic import write_json
+
+    kept = []
     for item in tqdm(items, desc=Path(script).stem, unit="shift", file=sys.stderr, mininterval=1.0):
-        runpy.run_path(str(script), init_globals={"snakemake": item_job(item, batch)})
+        job = item_job(item, batch)
+        outputs = [str(path) for path in job.output]
+        folder = Path(keep) / _item_folder(item) if keep is not None else None
+        made = made_from(item, script) if folder is not None else ""
+        if folder is not None and _kept(folder, made, outputs):
+            for copy, path in zip(_copies(folder, outputs), outputs):
+                share_file(copy, path)
+            kept.append(_item_folder(item))
+            continue
+        runpy.run_path(str(script), init_globals={"snakemake": job})
+        if folder is not None:
+            (folder / RECORD).unlink(missing_ok=True)
+            for path, copy in zip(outputs, _copies(folder, outputs)):
+                share_file(path, copy)
+            write_json(folder / RECORD, {"made_from": made, "outputs": outputs})
+    if keep is not None:
+        current = {_item_folder(item) for item in items}
+        for stale in Path(keep).glob("*"):
+            if stale.is_dir() and stale.name not in current:  # a shift no longer in the batch
+                shutil.rmtree(stale)
+    if kept:
+        print(f"{len(kept)} of {len(items)} shifts up to date, their files kept: {', '.join(kept)}", file=sys.stderr)
+
+
+def _item_folder(item: Mapping[str, Any]) -> str:
+    """The folder of one shift's copies in the batch's: the shift's name."""
+    wildcards = JobValues(item["wildcards"]["values"], item["wildcards"]["names"])
+    return str(wildcards.shift)
