@@ -29,7 +29,7 @@ def test_only_datasets_evaluated_on_files_of_predictions_alone_are_batched() -> 
         batched_datasets(models, specs, "always")
 
 
-def test_a_batch_covers_the_shifts_its_rule_is_planned_at_and_models_of_the_same_shifts_share_it() -> None:
+def test_a_batch_covers_the_shifts_its_rule_is_planned_at_one_batch_per_model() -> None:
     shifts = ["clean", "s1", "s2"]
     planned = [
         *(_planned("metrics", shift=s, model=m) for s in shifts for m in ("a", "b")),
@@ -42,17 +42,23 @@ def test_a_batch_covers_the_shifts_its_rule_is_planned_at_and_models_of_the_same
     ]
     batches = shift_batches(planned, rule_of=RULES.__getitem__, datasets=["d"], imported={"d": {"a": shifts, "b": shifts[:1]}})
     by_name = {batch.name: batch for batch in batches}
-    assert by_name["compute_worst_class_metrics_batch_d"] == ShiftBatch(
-        "compute_worst_class_metrics", "d", "original", ("clean", "s1", "s2"), ("a", "b")
+    assert by_name["compute_worst_class_metrics_batch_d_a"] == ShiftBatch(
+        "compute_worst_class_metrics", "d", "original", ("clean", "s1", "s2"), "a"
     )
-    assert by_name["compute_decisiveness_metrics_batch_d"].models == ("a",)
-    assert by_name["compute_decisiveness_metrics_batch_d_1"].models == ("b",)
-    assert by_name["compute_decisiveness_metrics_batch_d_1"].shifts == ("clean", "s1")
-    assert by_name["compare_models_batch_d"].models == () and by_name["compare_models_batch_d"].shifts == tuple(shifts)
-    # a model with one shift to import has no batch: its one job is the batch
-    assert by_name["import_predictions_batch_d"].models == ("a",)
-    assert len(batches) == 5
+    assert by_name["compute_decisiveness_metrics_batch_d_b"].shifts == ("clean", "s1")
+    assert by_name["compare_models_batch_d"].model is None and by_name["compare_models_batch_d"].shifts == tuple(shifts)
+    # every job of a batched dataset is in a batch, one shift or more: the per-shift rules
+    # do not take the dataset
+    assert by_name["import_predictions_batch_d_b"].shifts == ("clean",)
+    assert sorted(by_name) == sorted(
+        [
+            *(f"{rule}_batch_d_{model}" for rule in RULES.values() if rule != "compare_models" for model in "ab"),
+            *(f"import_predictions_batch_d_{model}" for model in "ab"),
+            "compare_models_batch_d",
+        ]
+    )
     assert by_name["compare_models_batch_d"].item_wildcards("s1") == {"dataset": "d", "labels": "original", "shift": "s1"}
+    assert by_name["import_predictions_batch_d_a"].item_wildcards("s1") == {"dataset": "d", "shift": "s1", "model": "a"}
 
 
 def test_job_values_read_as_snakemake_s_named_lists() -> None:
@@ -113,11 +119,10 @@ def test_many_shifts_are_split_into_batches_of_at_most_shifts_per_batch_in_order
     shifts = [f"s{i}" for i in range(7)]
     planned = [_planned("table", shift=s) for s in shifts]
     batches = shift_batches(planned, rule_of=RULES.__getitem__, datasets=["d"], imported={}, shifts_per_batch=3)
-    # the last shift alone is its own job of the per-shift rule
-    assert [batch.shifts for batch in batches] == [("s0", "s1", "s2"), ("s3", "s4", "s5")]
-    assert [batch.name for batch in batches] == ["compare_models_batch_d", "compare_models_batch_d_1"]
-    with pytest.raises(ValueError, match="at least 2"):
-        shift_batches(planned, rule_of=RULES.__getitem__, datasets=["d"], imported={}, shifts_per_batch=1)
+    assert [batch.shifts for batch in batches] == [("s0", "s1", "s2"), ("s3", "s4", "s5"), ("s6",)]
+    assert [batch.name for batch in batches] == ["compare_models_batch_d", "compare_models_batch_d_1", "compare_models_batch_d_2"]
+    with pytest.raises(ValueError, match="at least 1"):
+        shift_batches(planned, rule_of=RULES.__getitem__, datasets=["d"], imported={}, shifts_per_batch=0)
 
 
 def test_a_batch_takes_back_the_files_of_shifts_made_from_the_same_inputs_and_parameters(tmp_path: Path) -> None:

@@ -189,9 +189,10 @@ def test_shift_batches_write_the_files_of_one_job_per_shift(run: Path, tmp_path:
         "aggregate_decisiveness_tables_batch_contrast.log",
         "aggregate_worst_class_tables_batch_contrast.log",
         "compare_models_batch_contrast.log",
-        "compute_decisiveness_metrics_batch_contrast",
-        "compute_worst_class_metrics_batch_contrast",
-        "import_predictions_batch_contrast",
+        # s02 alone has scores
+        "compute_decisiveness_metrics_batch_contrast_s02.log",
+        *(f"compute_worst_class_metrics_batch_contrast_{model}.log" for model in ("s01", "s02")),
+        *(f"import_predictions_batch_contrast_{model}.log" for model in ("s01", "s02")),
         "plot_class_wise_figures_batch_contrast.log",
     ]
     assert (run / "results/logs/compute_worst_class_metrics/contrast/original/s01/contrast_c50.log").exists()
@@ -220,7 +221,7 @@ def test_a_changed_predictions_file_recomputes_its_own_shift_only(run: Path, tmp
         for path in (
             logs / "import_predictions/contrast/s01/contrast_c30.log",
             logs / "compute_worst_class_metrics/contrast/original/s01/contrast_c30.log",
-            logs / "import_predictions_batch_contrast/s02.log",
+            logs / "import_predictions_batch_contrast_s02.log",
         )
     }
     before = _files(workdir)
@@ -230,7 +231,7 @@ def test_a_changed_predictions_file_recomputes_its_own_shift_only(run: Path, tmp
     result = snakemake(workdir, workdir / "config.yaml")
     assert result.returncode == 0, result.stderr[-4000:]
     assert {path: path.stat().st_mtime_ns for path in untouched} == untouched
-    assert "2 of 3 shifts up to date" in (logs / "compute_worst_class_metrics_batch_contrast/s01.log").read_text()
+    assert "2 of 3 shifts up to date" in (logs / "compute_worst_class_metrics_batch_contrast_s01.log").read_text()
     after = _files(workdir)
     changed = {name for name in after if after[name] != before.get(name)}
     per_shift = {name for name in changed if "/robustness/" not in name and name not in ("explorer.html", "README.md")}

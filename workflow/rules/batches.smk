@@ -1,32 +1,28 @@
-# Shift batches (jobs.batch_shifts; classwise.pipeline.shift_batches): on a dataset evaluated only
-# on files of predictions, the per-shift rules of SHIFT_BATCHES' BATCHED_RULES run as one job per
-# model (imports, metrics) or per label view (tables, figures) over all its shifts. A generated
-# rule <rule>_batch_<dataset>[_<view>] wins over the rule by ruleorder; its job runs the rule's
-# script once per shift, with what that shift's own job would have had (inputs, outputs,
-# parameters, log file), so every file is that job's. Included after the rules it batches.
+# Shift batches (jobs.batch_shifts; classwise.pipeline.shift_batches; planned in
+# batches_common.smk): on a dataset evaluated only on files of predictions, the per-shift rules
+# run as one job per model (imports, metrics) or per label view (tables, figures) over up to
+# jobs.shifts_per_batch shifts. Each batch is a rule of its own, <rule>_batch_<dataset>[_<view>]
+# [_<model>][_<n>], without wildcards; its job runs the per-shift rule's script once per shift
+# with what that shift's own job would have had (inputs, outputs, parameters, log file), so every
+# file is that job's, and takes back the shifts made from unchanged inputs and parameters.
+# Included after the rules it batches.
 import hashlib
 import os
 
-from snakemake.io import strip_wildcard_constraints
+from snakemake.io import AnnotatedString, strip_wildcard_constraints
 from snakemake.iocontainers import Wildcards
 
-from classwise.outputs import output
-from classwise.pipeline.shift_batches import (
-    as_entries,
-    batched_datasets,
-    shift_batches,
-)
+from classwise.pipeline.shift_batches import BATCHED_RULES, as_entries
 
-SHIFT_BATCHES = shift_batches(
-    final_outputs(),
-    rule_of=lambda name: output(name).rule,
-    datasets=batched_datasets(PLAN.models, MODEL_SPECS, config["jobs"]["batch_shifts"]),
-    imported={
-        dataset: {model: dataset_shifts(dataset) for model in dataset_models(dataset)}
-        for dataset in DATASETS
-    },
-    shifts_per_batch=config["jobs"]["shifts_per_batch"],
-)
+assert set(SHIFT_RULE_INPUTS) == set(
+    BATCHED_RULES
+), "every batched rule needs its inputs"
+
+
+class _ItemWildcards(dict):
+    """One shift's wildcards as the input functions read them (wildcards.dataset, ...)."""
+
+    __getattr__ = dict.__getitem__
 
 
 def _batched_rule(batch):
@@ -34,44 +30,53 @@ def _batched_rule(batch):
     return workflow.get_rule(workflow.modifier.modify_rulename(batch.rule))
 
 
-def _batch_jobs(batch, wildcards):
-    """Each shift's job of the batch, as plain data: the rule's own inputs, outputs, parameters
-    and log file for those wildcards (Snakemake's expansion of the rule)."""
-    key = (batch.name, tuple(sorted(wildcards.items())))
-    if key not in _BATCH_JOBS:
-        batched = _batched_rule(batch)
-        jobs = []
+def _batch_inputs(batch):
+    """Every shift's inputs, from the function the per-shift rule unpacks (the DAG needs only
+    these; the rest of each shift's job is expanded when the batch runs)."""
+    function = SHIFT_RULE_INPUTS[batch.rule]
+
+    def inputs(wildcards):
+        files = []
         for shift in batch.shifts:
-            item = Wildcards(
-                fromdict=batch.item_wildcards(shift, wildcards.get("model"))
-            )
-            input, _, _, _ = batched.expand_input(item)
-            output, _ = batched.expand_output(item)
-            params, _ = batched.expand_params(item, input, output, None)
-            jobs.append(
-                {
-                    "rule": batched.name,
-                    "wildcards": as_entries(item),
-                    "input": as_entries(input),
-                    "output": as_entries(output),
-                    "params": as_entries(params),
-                    "log": as_entries(batched.expand_log(item)),
-                }
-            )
-        _BATCH_JOBS[key] = jobs
-    return _BATCH_JOBS[key]
+            for value in function(_ItemWildcards(batch.item_wildcards(shift))).values():
+                files.extend([value] if isinstance(value, str) else value)
+        return files
+
+    return inputs
+
+
+def _batch_jobs(batch):
+    """Each shift's job of the batch, as plain data: the per-shift rule's own inputs, outputs,
+    parameters and log file for its wildcards (Snakemake's expansion of that rule). Once per
+    batch: Snakemake expands a job's parameters (both of the batch's that read these) while it
+    plans, for the conda environment."""
+    if batch.name not in _BATCH_JOBS:
+        _BATCH_JOBS[batch.name] = _expanded_jobs(batch)
+    return _BATCH_JOBS[batch.name]
 
 
 _BATCH_JOBS = {}
 
 
-def _batch_inputs(batch):
-    def inputs(wildcards):
-        return [
-            f for job in _batch_jobs(batch, wildcards) for f in job["input"]["values"]
-        ]
-
-    return inputs
+def _expanded_jobs(batch):
+    batched = _batched_rule(batch)
+    jobs = []
+    for shift in batch.shifts:
+        item = Wildcards(fromdict=batch.item_wildcards(shift))
+        input, _, _, _ = batched.expand_input(item)
+        output, _ = batched.expand_output(item)
+        params, _ = batched.expand_params(item, input, output, None)
+        jobs.append(
+            {
+                "rule": batched.name,
+                "wildcards": as_entries(item),
+                "input": as_entries(input),
+                "output": as_entries(output),
+                "params": as_entries(params),
+                "log": as_entries(batched.expand_log(item)),
+            }
+        )
+    return jobs
 
 
 def _batch_settings(batch):
@@ -79,8 +84,7 @@ def _batch_settings(batch):
 
     def settings(wildcards):
         return {
-            shift: job["params"]
-            for shift, job in zip(batch.shifts, _batch_jobs(batch, wildcards))
+            shift: job["params"] for shift, job in zip(batch.shifts, _batch_jobs(batch))
         }
 
     return settings
@@ -90,26 +94,26 @@ def _batch_items(batch):
     # derived from the job's input and output, so not recorded in Snakemake's metadata (the
     # settings are): the paths of every shift's job, per output file
     def items(wildcards, input, output):
-        return _batch_jobs(batch, wildcards)
+        return _batch_jobs(batch)
 
     return items
 
 
 def _batch_outputs(batch):
-    """The rule's named outputs for each shift, named <output>:<shift>; {model} left in."""
+    """The per-shift rule's named outputs for each shift, named <output>:<shift>, with their
+    flags (report() among them)."""
     batched = _batched_rule(batch)
     outputs = {}
     for shift in batch.shifts:
-        fixed = {
-            key: value
-            for key, value in batch.item_wildcards(shift).items()
-            if key != "model"
-        }
+        wildcards = batch.item_wildcards(shift)
         for name, (start, end) in batched.output._names.items():
-            pattern = strip_wildcard_constraints(str(batched.output[start]))
-            for key, value in fixed.items():
-                pattern = pattern.replace(f"{{{key}}}", value)
-            outputs[f"{name}:{shift}"] = pattern
+            declared = batched.output[start]
+            path = strip_wildcard_constraints(str(declared))
+            for key, value in wildcards.items():
+                path = path.replace(f"{{{key}}}", value)
+            annotated = AnnotatedString(path)
+            annotated.flags = dict(getattr(declared, "flags", {}))
+            outputs[f"{name}:{shift}"] = annotated
     return outputs
 
 
@@ -134,11 +138,7 @@ for _batch in SHIFT_BATCHES:
         output:
             **_batch_outputs(_batch),
         log:
-            f"{OUT}/logs/{_batch.name}/{{model}}.log"
-            if _batch.models
-            else f"{OUT}/logs/{_batch.name}.log",
-        wildcard_constraints:
-            model=_alternatives(_batch.models or MODELS),
+            f"{OUT}/logs/{_batch.name}.log",
         conda:
             _batched_rule(_batch).conda_env
         threads: _threads
@@ -148,14 +148,8 @@ for _batch in SHIFT_BATCHES:
             script=os.path.basename(_batched_rule(_batch).script),
             # the per-shift script's text: Snakemake follows the batch's own script only
             code=_script_digest(_batch),
-            keep=(
-                f"{OUT}/batches/{_batch.name}/{{model}}"
-                if _batch.models
-                else f"{OUT}/batches/{_batch.name}"
-            ),
+            keep=f"{OUT}/batches/{_batch.name}",
             settings=_batch_settings(_batch),
             jobs=_batch_items(_batch),
         script:
             "../../scripts/run_shift_batch.py"
-
-    workflow.ruleorder(_batch.name, _batch.rule)

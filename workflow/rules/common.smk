@@ -314,6 +314,11 @@ def predictions_file(wildcards):
     )
 
 
+def import_inputs(wildcards):
+    """What import_predictions reads: the model's file for (dataset, shift) and the dataset's."""
+    return {"outputs": predictions_file(wildcards), "data": dataset_inputs(wildcards)}
+
+
 def dataset_inputs(wildcards):
     """The marker of a downloaded dataset and the files the user gives for it (a label file)."""
     dataset = config["datasets"][wildcards.dataset]
@@ -505,6 +510,26 @@ def per_model_metrics(wildcards, filename, models=None):
     return {
         model: f"{OUT}/metrics/{wildcards.dataset}/{wildcards.labels}/{model}/{wildcards.shift}/{filename}"
         for model in (dataset_models(wildcards.dataset) if models is None else models)
+    }
+
+
+def worst_class_table_inputs(wildcards):
+    """Every model's worst-class metrics of (dataset, view, shift), keyed by model."""
+    return per_model_metrics(wildcards, "worst_class.json")
+
+
+def decisiveness_table_inputs(wildcards):
+    """The decisiveness metrics of the models with scores on the shift, keyed by model."""
+    scored = scored_models(wildcards.dataset, [wildcards.shift])
+    return per_model_metrics(wildcards, "decisiveness.json", scored)
+
+
+def figure_inputs(wildcards):
+    """What the per-class figures of (dataset, view, shift) read: every model's per-class CSV
+    and worst-class metrics, in model order."""
+    return {
+        "per_class": list(per_model_metrics(wildcards, "per_class.csv").values()),
+        "metrics": list(per_model_metrics(wildcards, "worst_class.json").values()),
     }
 
 

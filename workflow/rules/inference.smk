@@ -128,8 +128,7 @@ for _group in DECODE_GROUPS.values():
 
 rule import_predictions:
     input:
-        outputs=predictions_file,
-        data=dataset_inputs,
+        unpack(import_inputs),
     output:
         logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
         metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",
@@ -137,6 +136,7 @@ rule import_predictions:
         f"{OUT}/logs/import_predictions/{{dataset}}/{{model}}/{{shift}}.log",
     wildcard_constraints:
         model=models_cached_by("import_predictions"),
+        dataset=PER_SHIFT_DATASETS,
     conda:
         "../../envs/torch.yaml"
     params:

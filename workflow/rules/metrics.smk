@@ -17,6 +17,8 @@ rule compute_worst_class_metrics:
         metrics=f"{METRICS}/worst_class.json",
     log:
         f"{OUT}/logs/compute_worst_class_metrics/{VIEW_MODEL_SHIFT}.log",
+    wildcard_constraints:
+        dataset=PER_SHIFT_DATASETS,
     conda:
         "../../envs/metrics.yaml"
     params:
@@ -37,6 +39,8 @@ rule compute_decisiveness_metrics:
         metrics=f"{METRICS}/decisiveness.json",
     log:
         f"{OUT}/logs/compute_decisiveness_metrics/{VIEW_MODEL_SHIFT}.log",
+    wildcard_constraints:
+        dataset=PER_SHIFT_DATASETS,
     conda:
         "../../envs/metrics.yaml"
     params:

@@ -25,11 +25,13 @@ report: "../report/workflow.rst"
 
 rule aggregate_worst_class_tables:
     input:
-        unpack(lambda wildcards: per_model_metrics(wildcards, "worst_class.json")),
+        unpack(worst_class_table_inputs),
     output:
         **outputs_of_rule("aggregate_worst_class_tables"),
     log:
         f"{OUT}/logs/aggregate_worst_class_tables/{VIEW_SHIFT}.log",
+    wildcard_constraints:
+        dataset=PER_SHIFT_DATASETS,
     conda:
         "../../envs/metrics.yaml"
     params:
@@ -46,6 +48,8 @@ rule compare_models:
         **outputs_of_rule("compare_models"),
     log:
         f"{OUT}/logs/compare_models/{VIEW_SHIFT}.log",
+    wildcard_constraints:
+        dataset=PER_SHIFT_DATASETS,
     conda:
         "../../envs/metrics.yaml"
     params:
@@ -60,17 +64,13 @@ rule compare_models:
 
 rule aggregate_decisiveness_tables:
     input:
-        unpack(
-            lambda wildcards: per_model_metrics(
-                wildcards,
-                "decisiveness.json",
-                scored_models(wildcards.dataset, [wildcards.shift]),
-            )
-        ),
+        unpack(decisiveness_table_inputs),
     output:
         **outputs_of_rule("aggregate_decisiveness_tables"),
     log:
         f"{OUT}/logs/aggregate_decisiveness_tables/{VIEW_SHIFT}.log",
+    wildcard_constraints:
+        dataset=PER_SHIFT_DATASETS,
     conda:
         "../../envs/metrics.yaml"
     params:
@@ -82,16 +82,13 @@ rule aggregate_decisiveness_tables:
 
 rule plot_class_wise_figures:
     input:
-        per_class=lambda wildcards: per_model_metrics(
-            wildcards, "per_class.csv"
-        ).values(),
-        metrics=lambda wildcards: per_model_metrics(
-            wildcards, "worst_class.json"
-        ).values(),
+        unpack(figure_inputs),
     output:
         **outputs_of_rule("plot_class_wise_figures"),
     log:
         f"{OUT}/logs/plot_class_wise_figures/{VIEW_SHIFT}.log",
+    wildcard_constraints:
+        dataset=PER_SHIFT_DATASETS,
     conda:
         "../../envs/metrics.yaml"
     params:

@@ -5,7 +5,9 @@ A study of files of predictions is many small jobs: a (dataset, model, shift) is
 one of figures, each a Python process whose start-up (about 0.7 CPU-seconds of imports) costs far
 more than its numbers. For a dataset evaluated only on files of predictions (every labels-only
 dataset), ``batch_shifts: auto`` (the default) runs each of those rules as one job per model, or
-per label view, over all the dataset's shifts: a *shift batch*. The batch job runs the rule's own
+per label view, over up to ``jobs.shifts_per_batch`` of the dataset's shifts: a *shift batch*,
+a rule of its own without wildcards (the per-shift rules do not take such a dataset, so each
+file has one rule that makes it). The batch job runs the rule's own
 script once per shift in one process (:func:`run_items`), with the inputs, outputs, parameters,
 wildcards and log file that shift's own job would have had, so every file (logs included) is
 byte for byte the per-shift job's. Datasets the pipeline runs models on keep their per-shift
@@ -15,9 +17,7 @@ A batch's inputs and parameters are all its shifts', so Snakemake reruns the who
 one shift's file or setting changes; the batch keeps a copy of each shift's files (hard links)
 with a record of what they were made from, takes back those still made from the same inputs
 and parameters, and runs only the others (:func:`run_items`): a changed file recomputes its own
-shift and what reads it. A batch covers at most ``jobs.shifts_per_batch`` shifts, since
-Snakemake's planning grows with the square of a rule's outputs. Torch-free: the workflow
-decides the batches while it builds the DAG.
+shift and what reads it. Torch-free: the workflow decides the batches while it builds the DAG.
 """
 
 from __future__ import annotations
@@ -71,45 +71,47 @@ BATCHED_RULES: dict[str, str | None] = {
 
 @dataclass(frozen=True)
 class ShiftBatch:
-    """One generated rule: ``rule``'s jobs of ``dataset`` (and label view ``view``) on ``shifts``,
-    one job per model of ``models`` (or one job when the rule has no model wildcard)."""
+    """One generated rule of one job: ``rule``'s jobs of ``dataset`` (label view ``view``, model
+    ``model``) on ``shifts``. The rule has no wildcards: each of its outputs is one file, so
+    Snakemake finds the rule of a file by its whole path."""
 
     rule: str
     dataset: str
     view: str | None
     shifts: tuple[str, ...]
-    models: tuple[str, ...] = ()
+    model: str | None = None
     index: int = 0
 
     @property
     def name(self) -> str:
-        """The generated rule's name: the rule's, the dataset's and the view's (the rules of
-        one dataset and view, for models of different shifts or shifts split into several
-        batches, numbered from the second)."""
+        """The generated rule's name: the rule's, the dataset's, the view's (but the original)
+        and the model's; the second and later batches of the same are numbered."""
         parts = [self.rule, "batch", self.dataset]
         if self.view is not None and self.view != "original":
             parts.append(self.view)
+        if self.model is not None:
+            parts.append(self.model)
         if self.index:
             parts.append(str(self.index))
         return "_".join(parts)
 
-    def item_wildcards(self, shift: str, model: str | None = None) -> dict[str, str]:
-        """The wildcards of the per-shift job the batch runs for ``shift`` (and ``model``)."""
+    def item_wildcards(self, shift: str) -> dict[str, str]:
+        """The wildcards of the per-shift job the batch runs for ``shift``."""
         wildcards = {"dataset": self.dataset, "shift": shift}
         if self.view is not None:
             wildcards["labels"] = self.view
-        if model is not None:
-            wildcards["model"] = model
+        if self.model is not None:
+            wildcards["model"] = self.model
         return wildcards
 
 
 def batched_datasets(models: Mapping[str, Sequence[str]], specs: Mapping[str, ModelSpec], setting: str) -> list[str]:
     """The datasets whose per-shift jobs run as shift batches: with ``setting`` ``auto``, those
     evaluated only on files of predictions (``source: predictions``); none with ``never``."""
-    if setting not in BATCH_SHIFTS:
-        raise ValueError(f"batch_shifts must be one of {BATCH_SHIFTS}, got {setting!r}")
     from classwise.models.sources import model_source
 
+    if setting not in BATCH_SHIFTS:
+        raise ValueError(f"batch_shifts must be one of {BATCH_SHIFTS}, got {setting!r}")
     if setting == "never":
         return []
     return [
@@ -129,14 +131,14 @@ def shift_batches(
 ) -> list[ShiftBatch]:
     """The shift batches of ``datasets``: for each rule of :data:`BATCHED_RULES`, the shifts its
     planned outputs (``planned``, the records' names mapped to their rules by ``rule_of``) are
-    planned at, per dataset and label view; ``imported[dataset][model]``: the shifts whose
-    predictions a model's batch imports. Models of one dataset and view with the same shifts
-    share a rule; a rule covers at most ``shifts_per_batch`` shifts (more are split, in order,
-    into rules of that many): Snakemake matches every file it plans against each output of the
-    rules that could make it, so a rule of thousands of outputs makes planning quadratic. A batch
-    of one shift is not made (the per-shift job is the same job)."""
-    if shifts_per_batch < 2:
-        raise ValueError(f"shifts_per_batch must be at least 2, got {shifts_per_batch}")
+    planned at, per dataset, label view and (for a rule per model) model, in plan order;
+    ``imported[dataset][model]``: the shifts whose predictions a model's batches import. Every
+    such job of a batched dataset is in a batch (the per-shift rules do not take those
+    datasets), of at most ``shifts_per_batch`` shifts: Snakemake matches every file it plans
+    against each output of the rules that could make it, so a rule of thousands of outputs
+    makes planning quadratic."""
+    if shifts_per_batch < 1:
+        raise ValueError(f"shifts_per_batch must be at least 1, got {shifts_per_batch}")
     chosen = set(datasets)
     shifts: dict[tuple[str, str, str | None, str | None], list[str]] = defaultdict(list)
     for item in planned:
@@ -144,26 +146,18 @@ def shift_batches(
         wildcards = item.wildcards
         if rule not in BATCHED_RULES or wildcards.get("dataset") not in chosen or "shift" not in wildcards:
             continue
-        key = (rule, wildcards["dataset"], wildcards.get("labels"), wildcards.get("model"))
+        model = wildcards.get("model") if BATCHED_RULES[rule] == "model" else None
+        key = (rule, wildcards["dataset"], wildcards.get("labels"), model)
         if wildcards["shift"] not in shifts[key]:
             shifts[key].append(wildcards["shift"])
     for dataset in datasets:
         for model, names in imported.get(dataset, {}).items():
             shifts[("import_predictions", dataset, None, model)] = list(names)
-    grouped: dict[tuple[str, str, str | None, tuple[str, ...]], list[str]] = defaultdict(list)
-    for (rule, dataset, view, model_name), names in shifts.items():
-        grouped[(rule, dataset, view, tuple(names))].append(model_name or "")
     batches: list[ShiftBatch] = []
-    counts: dict[tuple[str, str, str | None], int] = defaultdict(int)
-    for (rule, dataset, view, names), models in grouped.items():
-        per_model = BATCHED_RULES[rule] == "model"
-        for start in range(0, len(names), shifts_per_batch):
-            chunk = names[start : start + shifts_per_batch]
-            if len(chunk) < 2:
-                continue
-            index = counts[(rule, dataset, view)]
-            counts[(rule, dataset, view)] += 1
-            batches.append(ShiftBatch(rule, dataset, view, chunk, tuple(models) if per_model else (), index))
+    for (rule, dataset, view, model), names in shifts.items():
+        for index, start in enumerate(range(0, len(names), shifts_per_batch)):
+            chunk = tuple(names[start : start + shifts_per_batch])
+            batches.append(ShiftBatch(rule, dataset, view, chunk, model, index))
     return batches
 
 
