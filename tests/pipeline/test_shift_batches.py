@@ -22,11 +22,12 @@ def _planned(name: str, **wildcards: str) -> Planned:
 
 def test_only_datasets_evaluated_on_files_of_predictions_alone_are_batched() -> None:
     specs = {"files": ModelSpec(source="predictions"), "other": ModelSpec(source="predictions"), "net": ModelSpec(source="timm")}
-    models = {"labels_only": ["files", "other"], "images": ["files", "net"], "empty": []}
-    assert batched_datasets(models, specs, "auto") == ["labels_only"]
-    assert batched_datasets(models, specs, "never") == []
+    models = {"labels_only": ["files", "other"], "images": ["files", "net"], "empty": [], "clean_only": ["files"]}
+    shifts = {"labels_only": ["clean", "c50"], "images": ["clean", "c50"], "empty": ["clean", "c50"], "clean_only": ["clean"]}
+    assert batched_datasets(models, shifts, specs, "auto") == ["labels_only"]
+    assert batched_datasets(models, shifts, specs, "never") == []
     with pytest.raises(ValueError, match="batch_shifts"):
-        batched_datasets(models, specs, "always")
+        batched_datasets(models, shifts, specs, "always")
 
 
 def test_a_batch_covers_the_shifts_its_rule_is_planned_at_one_batch_per_model() -> None:

@@ -26,8 +26,16 @@ class _ItemWildcards(dict):
 
 
 def _batched_rule(batch):
-    """The per-shift rule a batch runs (under a module, its prefixed name)."""
-    return workflow.get_rule(workflow.modifier.modify_rulename(batch.rule))
+    """The per-shift rule a batch runs (under a module, its prefixed name; looked up while the
+    Snakefile is read, when the module's renaming applies, and kept for the jobs)."""
+    if batch.name not in _PER_SHIFT_RULE:
+        _PER_SHIFT_RULE[batch.name] = workflow.get_rule(
+            workflow.modifier.modify_rulename(batch.rule)
+        )
+    return _PER_SHIFT_RULE[batch.name]
+
+
+_PER_SHIFT_RULE = {}
 
 
 def _batch_inputs(batch):
@@ -101,7 +109,8 @@ def _batch_items(batch):
 
 def _batch_outputs(batch):
     """The per-shift rule's named outputs for each shift, named <output>:<shift>, with their
-    flags (report() among them)."""
+    flags but report(): the report's captions and labels are templates of one job's wildcards,
+    which a batch's rule does not have (docs/pipeline.md#many-shifts-of-predictions)."""
     batched = _batched_rule(batch)
     outputs = {}
     for shift in batch.shifts:
@@ -112,7 +121,11 @@ def _batch_outputs(batch):
             for key, value in wildcards.items():
                 path = path.replace(f"{{{key}}}", value)
             annotated = AnnotatedString(path)
-            annotated.flags = dict(getattr(declared, "flags", {}))
+            annotated.flags = {
+                flag: value
+                for flag, value in getattr(declared, "flags", {}).items()
+                if flag != "report"
+            }
             outputs[f"{name}:{shift}"] = annotated
     return outputs
 

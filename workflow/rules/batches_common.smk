@@ -7,7 +7,7 @@ from classwise.outputs import output
 from classwise.pipeline.shift_batches import batched_datasets, shift_batches
 
 BATCHED_DATASETS = batched_datasets(
-    PLAN.models, MODEL_SPECS, config["jobs"]["batch_shifts"]
+    PLAN.models, PLAN.shifts, MODEL_SPECS, config["jobs"]["batch_shifts"]
 )
 SHIFT_BATCHES = shift_batches(
     final_outputs(),

@@ -105,9 +105,12 @@ class ShiftBatch:
         return wildcards
 
 
-def batched_datasets(models: Mapping[str, Sequence[str]], specs: Mapping[str, ModelSpec], setting: str) -> list[str]:
+def batched_datasets(
+    models: Mapping[str, Sequence[str]], shifts: Mapping[str, Sequence[str]], specs: Mapping[str, ModelSpec], setting: str
+) -> list[str]:
     """The datasets whose per-shift jobs run as shift batches: with ``setting`` ``auto``, those
-    evaluated only on files of predictions (``source: predictions``); none with ``never``."""
+    of more than one shift evaluated only on files of predictions (``source: predictions``);
+    none with ``never``."""
     from classwise.models.sources import model_source
 
     if setting not in BATCH_SHIFTS:
@@ -117,7 +120,9 @@ def batched_datasets(models: Mapping[str, Sequence[str]], specs: Mapping[str, Mo
     return [
         dataset
         for dataset, names in models.items()
-        if names and all(model_source(specs[name]).cached_by == "import_predictions" for name in names)
+        if names
+        and len(shifts.get(dataset, ())) > 1
+        and all(model_source(specs[name]).cached_by == "import_predictions" for name in names)
     ]
 
 
