@@ -44,11 +44,12 @@ def _batch_inputs(batch):
     function = SHIFT_RULE_INPUTS[batch.rule]
 
     def inputs(wildcards):
-        files = []
+        # each once: a dataset's own files are every shift's input
+        files = {}
         for shift in batch.shifts:
             for value in function(_ItemWildcards(batch.item_wildcards(shift))).values():
-                files.extend([value] if isinstance(value, str) else value)
-        return files
+                files.update(dict.fromkeys([value] if isinstance(value, str) else value))
+        return list(files)
 
     return inputs
 

@@ -145,7 +145,8 @@ def shift_batches(
     if shifts_per_batch < 1:
         raise ValueError(f"shifts_per_batch must be at least 1, got {shifts_per_batch}")
     chosen = set(datasets)
-    shifts: dict[tuple[str, str, str | None, str | None], list[str]] = defaultdict(list)
+    # shift names in plan order, each once (a dict: several records are planned per shift)
+    shifts: dict[tuple[str, str, str | None, str | None], dict[str, None]] = defaultdict(dict)
     for item in planned:
         rule = rule_of(item.name)
         wildcards = item.wildcards
@@ -153,13 +154,13 @@ def shift_batches(
             continue
         model = wildcards.get("model") if BATCHED_RULES[rule] == "model" else None
         key = (rule, wildcards["dataset"], wildcards.get("labels"), model)
-        if wildcards["shift"] not in shifts[key]:
-            shifts[key].append(wildcards["shift"])
+        shifts[key][wildcards["shift"]] = None
     for dataset in datasets:
         for model, names in imported.get(dataset, {}).items():
-            shifts[("import_predictions", dataset, None, model)] = list(names)
+            shifts[("import_predictions", dataset, None, model)] = dict.fromkeys(names)
     batches: list[ShiftBatch] = []
-    for (rule, dataset, view, model), names in shifts.items():
+    for (rule, dataset, view, model), ordered in shifts.items():
+        names = list(ordered)
         for index, start in enumerate(range(0, len(names), shifts_per_batch)):
             chunk = tuple(names[start : start + shifts_per_batch])
             batches.append(ShiftBatch(rule, dataset, view, chunk, model, index))
@@ -249,20 +250,33 @@ def item_job(item: Mapping[str, Any], batch: Any) -> ItemJob:
     )
 
 
-def made_from(item: Mapping[str, Any], script: str | Path) -> str:
+def made_from(item: Mapping[str, Any], script: str | Path, file_digests: dict[str, str] | None = None) -> str:
     """What one shift's files are made from, as a sha256: the rule, its script's text, the
     shift's parameters and the bytes of each of its inputs (so a file restored unchanged by an
-    earlier batch, whatever its time stamp, leaves the files made from it up to date)."""
+    earlier batch, whatever its time stamp, leaves the files made from it up to date).
+    ``file_digests``: the digests of files already read, by path (a batch's shifts share their
+    script and the dataset's files: each is read once)."""
+    digests = {} if file_digests is None else file_digests
     digest = hashlib.sha256()
     digest.update(fingerprint({"rule": item["rule"], "params": item["params"]["values"]}).encode())
-    digest.update(Path(script).read_bytes())
+    digest.update(_file_digest(str(script), digests).encode())
     for path in item["input"]["values"]:
-        digest.update(str(path).encode() + b"\0")
+        digest.update(str(path).encode() + b"\0" + _file_digest(str(path), digests).encode())
+    return digest.hexdigest()
+
+
+def _file_digest(path: str, digests: dict[str, str]) -> str:
+    """The sha256 of a file's bytes ("" for no file), read once per ``digests``."""
+    if path not in digests:
+        digest = hashlib.sha256()
         if Path(path).is_file():
             with open(path, "rb") as stream:
                 for block in iter(lambda: stream.read(1 << 20), b""):
                     digest.update(block)
-    return digest.hexdigest()
+            digests[path] = digest.hexdigest()
+        else:
+            digests[path] = ""
+    return digests[path]
 
 
 def _copies(folder: Path, outputs: Sequence[str]) -> list[Path]:
@@ -297,16 +311,18 @@ def run_items(items: Sequence[Mapping[str, Any]], script: str | Path, batch: Any
 
     from classwise.atomic import write_json
 
-    kept = []
+    kept, shifts = [], []
+    digests: dict[str, str] = {}
     for item in tqdm(items, desc=Path(script).stem, unit="shift", file=sys.stderr, mininterval=1.0):
         job = item_job(item, batch)
+        shifts.append(str(job.wildcards.shift))
         outputs = [str(path) for path in job.output]
-        folder = Path(keep) / _item_folder(item) if keep is not None else None
-        made = made_from(item, script) if folder is not None else ""
+        folder = Path(keep) / shifts[-1] if keep is not None else None
+        made = made_from(item, script, digests) if folder is not None else ""
         if folder is not None and _kept(folder, made, outputs):
             for copy, path in zip(_copies(folder, outputs), outputs):
                 share_file(copy, path)
-            kept.append(_item_folder(item))
+            kept.append(shifts[-1])
             continue
         runpy.run_path(str(script), init_globals={"snakemake": job})
         if folder is not None:
@@ -315,15 +331,8 @@ def run_items(items: Sequence[Mapping[str, Any]], script: str | Path, batch: Any
                 share_file(path, copy)
             write_json(folder / RECORD, {"made_from": made, "outputs": outputs})
     if keep is not None:
-        current = {_item_folder(item) for item in items}
         for stale in Path(keep).glob("*"):
-            if stale.is_dir() and stale.name not in current:  # a shift no longer in the batch
+            if stale.is_dir() and stale.name not in shifts:  # a shift no longer in the batch
                 shutil.rmtree(stale)
     if kept:
         print(f"{len(kept)} of {len(items)} shifts up to date, their files kept: {', '.join(kept)}", file=sys.stderr)
-
-
-def _item_folder(item: Mapping[str, Any]) -> str:
-    """The folder of one shift's copies in the batch's: the shift's name."""
-    wildcards = JobValues(item["wildcards"]["values"], item["wildcards"]["names"])
-    return str(wildcards.shift)
