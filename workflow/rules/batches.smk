@@ -48,7 +48,9 @@ def _batch_inputs(batch):
         files = {}
         for shift in batch.shifts:
             for value in function(_ItemWildcards(batch.item_wildcards(shift))).values():
-                files.update(dict.fromkeys([value] if isinstance(value, str) else value))
+                files.update(
+                    dict.fromkeys([value] if isinstance(value, str) else value)
+                )
         return list(files)
 
     return inputs
