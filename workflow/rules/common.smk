@@ -1,5 +1,6 @@
 # Config validation, wildcard constraints, path patterns and every input function.
 import copy
+import functools
 import json
 import re
 
@@ -533,6 +534,7 @@ def figure_inputs(wildcards):
     }
 
 
+@functools.cache  # read by rule all, the README's rule, the gates and the shift batches
 def final_outputs():
     """Every table and figure of every (dataset, label view, shift), planned: the records of
     classwise.outputs' metrics stage, in catalogue order, at each scope below where their
@@ -540,7 +542,7 @@ def final_outputs():
     decisiveness ones where a model has scores and the view one true class per image; with the
     bootstrap on, the interval tables, the worst-class figures and, on datasets of two models or
     more, the model comparisons); each model's per-class numbers and figures."""
-    return plan_scopes("metrics", metric_scopes())
+    return tuple(plan_scopes("metrics", metric_scopes()))
 
 
 def metric_scopes():
