@@ -245,3 +245,47 @@ def test_help_text_drops_roles_and_literals():
     doc = "The ``classwise`` command: :func:`~classwise.tables.to_csv` beside :class:`classwise.errors.InputError`, `x`.\n\nMore."
     assert help_text(doc) == "The classwise command: to_csv beside classwise.errors.InputError, x."
     assert help_text(None) == "" and help_text("  \n") == ""
+
+
+# ------------------------------------------------- issue #39 item 5: the seams of the command line
+
+
+def _ids(n: int) -> np.ndarray:
+    return np.array([f"s{i:03d}" for i in range(n)])
+
+
+def _labels_csv(path: Path, labels: np.ndarray, order: np.ndarray) -> Path:
+    pd.DataFrame({"sample_id": _ids(labels.size)[order], "label": labels[order]}).to_csv(path, index=False)
+    return path
+
+
+def _scores_csv(path: Path, scores: np.ndarray, labels: np.ndarray | None = None, *, decimals: int | None = None) -> Path:
+    frame = pd.DataFrame(scores if decimals is None else np.round(scores, decimals))
+    frame.columns = [f"score_{j}" for j in range(scores.shape[1])]
+    if labels is not None:
+        frame.insert(0, "label", labels)
+    frame.insert(0, "sample_id", _ids(scores.shape[0]))
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_rows_in_messages_are_a_csv_s_lines_and_other_files_0_based_data_rows(tmp_path, capsys):
+    logits, labels = _random_logits(20, 4, seed=26)
+    with_nan = logits.astype(np.float64)
+    with_nan[[2, 9]] = np.nan
+    csv = _scores_csv(tmp_path / "nan.csv", with_nan, labels)
+    npz = _write(tmp_path / "nan.npz", logits=with_nan, labels=labels)
+    out = tmp_path / "m.json"
+    assert main(["metrics", str(csv), "--out", str(out)]) == 2
+    message = capsys.readouterr().err
+    assert "lines 4, 11" in message and "rows 2" not in message, message
+    assert main(["metrics", str(npz), "--out", str(out)]) == 2
+    assert "data rows 2, 9 (0-based)" in capsys.readouterr().err
+    bad_labels = labels.copy()
+    bad_labels[6] = 9
+    truth = _labels_csv(tmp_path / "labels.csv", bad_labels, np.arange(labels.size))
+    unlabelled = _scores_csv(tmp_path / "scores.csv", logits.astype(np.float64))
+    assert main(["metrics", str(unlabelled), "--labels", str(truth), "--out", str(out)]) == 2
+    message = capsys.readouterr().err
+    assert f"{truth}: field 'labels': " in message and "label 9 at line 8" in message, message
+    assert not out.exists()

@@ -183,7 +183,7 @@ def test_scores_files_read_the_same_with_either_reader(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("predictions", "expected"),
     [
-        (np.array([0, 4, 1, 1, 1]), "predictions must lie in [0, 4): prediction 4 at position 1"),
+        (np.array([0, 4, 1, 1, 1]), "predictions must lie in [0, 4): prediction 4 at data row 1 (0-based)"),
         (np.array([0.0, 1.0, 1.0, 1.0, 1.0]), "expected integer class indices"),
     ],
 )

@@ -141,6 +141,17 @@ def test_a_timm_file_of_another_class_count_is_named(tmp_path: Path) -> None:
     assert repr(str(IDS[rows[0]])) in message  # the first offending rows, by sample id
 
 
+def test_a_bad_row_of_a_file_in_another_order_is_named_by_its_own_line(tmp_path: Path) -> None:
+    """The predictions are checked before they are put in the dataset's order: the line is the file's."""
+    frame = _timm_frame(_logits(), topk=2, separate=True, output_col="logit").iloc[::-1]
+    frame.iloc[1, frame.columns.get_loc("index_1")] = 9  # data row 1: sample IDS[N - 2], line 3
+    path = tmp_path / "top.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError) as info:
+        _import(path, tmp_path)
+    assert f"line 3, sample ids ['{IDS[N - 2]}']" in str(info.value)
+
+
 def test_a_timm_file_without_its_indices_says_how_to_get_them(tmp_path: Path) -> None:
     frame = pd.DataFrame({"filename": IDS, "label_0": "ant", "label_1": "bee", "prob_0": 0.6, "prob_1": 0.3})
     frame.to_csv(tmp_path / "t.csv", index=False)
@@ -175,7 +186,7 @@ def test_an_unknown_class_name_names_the_file_the_field_and_the_rows(tmp_path: P
     with pytest.raises(InputError) as info:
         _import(tmp_path / "p.csv", tmp_path)
     message = str(info.value)
-    assert "p.csv: field 'prediction': 'cow' is no class of dataset 'd': rows 3, 6" in message
+    assert "p.csv: field 'prediction': 'cow' is no class of dataset 'd': unknown classes in lines 5, 8" in message
     assert "'img_3.jpg', 'img_6.jpg'" in message
     assert not (tmp_path / "cache").exists()
 

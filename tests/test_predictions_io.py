@@ -178,3 +178,33 @@ def test_unknown_extensions_and_missing_files(tmp_path: Path) -> None:
     (tmp_path / "p.json").write_text("{}")
     with pytest.raises(InputError, match=r"expected a \.npz file .* or a \.csv file"):
         read_outputs(tmp_path / "p.json")
+
+
+def test_row_locations_are_a_csv_s_lines_and_other_files_0_based_data_rows() -> None:
+    from classwise.validation import row_locations
+
+    assert row_locations([0], "a.csv") == "line 2"  # the header is line 1
+    assert row_locations([0, 3], "a.CSV.gz") == "lines 2, 5"
+    assert row_locations([4], "a.npz") == "data row 4 (0-based)"
+    assert row_locations(np.arange(12), "a.parquet", limit=3) == "data rows 0, 1, 2 and 9 more (0-based)"
+    assert row_locations(np.array([1, 2]), None) == "rows 1, 2"  # an array in memory: its indices
+    assert row_locations([1]) == "rows 1"
+
+
+@pytest.mark.parametrize(("suffix", "where"), [(".csv", "lines 3, 6"), (".json", "data rows 1, 4 (0-based)")])
+def test_rows_in_the_reader_s_messages_are_located_as_the_file_numbers_them(tmp_path: Path, suffix: str, where: str) -> None:
+    classes = [[0, 1, 2]] * N
+    classes[1] = classes[4] = [0, 1.5, 2]  # not class indices
+    frame = pd.DataFrame({"filename": IDS, "index": classes, "prob": [list(row) for row in _probs()]})
+    path = tmp_path / f"timm{suffix}"
+    if suffix == ".csv":
+        separate = pd.DataFrame({"filename": IDS})
+        for j in range(C):
+            separate[f"index_{j}"] = [row[j] for row in classes]
+            separate[f"prob_{j}"] = _probs()[:, j]
+        separate.to_csv(path, index=False)
+    else:
+        frame.set_index("filename").to_json(path, orient="index")
+    with pytest.raises(InputError) as info:
+        read_outputs(path)
+    assert f"found other values in {where}" in str(info.value) and str(path) in str(info.value)

@@ -54,7 +54,7 @@ from classwise.validation import (
     check_labels,
     check_probabilities,
     check_score_matrix,
-    rows_message,
+    row_locations,
 )
 
 __all__ = [
@@ -156,10 +156,11 @@ def check_predictions(values: object, n_classes: int, *, path: str | Path | None
     rows = np.flatnonzero(bad.any(axis=1))
     if rows.size:
         first = int(rows[0])
+        at = f"position {first}" if path is None else row_locations([first], path)  # an array's: its index
         raise InputError(
             f"predictions must lie in [0, {n_classes}): prediction {grid[first].tolist() if k > 1 else int(grid[first, 0])} "
-            f"at position {first} is out of range ({ABSTAINED} marks an abstention, the whole row); out-of-range rows: "
-            f"{rows_message(rows)}",
+            f"at {at} is out of range ({ABSTAINED} marks an abstention, the whole row); out of range: "
+            f"{row_locations(rows, path)}",
             path=path,
             field=field,
         )
@@ -168,7 +169,7 @@ def check_predictions(values: object, n_classes: int, *, path: str | Path | None
         rows = np.flatnonzero(((ordered[:, 1:] == ordered[:, :-1]) & ~abstained[:, None]).any(axis=1))
         if rows.size:
             raise InputError(
-                f"a class ranked twice in rows {rows_message(rows)} (e.g. {grid[rows[0]].tolist()})", path=path, field=field
+                f"a class ranked twice in {row_locations(rows, path)} (e.g. {grid[rows[0]].tolist()})", path=path, field=field
             )
     return arr.astype(np.int64, copy=False)
 

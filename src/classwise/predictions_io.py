@@ -76,7 +76,7 @@ from classwise.validation import (
     check_labels,
     check_probabilities,
     check_score_matrix,
-    rows_message,
+    row_locations,
 )
 
 __all__ = [
@@ -256,7 +256,7 @@ def _score_columns(columns: list[str], path: Path) -> list[str]:
 def _id_column(column: pd.Series, path: Path, field: str) -> np.ndarray:
     if column.isna().any():
         rows = np.flatnonzero(column.isna().to_numpy())
-        raise InputError(f"empty sample ids in rows {rows_message(rows)}", path=path, field=field)
+        raise InputError(f"empty sample ids in {row_locations(rows, path)}", path=path, field=field)
     return column.to_numpy().astype(str)
 
 
@@ -340,7 +340,7 @@ def _numbers(frame: pd.DataFrame, columns: list[str], path: Path) -> np.ndarray:
     except (ValueError, TypeError):
         bad = next(c for c in columns if pd.to_numeric(frame[c], errors="coerce").isna().any())
         rows = np.flatnonzero(pd.to_numeric(frame[bad], errors="coerce").isna().to_numpy())
-        raise InputError(f"expected numbers; rows {rows_message(rows)} are not", path=path, field=bad) from None
+        raise InputError(f"expected numbers, found other text in {row_locations(rows, path)}", path=path, field=bad) from None
 
 
 def _score_kind(scores: np.ndarray) -> OutputKind:
@@ -367,7 +367,7 @@ def _integer_column(values: np.ndarray, path: Path, field: str) -> np.ndarray:
         if bad.size or arr.dtype == np.bool_:
             rows = bad if bad.size else np.arange(arr.size)
             raise InputError(
-                f"expected integer class indices; rows {rows_message(rows)} are not (e.g. {arr[rows[0]]!r})",
+                f"expected integer class indices, found other values in {row_locations(rows, path)} (e.g. {arr[rows[0]]!r})",
                 path=path,
                 field=field,
             )
@@ -383,7 +383,7 @@ def _class_column(cells: pd.Series, path: Path, field: str, abstain: tuple[str, 
     if abstain is None:
         empty = np.flatnonzero(text == "")
         if empty.size:
-            raise InputError(f"empty cells in rows {rows_message(empty)}; every sample needs a label", path=path, field=field)
+            raise InputError(f"empty cells in {row_locations(empty, path)}; every sample needs a label", path=path, field=field)
         abstained = np.zeros(text.shape, dtype=bool)
     else:
         abstained = np.isin(text, list(abstain))
@@ -393,7 +393,8 @@ def _class_column(cells: pd.Series, path: Path, field: str, abstain: tuple[str, 
         if bad.size:
             rows = np.flatnonzero(~abstained)[bad]
             raise InputError(
-                f"expected integer class indices (or class names); rows {rows_message(rows)} are not (e.g. {text[rows[0]]!r})",
+                f"expected integer class indices (or class names), found other numbers in {row_locations(rows, path)} "
+                f"(e.g. {text[rows[0]]!r})",
                 path=path,
                 field=field,
             )
@@ -518,7 +519,9 @@ def _read_timm(frame: pd.DataFrame, path: Path, fmt: str) -> UserOutputs:
         )
     bad = np.flatnonzero((~np.isfinite(indices) | (indices != np.round(indices)) | (indices < 0)).any(axis=1))
     if bad.size:
-        raise InputError(f"expected class indices; rows {rows_message(bad)} are not", path=path, field=f"{_TIMM_INDEX}*")
+        raise InputError(
+            f"expected class indices, found other values in {row_locations(bad, path)}", path=path, field=f"{_TIMM_INDEX}*"
+        )
     classes = indices.astype(np.int64)
     k = classes.shape[1]
     if k > 1 and bool((np.sort(classes, axis=1) == np.arange(k)).all()):  # every row ranks all k classes
@@ -556,7 +559,7 @@ def _indices_of_names(
     if unknown.size:
         ids = "" if sample_ids is None else f" (sample ids {_examples(sample_ids[unknown])})"
         raise InputError(
-            f"{str(names[unknown[0]])!r} is no class of {where}: rows {rows_message(unknown)}{ids} name unknown classes; "
+            f"{str(names[unknown[0]])!r} is no class of {where}: unknown classes in {row_locations(unknown, path)}{ids}; "
             f"the classes are {known[:_MAX_IDS_IN_MESSAGE].tolist()}{' ...' if len(known) > _MAX_IDS_IN_MESSAGE else ''}",
             path=path,
             field=field,
@@ -606,19 +609,22 @@ def align(
     file_ids = outputs.sample_ids
     values = outputs.values
     if outputs.kind == PREDICTIONS:
-        values = _as_indices(values, class_names, path, outputs.value_field, where, file_ids)[positions]
+        # checked in the file's row order, so that the messages give the file's rows
+        row_ids = file_ids if file_ids is not None else ids
+        values = _as_indices(values, class_names, path, outputs.value_field, where, file_ids)
         if values.ndim == 1:
             bad = np.flatnonzero(((values < 0) & (values != ABSTAINED)) | (values >= n_classes))
             if bad.size:
                 raise InputError(
                     f"predicted classes must lie in [0, {n_classes}) ({where} has {n_classes} classes; -1: abstained); "
-                    f"{bad.size} do not, e.g. {int(values[bad[0]])} for sample ids {_examples(ids[bad])}",
+                    f"{bad.size} do not, e.g. {int(values[bad[0]])} in {row_locations(bad, path)} (sample ids "
+                    f"{_examples(row_ids[bad])})",
                     path=path,
                     field=outputs.value_field,
                 )
         else:
-            _check_ranked_classes(values, n_classes, path, where, ids, outputs.value_field)
-        values = check_predictions(values, n_classes, path=path, field=outputs.value_field)
+            _check_ranked_classes(values, n_classes, path, where, row_ids, outputs.value_field)
+        values = check_predictions(values, n_classes, path=path, field=outputs.value_field)[positions]
     else:
         _check_columns(values.shape[1], n_classes, path, where, outputs)
         values = values[positions]
@@ -649,7 +655,7 @@ def _check_ranked_classes(values: np.ndarray, n_classes: int, path: str, where: 
     if bad.size:
         raise InputError(
             f"names class {int(values[bad[0]].max())}, but {where} has {n_classes} classes (a file of another class count?); "
-            f"{bad.size} rows do: rows {rows_message(bad)}, sample ids {_examples(ids[bad])}",
+            f"{bad.size} rows do: {row_locations(bad, path)}, sample ids {_examples(ids[bad])}",
             path=path,
             field=field,
         )
@@ -665,7 +671,7 @@ def _match_ids(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, w
         extra = np.flatnonzero(~pd.Index(np.asarray(file_ids).astype(str)).isin(np.asarray(sample_ids).astype(str)))
         if extra.size == 0 or "name no sample" not in str(error):
             raise
-        raise InputError(f"{error.message} (rows {rows_message(extra)})", path=error.path, field=error.field) from None
+        raise InputError(f"{error.message} ({row_locations(extra, path)})", path=error.path, field=error.field) from None
 
 
 def _positions(file_ids: np.ndarray, sample_ids: np.ndarray, path: str | Path, where: str) -> np.ndarray:
@@ -828,7 +834,7 @@ def _check_predicted_classes(outputs: UserOutputs, n_classes: int | None, class_
             shown = "" if ids is None else f" (sample ids {_examples(ids[bad])})"
             raise InputError(
                 f"names class {int(column[bad[0]])}, but {where} has {n_classes} classes (indices 0 to {n_classes - 1}; -1: "
-                f"abstained): rows {rows_message(bad)}{shown} (a file of another class count?)",
+                f"abstained): {row_locations(bad, outputs.path)}{shown} (a file of another class count?)",
                 path=outputs.path,
                 field=field,
             )

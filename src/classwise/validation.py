@@ -32,7 +32,7 @@ __all__ = [
     "check_labels",
     "check_probabilities",
     "check_score_matrix",
-    "rows_message",
+    "row_locations",
 ]
 
 #: What a score matrix holds: raw logits (pre-softmax) or probabilities (rows on the simplex).
@@ -49,12 +49,26 @@ _MAX_ROWS_IN_MESSAGE = 10
 PathLike = str | Path | None
 
 
-def rows_message(rows: np.ndarray, limit: int = _MAX_ROWS_IN_MESSAGE) -> str:
-    """``"0, 2, 5"`` or ``"0, 1, ... , 9 and 3 more"``: the offending row indices, abridged."""
-    rows = np.asarray(rows)
-    shown = ", ".join(str(int(r)) for r in rows[:limit])
-    more = f" and {rows.size - limit} more" if rows.size > limit else ""
-    return f"{shown}{more}"
+def row_locations(rows: np.ndarray | list[int], path: PathLike = None, *, limit: int = _MAX_ROWS_IN_MESSAGE) -> str:
+    """Where the data rows ``rows`` (0-based indices) are, abridged, as the user finds them: in a
+    CSV file (``.csv``, ``.csv.gz``) its line numbers, the header being line 1 (data row 0 is
+    ``"line 2"``; ``"lines 2, 4"``); in any other file (``.npz``, ``.npy``, Parquet, JSON)
+    ``"data rows 0, 2 (0-based)"``; in an array given in memory (no ``path``) its indices,
+    ``"rows 0, 2"`` (``"rows 1"`` for one, as these messages always said). Line numbers assume
+    one line per row, as classwise, pandas and timm write CSV files."""
+    indices = np.asarray(rows, dtype=np.int64).ravel()
+    shown = ", ".join(str(int(r)) for r in (indices[:limit] + (2 if _is_csv(path) else 0)))
+    more = f" and {indices.size - limit} more" if indices.size > limit else ""
+    if path is None:
+        return f"rows {shown}{more}"
+    plural = "s" if indices.size > 1 else ""
+    if _is_csv(path):
+        return f"line{plural} {shown}{more}"
+    return f"data row{plural} {shown}{more} (0-based)"
+
+
+def _is_csv(path: PathLike) -> bool:
+    return path is not None and str(path).lower().endswith((".csv", ".csv.gz"))
 
 
 def check_kind(kind: object) -> ScoreKind:
@@ -121,9 +135,10 @@ def check_labels(
         if out_of_range.any():
             bad = np.flatnonzero(out_of_range)
             first = int(bad[0])
+            at = f"position {first}" if path is None else row_locations([first], path)  # an array's: its index
             raise InputError(
-                f"{noun}s must lie in [0, {n_classes}): {noun} {int(arr[first])} at position {first} is out of range "
-                f"(expected 0 <= {noun} < {n_classes}); out-of-range rows: {rows_message(bad)}",
+                f"{noun}s must lie in [0, {n_classes}): {noun} {int(arr[first])} at {at} is out of range "
+                f"(expected 0 <= {noun} < {n_classes}); out of range: {row_locations(bad, path)}",
                 path=path,
                 field=field,
             )
@@ -135,7 +150,7 @@ def check_finite_rows(scores: np.ndarray, *, field: str, path: PathLike = None, 
     finite = np.isfinite(scores).all(axis=1)
     if not finite.all():
         bad = row_offset + np.flatnonzero(~finite)
-        raise InputError(f"NaN or infinite values in rows {rows_message(bad)}", path=path, field=field)
+        raise InputError(f"NaN or infinite values in {row_locations(bad, path)}", path=path, field=field)
 
 
 def check_probabilities(probs: np.ndarray, *, field: str = "probs", path: PathLike = None, row_offset: int = 0) -> None:
@@ -149,14 +164,14 @@ def check_probabilities(probs: np.ndarray, *, field: str = "probs", path: PathLi
     if out_of_range.any():
         bad = row_offset + np.flatnonzero(out_of_range)
         raise InputError(
-            f"probabilities must be non-negative and lie in [0, 1]; rows {rows_message(bad)}", path=path, field=field
+            f"probabilities must be non-negative and lie in [0, 1]; {row_locations(bad, path)}", path=path, field=field
         )
     sums = probs.sum(axis=1, dtype=np.float64)
     off = np.abs(sums - 1.0) > PROB_ROW_TOLERANCE
     if off.any():
         bad = row_offset + np.flatnonzero(off)
         raise InputError(
-            f"probability rows must sum to 1 (within {PROB_ROW_TOLERANCE:g}); rows {rows_message(bad)}",
+            f"probability rows must sum to 1 (within {PROB_ROW_TOLERANCE:g}); {row_locations(bad, path)}",
             path=path,
             field=field,
         )

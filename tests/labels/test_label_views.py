@@ -39,7 +39,7 @@ def test_other_view_relabels_and_drops_removed_rows() -> None:
     [
         (np.array([0, 1, 2]), "expected 5 labels"),
         (np.array([0, 1, 2, 3, 0]), "must be -1 (removed) or in [0, 3)"),
-        (np.array([0, 1, -2, 0, 0]), "rows [2]"),
+        (np.array([0, 1, -2, 0, 0]), "1 are not, e.g. -2 for sample ids ['s2']"),
     ],
 )
 def test_bad_label_files_are_named(labels: np.ndarray, message: str) -> None:

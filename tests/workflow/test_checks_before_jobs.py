@@ -246,14 +246,17 @@ def test_a_predicted_class_name_that_is_no_class_name_is_refused_with_its_rows(t
     config = _predictions_config(tmp_path, {"clean": path}, class_names=["v", "w", "x", "y", "z"])
     error = _refusal(config)
     assert error.field == "models.net.files.clean"
-    assert f"{path}: field 'prediction': 'owl' is no class of dataset 'ids': rows 2, 4 (sample ids ['c', 'e'])" in str(error)
+    assert (
+        f"{path}: field 'prediction': 'owl' is no class of dataset 'ids': unknown classes in lines 4, 6 (sample ids ['c', 'e'])"
+        in str(error)
+    )
 
 
 def test_a_predicted_class_beyond_the_class_count_is_refused_with_its_rows(tmp_path: Path) -> None:
     path = _hard(tmp_path / "net.csv", [("a", "0"), ("b", "9"), ("c", "2"), ("d", "3"), ("e", "4")])
     error = _refusal(_predictions_config(tmp_path, {"clean": path}))
     assert f"{path}: field 'prediction': names class 9, but dataset 'ids' has 5 classes" in str(error)
-    assert "rows 1 (sample ids ['b'])" in str(error)
+    assert "line 3 (sample ids ['b'])" in str(error)
 
 
 def test_a_shift_s_file_of_another_dataset_s_ids_names_the_shift_and_the_rows(tmp_path: Path) -> None:
@@ -263,7 +266,7 @@ def test_a_shift_s_file_of_another_dataset_s_ids_names_the_shift_and_the_rows(tm
     assert error.field == "models.net.files.contrast_c50"
     assert f"{other}: field 'sample_id': 2 of the 3 samples of shift 'contrast_c50' of dataset 'ids' have no row" in str(error)
     assert (
-        "2 row(s) of this file name no sample of shift 'contrast_c50' of dataset 'ids', e.g. ['mnist-1', 'mnist-2'] (rows 1, 2)"
+        "2 row(s) of this file name no sample of shift 'contrast_c50' of dataset 'ids', e.g. ['mnist-1', 'mnist-2'] (lines 3, 4)"
         in (str(error))
     )
     # the shift's own samples are its labels file's: the same ids as the clean file are refused there too
@@ -298,7 +301,7 @@ def test_a_timm_file_of_another_class_count_is_refused(tmp_path: Path) -> None:
     error = _refusal(_predictions_config(tmp_path, {"clean": str(top1)}))
     assert error.field == "models.net.files.clean"
     assert f"{top1}: field 'index*': names class 7, but dataset 'ids' has 5 classes (indices 0 to 4" in str(error)
-    assert "rows 2 (sample ids ['c'])" in str(error)
+    assert "line 4 (sample ids ['c'])" in str(error)
     logits = tmp_path / "timm_logits.csv"
     logits.write_text(
         "filename,"
@@ -316,4 +319,4 @@ def test_the_model_s_abstention_token_is_no_unknown_class_name(tmp_path: Path) -
     config["models"]["net"]["abstain"] = "?"
     assert _plan(config).models["ids"] == ["net"]
     del config["models"]["net"]["abstain"]
-    assert "'?' is no class of dataset 'ids': rows 1 (sample ids ['b'])" in str(_refusal(config))
+    assert "'?' is no class of dataset 'ids': unknown classes in line 3 (sample ids ['b'])" in str(_refusal(config))

@@ -485,7 +485,7 @@ def _worst_class_outputs(tmp_path: Path) -> dict[str, Path]:
         (lambda a: a.update(logits=a["logits"].astype(np.int32)), "logits", "expected a floating-point array, got dtype int32"),
         (lambda a: a.update(logits=a["logits"][:, :1]), "logits", "at least 1 sample and 2 classes"),
         (lambda a: a.update(labels=a["labels"][:-1]), "labels", "expected shape (5,)"),
-        (lambda a: a["logits"].__setitem__((2, 0), np.inf), "logits", "NaN or infinite values in rows 2"),
+        (lambda a: a["logits"].__setitem__((2, 0), np.inf), "logits", "NaN or infinite values in data row 2 (0-based)"),
     ],
     ids=["integer-logits", "one-column", "labels-too-short", "infinite"],
 )

@@ -77,9 +77,13 @@ def apply_label_view(
         )
     invalid = (view_labels < REMOVED) | (view_labels >= scores_file.n_classes)
     if invalid.any():
-        rows = np.flatnonzero(invalid)[:10].tolist()
+        # the labels are in the order of the scores file's samples, not of the rows of ``source``: named by sample id
+        bad = np.flatnonzero(invalid)
         raise InputError(
-            f"labels must be -1 (removed) or in [0, {scores_file.n_classes}); rows {rows}", path=source, field="labels"
+            f"labels must be -1 (removed) or in [0, {scores_file.n_classes}); {bad.size} are not, e.g. "
+            f"{int(view_labels[bad[0]])} for sample ids {[str(i) for i in scores_file.sample_ids[bad[:5]]]}",
+            path=source,
+            field="labels",
         )
     keep = view_labels != REMOVED
     return LabelledScores(

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from classwise.errors import InputError
-from classwise.validation import ScoreKind, check_kind, check_labels, check_probabilities, check_score_matrix, rows_message
+from classwise.validation import ScoreKind, check_kind, check_labels, check_probabilities, check_score_matrix, row_locations
 
 __all__ = ["Probabilities", "ScoreKind", "auto_chunk_rows", "map_row_blocks"]
 
@@ -81,7 +81,7 @@ class Probabilities:
             lse = _row_logsumexp(arr)
             if not np.isfinite(lse).all():
                 bad = np.flatnonzero(~np.isfinite(lse))
-                raise InputError(f"NaN or infinite logits in rows {rows_message(bad)}", field=kind)
+                raise InputError(f"NaN or infinite logits in {row_locations(bad)}", field=kind)
             return cls(arr, kind, lse)
         _validate_probs(arr)
         return cls(arr, kind, None)
