@@ -250,6 +250,11 @@ def test_help_text_drops_roles_and_literals():
 # ------------------------------------------------- issue #39 item 5: the seams of the command line
 
 
+def _probabilities(n: int, c: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    logits, labels = _random_logits(n, c, seed=seed, signal=3.0)
+    return softmax(logits.astype(np.float64), axis=1), labels
+
+
 def _ids(n: int) -> np.ndarray:
     return np.array([f"s{i:03d}" for i in range(n)])
 
@@ -289,3 +294,54 @@ def test_rows_in_messages_are_a_csv_s_lines_and_other_files_0_based_data_rows(tm
     message = capsys.readouterr().err
     assert f"{truth}: field 'labels': " in message and "label 9 at line 8" in message, message
     assert not out.exists()
+
+
+def _accuracy(scores: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(scores.argmax(axis=1) == labels))
+
+
+def test_an_npy_beside_labels_with_sample_ids_is_refused_unless_the_order_is_given(tmp_path, capsys):
+    """The user's report: probs.npy with a shuffled sample_id,label CSV gave A 0.117 (by row)."""
+    probs, labels = _probabilities(120, 4, seed=20)
+    npy = tmp_path / "probs.npy"
+    np.save(npy, probs)
+    shuffled = _labels_csv(tmp_path / "labels.csv", labels, np.random.default_rng(0).permutation(labels.size))
+    out = tmp_path / "m.json"
+    assert main(["metrics", str(npy), "--labels", str(shuffled), "--out", str(out)]) == 2
+    message = capsys.readouterr().err
+    assert f"{npy}: field 'sample_id': " in message and str(shuffled) in message and "--match-by-row" in message, message
+    assert not out.exists()
+    in_order = _labels_csv(tmp_path / "ordered.csv", labels, np.arange(labels.size))
+    assert main(["metrics", str(npy), "--labels", str(in_order), "--match-by-row", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["metrics"]["A"]["value"] == pytest.approx(_accuracy(probs, labels))
+
+
+def test_a_file_with_sample_ids_beside_labels_in_row_order_is_refused_unless_the_order_is_given(tmp_path, capsys):
+    probs, labels = _probabilities(120, 4, seed=21)
+    csv = _scores_csv(tmp_path / "scores.csv", probs)
+    np.save(tmp_path / "labels.npy", labels)
+    out = tmp_path / "m.json"
+    arguments = ["metrics", str(csv), "--labels", str(tmp_path / "labels.npy"), "--out", str(out)]
+    assert main(arguments) == 2
+    message = capsys.readouterr().err
+    assert f"{csv}: field 'sample_id': " in message and "--match-by-row" in message, message
+    assert main([*arguments, "--match-by-row"]) == 0
+    assert json.loads(out.read_text())["metrics"]["A"]["value"] == pytest.approx(_accuracy(probs, labels))
+
+
+def test_sample_ids_on_both_sides_pair_by_id_even_with_match_by_row(tmp_path):
+    probs, labels = _probabilities(120, 4, seed=22)
+    csv = _scores_csv(tmp_path / "scores.csv", probs)
+    shuffled = _labels_csv(tmp_path / "labels.csv", labels, np.random.default_rng(1).permutation(labels.size))
+    for extra in ([], ["--match-by-row"]):
+        out = tmp_path / "m.json"
+        assert main(["metrics", str(csv), "--labels", str(shuffled), "--out", str(out), *extra]) == 0
+        assert json.loads(out.read_text())["metrics"]["A"]["value"] == pytest.approx(_accuracy(probs, labels))
+
+
+@pytest.mark.parametrize("command", ["metrics", "compare"])
+def test_match_by_row_is_documented_in_help(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--match-by-row" in text and "same order" in text, text

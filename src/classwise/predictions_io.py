@@ -1007,11 +1007,14 @@ def load_for_metrics(
     n_classes: int | None = None,
     class_names: np.ndarray | None = None,
     abstain: str | None = None,
+    match_by_row: bool = False,
 ) -> ScoresFile:
     """Any user file of outputs (:data:`FORMATS`) as the :class:`~classwise.logits_io.ScoresFile`
     the metrics read (hard predictions encoded by rank, abstentions flagged): labels from the file
-    or from ``reference`` (a file without labels needs one; with both, they must agree), matched
-    by sample id (or by row, for a file without ids). The number of classes is ``n_classes``
+    or from ``reference`` (a file without labels needs one; with both, they must agree). The file
+    and ``reference`` are paired by sample id where both have ids, by row where neither has; where
+    only one side has ids, only with ``match_by_row`` (the user says that both are in the same
+    order), else :class:`InputError`. The number of classes is ``n_classes``
     (or ``len(class_names)``), else the file's score columns, else the largest class index in its
     labels and predictions + 1; class names map names to indices. A logits-format ``.npz`` with
     its labels and no ``reference`` is read as :func:`~classwise.logits_io.load_outputs` reads it."""
@@ -1027,18 +1030,13 @@ def load_for_metrics(
     outputs = read_outputs(p, abstain=abstain)
     if reference is not None:
         labels = _as_indices(reference.labels, class_names, reference.path, "label", "the labels", reference.sample_ids)
-        ids = reference.sample_ids if reference.sample_ids is not None else outputs.sample_ids
-        if ids is None:
-            ids = np.arange(labels.size).astype(str)
-        elif reference.sample_ids is None and ids.size != labels.size:
-            raise InputError(
-                f"has {ids.size} rows, the labels file {reference.path} has {labels.size} (a file without sample ids "
-                "holds one label per row, in the rows' order)",
-                path=reference.path,
-                field="labels",
-            )
-        if reference.sample_ids is None and outputs.sample_ids is not None:
-            outputs = replace(outputs, sample_ids=None)  # matched by row: the labels carry no ids
+        if reference.sample_ids is not None and outputs.sample_ids is not None:
+            ids = reference.sample_ids
+        else:
+            _check_pairing_by_row(outputs, reference, labels.size, match_by_row)
+            given = [i for i in (reference.sample_ids, outputs.sample_ids) if i is not None]
+            ids = given[0] if given else np.arange(labels.size).astype(str)
+            outputs = replace(outputs, sample_ids=None)  # paired by row
         where = f"the labels file {reference.path!r}"
     elif outputs.labels is not None:
         labels = _as_indices(outputs.labels, class_names, p, outputs.label_field, "the class names", outputs.sample_ids)
@@ -1066,6 +1064,35 @@ def load_for_metrics(
         )  # fmt: skip
     kind: ScoreKind = "probs" if aligned.kind == "probs" else "logits"
     return ScoresFile(aligned.values, labels, kind, np.asarray(aligned.sample_ids), names, path=str(p))
+
+
+def _check_pairing_by_row(outputs: UserOutputs, reference: Reference, n_labels: int, match_by_row: bool) -> None:
+    """A file and a labels file of which one has no sample ids are paired by row: refused where
+    the other has ids, unless the user says (``match_by_row``) that both are in the same order;
+    then (and where neither has ids) they must have as many rows."""
+    if outputs.sample_ids is None and reference.sample_ids is not None and not match_by_row:
+        raise InputError(
+            f"has no sample ids, and the labels file {reference.path} gives its labels by sample id: paired by row, "
+            "they would be right only if both list the samples in the same order. If they do, say so with "
+            "--match-by-row; else give the labels in this file's row order (an .npy)",
+            path=outputs.path,
+            field="sample_id",
+        )
+    if outputs.sample_ids is not None and reference.sample_ids is None and not match_by_row:
+        raise InputError(
+            f"gives sample ids, and the labels file {reference.path} has none (one label per row): paired by row, they "
+            "would be right only if both list the samples in the same order. If they do, say so with --match-by-row; "
+            "else give the labels by sample id (a CSV sample_id,label)",
+            path=outputs.path,
+            field="sample_id",
+        )
+    if outputs.n_rows != n_labels:
+        raise InputError(
+            f"has {outputs.n_rows} rows, the labels file {reference.path} has {n_labels} labels (paired by row: one "
+            "label per row, in the same order)",
+            path=outputs.path,
+            field=outputs.value_field,
+        )
 
 
 def _inferred_class_count(outputs: UserOutputs, labels: np.ndarray, path: Path) -> int:

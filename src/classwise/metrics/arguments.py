@@ -79,11 +79,12 @@ def add_metric_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--labels``, ``--classes`` and ``--abstain``: what a file of outputs other than a
+    """``--labels``, ``--classes``, ``--abstain`` and ``--match-by-row``: what a file of outputs other than a
     logits-format ``.npz`` may need (:func:`classwise.predictions_io.load_for_metrics`)."""
     parser.add_argument(
         "--labels",
-        help="the labels, for files without them (timm's outputs, an .npy): a CSV sample_id,label or an .npy in row order",
+        help="the labels, for files without them (timm's outputs, an .npy): a CSV sample_id,label (paired by sample id) "
+        "or an .npy in row order (paired by row)",
     )
     parser.add_argument(
         "--classes",
@@ -91,6 +92,14 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         help="the number of classes, or a file of class names (one per line, in index order) to map names to indices",
     )
     parser.add_argument("--abstain", metavar="TOKEN", help="a prediction cell meaning 'abstained' (beside empty and -1)")
+    parser.add_argument(
+        "--match-by-row",
+        dest="match_by_row",
+        action="store_true",
+        help="pair a file and --labels by row where only one of them has sample ids (an .npy beside a CSV): you say "
+        "that both list the samples in the same order (without it, that is an error; with ids on both sides they are "
+        "paired by id)",
+    )
 
 
 def input_loader(args: argparse.Namespace) -> Callable[[str], ScoresFile]:
@@ -102,7 +111,14 @@ def input_loader(args: argparse.Namespace) -> Callable[[str], ScoresFile]:
     n_classes, class_names = read_class_names(args.classes) if args.classes is not None else (None, None)
 
     def load(path: str) -> ScoresFile:
-        return load_for_metrics(path, reference=reference, n_classes=n_classes, class_names=class_names, abstain=args.abstain)
+        return load_for_metrics(
+            path,
+            reference=reference,
+            n_classes=n_classes,
+            class_names=class_names,
+            abstain=args.abstain,
+            match_by_row=args.match_by_row,
+        )
 
     return load
 

@@ -1,7 +1,7 @@
 """classwise compare A B: every metric of B minus A, with paired bootstrap intervals.
 
 ``classwise compare A B [--bootstrap 1000] [--confidence 0.95] [--seed 0]
-[--superclasses S.json] [--gamma 0.005] [--bins 10] [--k 5] [--n 10 100] [--labels L]
+[--superclasses S.json] [--gamma 0.005] [--bins 10] [--k 5] [--n 10 100] [--labels L [--match-by-row]]
 [--classes N|NAMES.txt] [--abstain TOKEN] [--out C.json]``
 
 A and B are files of outputs in any format ``classwise metrics`` reads (a logits-format
