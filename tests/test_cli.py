@@ -340,8 +340,96 @@ def test_sample_ids_on_both_sides_pair_by_id_even_with_match_by_row(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["metrics", "compare"])
-def test_match_by_row_is_documented_in_help(command, capsys):
+def test_match_by_row_and_kind_are_documented_in_help(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--match-by-row" in text and "same order" in text, text
+    assert "--kind {probs,logits}" in text and "renormalises" in text, text
+
+
+def _rounded_case(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray, int]:
+    """Probabilities written with 2 decimals: rows sum to 0.98-1.02, most outside 1e-3."""
+    probs, labels = _probabilities(200, 4, seed=23)
+    rounded = np.round(probs, 2)
+    sums = rounded.sum(axis=1)
+    assert 1e-3 < np.abs(sums - 1).max() <= 0.02
+    return _scores_csv(tmp_path / "rounded.csv", probs, labels, decimals=2), rounded, labels, int(np.abs(sums - 1).argmax())
+
+
+def test_rounded_probabilities_read_as_logits_are_said_so_with_a_warning(tmp_path, capsys):
+    csv, rounded, _, worst = _rounded_case(tmp_path)
+    out = tmp_path / "m.json"
+    assert main(["metrics", str(csv), "--out", str(out)]) == 0
+    scores = json.loads(out.read_text())["scores"]
+    line = f"line {worst + 2}"  # the header is line 1
+    worst_sum = f"{rounded[worst].sum():.6g}"
+    assert scores["read_as"] == "logits"
+    assert line in scores["why"] and worst_sum in scores["why"] and "0.001" in scores["why"], scores
+    warning = capsys.readouterr().err
+    assert "warning" in warning and str(csv) in warning and line in warning and worst_sum in warning, warning
+    assert "renormalise" in warning and "--kind probs" in warning, warning
+
+
+def test_kind_probs_reads_rounded_probabilities_renormalised(tmp_path, capsys):
+    csv, rounded, labels, _ = _rounded_case(tmp_path)
+    exact = _scores_csv(tmp_path / "renormalised.csv", rounded / rounded.sum(axis=1, keepdims=True), labels)
+    out, reference = tmp_path / "m.json", tmp_path / "reference.json"
+    assert main(["metrics", str(csv), "--kind", "probs", "--out", str(out)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert main(["metrics", str(exact), "--out", str(reference)]) == 0
+    document, expected = json.loads(out.read_text()), json.loads(reference.read_text())
+    assert document["scores"]["read_as"] == "probabilities" and "renormalised" in document["scores"]["why"]
+    assert expected["scores"] == {"read_as": "probabilities", "why": "every row is non-negative and sums to 1 within 0.001"}
+    for name in ("decisiveness", "calibration_slope", "A"):
+        assert document["metrics"][name]["value"] == pytest.approx(expected["metrics"][name]["value"], rel=1e-9), name
+
+
+def test_files_that_say_their_kind_or_are_plainly_logits_are_read_as_before_without_a_warning(tmp_path, capsys):
+    logits, labels = _random_logits(80, 4, seed=24)
+    npz = _write(tmp_path / "s.npz", logits=logits, labels=labels)
+    csv = _scores_csv(tmp_path / "logits.csv", logits.astype(np.float64), labels)
+    out = tmp_path / "m.json"
+    assert main(["metrics", str(npz), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["scores"] == {"read_as": "logits", "why": "the file says logits (its array 'logits')"}
+    assert main(["metrics", str(csv), "--out", str(out)]) == 0
+    scores = json.loads(out.read_text())["scores"]
+    assert scores["read_as"] == "logits" and "negative" in scores["why"], scores
+    assert capsys.readouterr().err == ""
+
+
+def test_every_output_of_several_files_says_how_their_scores_were_read(tmp_path, capsys):
+    csv, _, labels, _ = _rounded_case(tmp_path)
+    probs, _ = _probabilities(200, 4, seed=23)
+    exact = _scores_csv(tmp_path / "exact.csv", probs, labels)
+    out = tmp_path / "out"
+    assert main(["metrics", str(csv), str(exact), "--out-dir", str(out), "--compare", "--bootstrap", "10"]) == 0
+    assert "warning" in capsys.readouterr().err
+    summary = pd.read_csv(out / "summary.csv").set_index("name")
+    assert summary["scores_read_as"].to_dict() == {"rounded": "logits", "exact": "probabilities"}
+    pair = json.loads((out / "compare.json").read_text())["pairs"][0]
+    assert (pair["scores"]["a"]["read_as"], pair["scores"]["b"]["read_as"]) == ("logits", "probabilities")
+    compared = tmp_path / "c.json"
+    assert main(["compare", str(csv), str(exact), "--bootstrap", "10", "--out", str(compared)]) == 0
+    scores = json.loads(compared.read_text())["scores"]
+    assert scores["a"]["read_as"] == "logits" and scores["b"]["read_as"] == "probabilities"
+    assert "line" in scores["a"]["why"] and str(csv) in capsys.readouterr().err
+
+
+def test_kind_that_contradicts_the_file_or_the_values_is_refused(tmp_path, capsys):
+    logits, labels = _random_logits(40, 4, seed=25)
+    npz = _write(tmp_path / "s.npz", logits=logits, labels=labels)
+    out = tmp_path / "m.json"
+    assert main(["metrics", str(npz), "--kind", "probs", "--out", str(out)]) == 2
+    message = capsys.readouterr().err
+    assert f"{npz}: field 'kind': " in message and "'logits'" in message, message
+    far = np.abs(logits.astype(np.float64))
+    far[7] *= 10  # not probabilities at all: no renormalising makes them so
+    csv = _scores_csv(tmp_path / "far.csv", far / far.sum(axis=1, keepdims=True), labels)
+    frame = pd.read_csv(csv)
+    frame.loc[7, [f"score_{j}" for j in range(4)]] *= 3
+    frame.to_csv(csv, index=False)
+    assert main(["metrics", str(csv), "--kind", "probs", "--out", str(out)]) == 2
+    message = capsys.readouterr().err
+    assert f"{csv}: field 'kind': " in message and "line 9" in message and "sums to 3" in message, message
+    assert not out.exists()

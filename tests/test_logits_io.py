@@ -11,6 +11,8 @@ import pytest
 
 from classwise.errors import InputError
 from classwise.logits_io import (
+    ROUNDED_PROB_TOLERANCE,
+    decide_score_kind,
     load_outputs,
     load_scores,
     save_logits,
@@ -200,3 +202,79 @@ def test_bad_hard_predictions_are_refused_and_nothing_is_written(tmp_path: Path,
         )
     assert expected in str(info.value)
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------- probabilities or logits, and why
+
+
+def _rows(*sums: float) -> np.ndarray:
+    """Non-negative rows of three scores with the given sums."""
+    return np.array([[0.5 * total, 0.3 * total, 0.2 * total] for total in sums])
+
+
+def test_rows_on_the_simplex_within_the_tolerance_are_probabilities_as_before() -> None:
+    decision = decide_score_kind(_rows(1.0, 1.0009, 0.9991), path="p.csv")
+    assert decision.kind == "probs" and decision.warning is None and not decision.renormalise
+    assert decision.to_json() == {"read_as": "probabilities", "why": "every row is non-negative and sums to 1 within 0.001"}
+
+
+@pytest.mark.parametrize(("path", "where"), [("p.csv", "line 3"), ("p.npy", "data row 1 (0-based)")])
+def test_rounded_probabilities_are_logits_with_a_warning_naming_the_farthest_row(path: str, where: str) -> None:
+    decision = decide_score_kind(_rows(1.004, 0.985, 1.01 - 1e-9), path=path)
+    assert decision.kind == "logits" and not decision.renormalise
+    assert decision.why == f"a row sums to 0.985 ({where}): outside the tolerance 0.001 of probabilities"
+    assert decision.warning is not None
+    assert decision.warning.startswith(f"{path}: the scores are read as logits")
+    assert f"The farthest row, {where}, sums to 0.985" in decision.warning and "--kind probs" in decision.warning
+    assert "pipeline key" in str(decide_score_kind(_rows(0.99), how_to_say_probs="the pipeline key").warning)
+
+
+@pytest.mark.parametrize(
+    ("scores", "why"),
+    [
+        (_rows(1.0, 1.0 + 2 * ROUNDED_PROB_TOLERANCE), "a row sums to 1.04 (data row 1 (0-based))"),  # too far off for rounding
+        (
+            np.array([[0.5, 0.6, -0.1], [0.2, 0.3, 0.5]]),
+            "a score is negative (data row 0 (0-based): -0.1); probabilities are not",
+        ),
+        (np.array([[0.5, np.nan, 0.5], [0.2, 0.3, 0.5]]), "data row 0 (0-based) holds NaN or infinite values"),
+    ],
+)
+def test_scores_plainly_not_probabilities_are_logits_without_a_warning(scores: np.ndarray, why: str) -> None:
+    decision = decide_score_kind(scores, path="s.npz")
+    assert decision.kind == "logits" and decision.warning is None and decision.why.startswith(why), decision.why
+
+
+def test_asked_for_probabilities_rounded_rows_are_renormalised_and_others_refused() -> None:
+    scores = _rows(1.0, 0.99, 1.0005)
+    decision = decide_score_kind(scores, path="p.csv", requested="probs")
+    assert decision.kind == "probs" and decision.renormalise and decision.warning is None
+    assert "1 rows summing to 1 only within 0.02 renormalised (the farthest, line 3, summed to 0.99)" in decision.why
+    np.testing.assert_allclose(decision.applied(scores).sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    assert decide_score_kind(_rows(1.0), requested="probs").why == "as asked (kind 'probs')"
+    assert decide_score_kind(_rows(1.0), requested="logits").kind == "logits"
+    with pytest.raises(InputError) as info:
+        decide_score_kind(_rows(1.0, 1.0, 1.3), path="p.npy", requested="probs")
+    assert info.value.field == "kind" and "data row 2 (0-based) sums to 1.3" in str(info.value)
+
+
+def test_a_file_that_says_its_kind_is_read_as_it_says_and_another_asked_kind_is_refused() -> None:
+    decision = decide_score_kind(_rows(1.0), path="s.npz", stated=("logits", "its array 'logits'"))
+    assert decision.to_json() == {"read_as": "logits", "why": "the file says logits (its array 'logits')"}
+    assert decide_score_kind(_rows(1.0), stated=("probs", "its array 'probs'"), requested="probs").kind == "probs"
+    with pytest.raises(InputError, match=r"s\.npz: field 'kind': the file says its scores are 'logits'"):
+        decide_score_kind(_rows(1.0), path="s.npz", stated=("logits", "its array 'logits'"), requested="probs")
+
+
+def test_loaded_files_say_how_their_scores_were_read(tmp_path: Path) -> None:
+    example = _example()
+    path = tmp_path / "clean.npz"
+    save_logits(path, **example, metadata={})
+    assert load_outputs(path).read_as.to_json() == {"read_as": "logits", "why": "the file says logits (its array 'logits')"}
+    with pytest.raises(InputError, match="field 'kind'"):
+        load_outputs(path, kind="probs")
+    hard = tmp_path / "hard.npz"
+    save_predictions(
+        hard, predictions=example["labels"], **{k: v for k, v in example.items() if k not in ("logits",)}, metadata={}
+    )
+    assert load_outputs(hard, kind="probs").read_as.to_json()["read_as"] == "hard predictions"

@@ -208,3 +208,35 @@ def test_rows_in_the_reader_s_messages_are_located_as_the_file_numbers_them(tmp_
     with pytest.raises(InputError) as info:
         read_outputs(path)
     assert f"found other values in {where}" in str(info.value) and str(path) in str(info.value)
+
+
+def test_rounded_probabilities_are_read_as_logits_as_before_with_a_warning_or_as_probabilities_when_asked(
+    tmp_path: Path,
+) -> None:
+    rounded = np.round(_probs(), 2)
+    rounded[3] = [0.33, 0.33, 0.33]  # 1/3 each, rounded: a row sums to 0.99
+    path = _scores_csv(tmp_path / "rounded.csv", rounded, order=np.arange(N))
+    outputs = read_outputs(path)
+    assert outputs.kind == "logits" and outputs.read_as is not None and outputs.read_as.kind == "logits"
+    assert "The farthest row, line 5, sums to 0.99" in str(outputs.read_as.warning)
+    assert _import(path, tmp_path)[0] == "logits"  # what the pipeline caches is unchanged
+    asked = read_outputs(path, kind="probs")
+    assert asked.kind == "probs" and asked.read_as is not None and asked.read_as.renormalise
+    np.testing.assert_allclose(asked.values, rounded / rounded.sum(axis=1, keepdims=True))
+
+
+def test_every_format_says_what_its_scores_were_read_as(tmp_path: Path) -> None:
+    probs = _probs()
+    csv = read_outputs(_scores_csv(tmp_path / "p.csv", probs)).read_as
+    assert csv is not None and csv.to_json()["read_as"] == "probabilities"
+    timm = tmp_path / "timm.csv"
+    pd.DataFrame({"filename": IDS, **{f"prob_{j}": probs[:, j] for j in range(C)}}).to_csv(timm, index=False)
+    assert read_outputs(timm).read_as.to_json() == {"read_as": "probabilities", "why": "the file says probs (its 'prob' columns)"}
+    npz = tmp_path / "s.npz"
+    np.savez(npz, logits=np.log(probs), labels=LABELS, sample_ids=IDS)
+    assert read_outputs(npz).read_as.why == "the file says logits (its array 'logits')"
+    hard = tmp_path / "h.csv"
+    pd.DataFrame({"sample_id": IDS, "prediction": LABELS}).to_csv(hard, index=False)
+    assert read_outputs(hard).read_as.to_json()["read_as"] == "hard predictions"
+    np.save(tmp_path / "p.npy", probs)
+    assert read_outputs(tmp_path / "p.npy").read_as.kind == "probs"

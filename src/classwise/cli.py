@@ -28,6 +28,7 @@ from classwise.metrics.arguments import (
     emit_json,
     help_text,
     input_loader,
+    scores_read_as,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def _metrics_command(args: argparse.Namespace) -> int:
         )
         result = evaluation.to_json()
         result["class_names"] = scores_file.class_names.tolist()
+        result["scores"] = scores_read_as(scores_file)
         documents[stem] = result
         if args.compare:
             loaded[stem] = scores_file
@@ -95,7 +97,7 @@ def _metrics_command(args: argparse.Namespace) -> int:
             if scores_file.hard_predictions and scores_file.top_k < args.k:
                 per_class[f"top{args.k}_recall"] = np.nan  # fewer ranked classes than k
             tables[stem] = per_class
-    comparison = _comparisons(loaded, args, superclasses) if args.compare else None
+    comparison = _comparisons(loaded, documents, args, superclasses) if args.compare else None
     if args.out_dir is None:
         emit_json(documents[stems[0]], args.out)
         if args.per_class is not None:
@@ -154,7 +156,8 @@ def output_stems(paths: Sequence[str]) -> list[str]:
 
 def summary_table(documents: dict[str, dict[str, Any]], paths: Sequence[str]) -> pd.DataFrame:
     """One row per file: its name and path, samples, classes, coverage (the share of samples
-    with a prediction), abstentions, then every metric's value (empty where skipped)."""
+    with a prediction), abstentions, what its scores were read as, then every metric's value
+    (empty where skipped)."""
     import pandas as pd
 
     rows = []
@@ -167,21 +170,30 @@ def summary_table(documents: dict[str, dict[str, Any]], paths: Sequence[str]) ->
             "n_classes": document["n_classes"],
             "coverage": coverage["value"],
             "n_abstained": coverage["n_abstained"],
+            "scores_read_as": document["scores"]["read_as"],
         }
         row.update({name: entry["value"] for name, entry in document["metrics"].items()})
         rows.append(row)
     return pd.DataFrame.from_records(rows)
 
 
-def _comparisons(files: dict[str, Any], args: argparse.Namespace, superclasses: Any) -> dict[str, Any]:
-    """``compare`` of every pair of files (paired bootstrap; ``--bootstrap`` replicates, default 1000)."""
+def _comparisons(
+    files: dict[str, Any], documents: dict[str, dict[str, Any]], args: argparse.Namespace, superclasses: Any
+) -> dict[str, Any]:
+    """``compare`` of every pair of files (paired bootstrap; ``--bootstrap`` replicates, default 1000),
+    each with what the two files' scores were read as (their ``documents``' ``"scores"``)."""
     from classwise.metrics.compare import compare_models
 
     pairs = compare_models(
         files, superclasses=superclasses, gamma=args.gamma, bins=args.bins, k=args.k, ns=args.n,
         replicates=args.bootstrap or 1000, confidence=args.confidence, seed=args.seed,
     )  # fmt: skip
-    return {"pairs": [{"a": a, "b": b, **comparison.to_json()} for (a, b), comparison in pairs.items()]}
+    return {
+        "pairs": [
+            {"a": a, "b": b, **comparison.to_json(), "scores": {"a": documents[a]["scores"], "b": documents[b]["scores"]}}
+            for (a, b), comparison in pairs.items()
+        ]
+    }
 
 
 def installed_version() -> str:

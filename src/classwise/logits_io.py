@@ -49,6 +49,7 @@ from classwise.atomic import atomic_path, write_json
 from classwise.errors import InputError
 from classwise.sample_ids import sample_id_positions
 from classwise.validation import (
+    PROB_ROW_TOLERANCE,
     ScoreKind,
     check_finite_rows,
     check_labels,
@@ -60,10 +61,13 @@ from classwise.validation import (
 __all__ = [
     "ABSTAINED",
     "PREDICTIONS",
+    "ROUNDED_PROB_TOLERANCE",
     "OutputKind",
     "ScoreKind",
+    "ScoreKindDecision",
     "ScoresFile",
     "check_predictions",
+    "decide_score_kind",
     "load_outputs",
     "load_sample_ids",
     "load_scores",
@@ -87,6 +91,127 @@ OutputKind = Literal["logits", "probs", "predictions"]
 
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
+#: Probabilities rounded in a file (to 2 decimals, say) sum to 1 within this, not within
+#: PROB_ROW_TOLERANCE: such rows are read as logits, with a warning, unless the user says that
+#: they are probabilities; then they are renormalised.
+ROUNDED_PROB_TOLERANCE = 0.02
+
+#: What each kind is called where outputs say how the scores were read.
+_READ_AS: dict[str, str] = {"probs": "probabilities", "logits": "logits", PREDICTIONS: "hard predictions"}
+
+
+@dataclass(frozen=True)
+class ScoreKindDecision:
+    """What a file's scores were read as, and why (:func:`decide_score_kind`): written into every
+    output that depends on it (:meth:`to_json`)."""
+
+    kind: OutputKind
+    #: The reason, in words: "every row is non-negative and sums to 1 within 0.001", ...
+    why: str
+    #: Set when the scores are read as logits though they look like probabilities rounded in the
+    #: file: what the user should know and can do (the caller shows it; None: nothing to say).
+    warning: str | None = None
+    #: Each row is divided by its sum (the user says probabilities, rounded ones).
+    renormalise: bool = False
+
+    @classmethod
+    def hard_predictions(cls, where: str) -> ScoreKindDecision:
+        """A file of hard predictions: no scores to read; ``where`` says what holds them."""
+        return cls("predictions", f"the file holds hard predictions ({where}), no scores")
+
+    def to_json(self) -> dict[str, str]:
+        """``{"read_as": "probabilities" | "logits" | "hard predictions", "why": ...}``."""
+        return {"read_as": _READ_AS[self.kind], "why": self.why}
+
+    def applied(self, scores: np.ndarray) -> np.ndarray:
+        """``scores`` as the decision reads them: renormalised rows where it says so."""
+        return scores / scores.sum(axis=1, keepdims=True) if self.renormalise else scores
+
+
+def decide_score_kind(
+    scores: np.ndarray,
+    *,
+    path: str | Path | None = None,
+    stated: tuple[ScoreKind, str] | None = None,
+    requested: ScoreKind | None = None,
+    how_to_say_probs: str = "--kind probs",
+) -> ScoreKindDecision:
+    """Whether the ``(N, C)`` ``scores`` of the file ``path`` are read as probabilities or as
+    logits, and why: the one place that decides it.
+
+    * ``stated``: the kind the file says it holds, and where it says so (``("logits", "its array
+      'logits'")``): read as it says; a ``requested`` kind (the user's) that differs is an
+      :class:`InputError`.
+    * ``requested`` alone: read as asked. Probabilities must then be non-negative rows summing to
+      1 within :data:`ROUNDED_PROB_TOLERANCE` (else :class:`InputError` naming the row); rows off
+      by more than :data:`~classwise.validation.PROB_ROW_TOLERANCE` are renormalised.
+    * Otherwise from the values, as always: probabilities when every row is non-negative and sums
+      to 1 within ``PROB_ROW_TOLERANCE``, logits otherwise. Where every row is non-negative and
+      sums to 1 within ``ROUNDED_PROB_TOLERANCE`` but one does not within ``PROB_ROW_TOLERANCE``
+      (probabilities rounded in the file?), the decision carries a warning naming the farthest
+      row, its sum and how to have them read as probabilities (``how_to_say_probs``).
+
+    Rows that are not finite decide nothing (the readers refuse them with their own message)."""
+    if stated is not None:
+        kind, where = stated
+        if requested is not None and requested != kind:
+            raise InputError(
+                f"the file says its scores are {kind!r} ({where}), but {requested!r} was asked for (a kind is asked "
+                "for files that do not say theirs: a CSV of scores, an .npy)",
+                path=path,
+                field="kind",
+            )
+        return ScoreKindDecision(kind, f"the file says {kind} ({where})")
+    finite = np.isfinite(scores).all(axis=1)
+    negative = np.asarray((scores < 0).any(axis=1))
+    with np.errstate(invalid="ignore"):
+        sums = scores.sum(axis=1, dtype=np.float64)
+    off = np.where(finite, np.abs(sums - 1.0), 0.0)
+    farthest = int(np.argmax(off))
+    farthest_sum, at_farthest = f"{sums[farthest]:.6g}", row_locations([farthest], path)
+    if requested == "logits":
+        return ScoreKindDecision("logits", "as asked (kind 'logits')")
+    if requested == "probs":
+        bad = np.flatnonzero(finite & (negative | (off > ROUNDED_PROB_TOLERANCE)))
+        if bad.size:
+            first = int(bad[0])
+            what = f"holds a negative score ({scores[first].min():.6g})" if negative[first] else f"sums to {sums[first]:.6g}"
+            raise InputError(
+                f"asked to read the scores as probabilities, but {row_locations([first], path)} {what}: probabilities "
+                f"are non-negative and, rounded in a file, sum to 1 within {ROUNDED_PROB_TOLERANCE:g} (off in "
+                f"{row_locations(bad, path)})",
+                path=path,
+                field="kind",
+            )
+        renormalised = int((off > PROB_ROW_TOLERANCE).sum())
+        if not renormalised:
+            return ScoreKindDecision("probs", "as asked (kind 'probs')")
+        why = (
+            f"as asked (kind 'probs'); {renormalised} rows summing to 1 only within {ROUNDED_PROB_TOLERANCE:g} "
+            f"renormalised (the farthest, {at_farthest}, summed to {farthest_sum})"
+        )
+        return ScoreKindDecision("probs", why, renormalise=True)
+    if not finite.all():
+        first = int(np.flatnonzero(~finite)[0])
+        return ScoreKindDecision("logits", f"{row_locations([first], path)} holds NaN or infinite values")
+    if negative.any():
+        first = int(np.flatnonzero(negative)[0])
+        return ScoreKindDecision(
+            "logits", f"a score is negative ({row_locations([first], path)}: {scores[first].min():.6g}); probabilities are not"
+        )
+    if off[farthest] <= PROB_ROW_TOLERANCE:
+        return ScoreKindDecision("probs", f"every row is non-negative and sums to 1 within {PROB_ROW_TOLERANCE:g}")
+    why = f"a row sums to {farthest_sum} ({at_farthest}): outside the tolerance {PROB_ROW_TOLERANCE:g} of probabilities"
+    if off[farthest] > ROUNDED_PROB_TOLERANCE:
+        return ScoreKindDecision("logits", why)
+    warning = (
+        f"{'' if path is None else f'{path}: '}the scores are read as logits, but every row is non-negative and sums "
+        f"to 1 within {ROUNDED_PROB_TOLERANCE:g}: probabilities rounded in the file? The farthest row, {at_farthest}, "
+        f"sums to {farthest_sum}, outside the tolerance {PROB_ROW_TOLERANCE:g} of probabilities. If they are "
+        f"probabilities, renormalise each row to sum to 1, or give {how_to_say_probs}"
+    )
+    return ScoreKindDecision("logits", why, warning=warning)
+
 
 @dataclass(frozen=True)
 class ScoresFile:
@@ -108,6 +233,9 @@ class ScoresFile:
     top_k: int = 1
     #: Hard predictions: ``(N,)`` bool, the samples on which the model abstained; None: none.
     abstained: np.ndarray | None = None
+    #: What the file's scores were read as, and why (:func:`decide_score_kind`); None: not read
+    #: from a file.
+    read_as: ScoreKindDecision | None = None
 
     @property
     def n_samples(self) -> int:
@@ -397,12 +525,13 @@ def load_scores(path: str | Path) -> ScoresFile:
     return _load(path, allow_predictions=False)
 
 
-def load_outputs(path: str | Path) -> ScoresFile:
+def load_outputs(path: str | Path, *, kind: ScoreKind | None = None) -> ScoresFile:
     """Read and validate a scores file or a file of hard predictions; the latter comes encoded
     by rank (:func:`ranked_scores`: one-hot for one class per sample) with ``hard_predictions``,
     ``top_k`` and ``abstained`` set (only its argmax, its top-k set, and what follows from the
-    confusion matrix, is meaningful)."""
-    return _load(path, allow_predictions=True)
+    confusion matrix, is meaningful). ``kind``: the kind the user asks for, which a file of
+    scores must hold (:func:`decide_score_kind`; a file of hard predictions has no scores)."""
+    return _load(path, allow_predictions=True, requested=kind)
 
 
 def load_sample_ids(path: str | Path) -> np.ndarray:
@@ -434,7 +563,7 @@ def open_npz(path: Path) -> Any:
         raise InputError(f"not a readable .npz archive ({exc})", path=path) from exc
 
 
-def _load(path: str | Path, *, allow_predictions: bool) -> ScoresFile:
+def _load(path: str | Path, *, allow_predictions: bool, requested: ScoreKind | None = None) -> ScoresFile:
     p = Path(path)
     if not p.exists():
         raise InputError("file does not exist", path=p)
@@ -463,11 +592,13 @@ def _load(path: str | Path, *, allow_predictions: bool) -> ScoresFile:
             top_k = 1 if predictions.ndim == 1 else int(predictions.shape[1])
             kind: ScoreKind = "logits"
             check_labels(labels, scores.shape[0], scores.shape[1], path=p)
+            read_as = ScoreKindDecision.hard_predictions(f"its array '{PREDICTIONS}'")
         else:
             kind = stored  # type: ignore[assignment]
             scores = archive[kind]
             abstained, top_k = None, 1
             validate_scores(scores, labels, kind=kind, path=p)
+            read_as = decide_score_kind(scores, path=p, stated=(kind, f"its array '{kind}'"), requested=requested)
         n, c = scores.shape
         sample_ids = archive["sample_ids"].astype(str) if "sample_ids" in names else np.arange(n).astype(str)
         class_names = archive["class_names"].astype(str) if "class_names" in names else np.arange(c).astype(str)
@@ -487,4 +618,5 @@ def _load(path: str | Path, *, allow_predictions: bool) -> ScoresFile:
         hard_predictions=stored == PREDICTIONS,
         top_k=top_k,
         abstained=abstained,
+        read_as=read_as,
     )

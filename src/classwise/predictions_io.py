@@ -10,7 +10,9 @@ The formats, told apart by the file's extension and, for a CSV, its header:
   are used);
 * a CSV ``sample_id,label,score_0,...,score_{C-1}`` (``label`` optional): probabilities when
   every row is non-negative and sums to 1 (within
-  :data:`~classwise.validation.PROB_ROW_TOLERANCE`), logits otherwise;
+  :data:`~classwise.validation.PROB_ROW_TOLERANCE`), logits otherwise, unless the user says
+  which (:func:`~classwise.logits_io.decide_score_kind`, which decides it for every format and
+  says why: ``UserOutputs.read_as``);
 * a CSV of hard predictions ``sample_id,prediction`` (a ``label`` column optional): class
   indices or class names (names are mapped through the dataset's class names); an empty cell,
   ``-1`` or the configured abstention token means that the model abstained;
@@ -59,8 +61,10 @@ from classwise.logits_io import (
     ABSTAINED,
     PREDICTIONS,
     OutputKind,
+    ScoreKindDecision,
     ScoresFile,
     check_predictions,
+    decide_score_kind,
     load_outputs,
     ranked_scores,
     save_predictions,
@@ -70,7 +74,6 @@ from classwise.logits_io import (
 )
 from classwise.sample_ids import sample_id_positions
 from classwise.validation import (
-    PROB_ROW_TOLERANCE,
     ScoreKind,
     check_finite_rows,
     check_labels,
@@ -130,6 +133,8 @@ class UserOutputs:
     labels: np.ndarray | None
     format: str
     path: str
+    #: What the scores were read as, and why (:func:`~classwise.logits_io.decide_score_kind`).
+    read_as: ScoreKindDecision | None = None
 
     @property
     def n_rows(self) -> int:
@@ -260,19 +265,21 @@ def _id_column(column: pd.Series, path: Path, field: str) -> np.ndarray:
     return column.to_numpy().astype(str)
 
 
-def read_outputs(path: str | Path, *, abstain: str | None = None) -> UserOutputs:
+def read_outputs(path: str | Path, *, abstain: str | None = None, kind: ScoreKind | None = None) -> UserOutputs:
     """The outputs in a user's file (any of :data:`FORMATS`), validated on their own (finite
     scores, probability rows, integer predictions, unique ids); not yet matched to a dataset.
-    ``abstain``: a prediction cell that means "abstained" (beside an empty cell and ``-1``)."""
+    ``abstain``: a prediction cell that means "abstained" (beside an empty cell and ``-1``).
+    ``kind``: what the user says the scores are; None: what the file says, else what the values
+    say (:func:`~classwise.logits_io.decide_score_kind`, whose decision ``read_as`` holds)."""
     p = _existing(path)
     fmt = _format_of(p)
     tokens = (*_ABSTAIN_CELLS, *(() if abstain is None else (str(abstain),)))
     if fmt == "npz":
-        return _read_npz(p, tokens)
+        return _read_npz(p, tokens, kind)
     if fmt == "npy":
-        return _read_npy(p)
+        return _read_npy(p, kind)
     if fmt == "json":
-        return _read_timm(_timm_json_frame(p), p, "timm-json")
+        return _read_timm(_timm_json_frame(p), p, "timm-json", kind)
     if fmt == "parquet":
         require("pyarrow", extra="pipeline", feature="reading Parquet files")
         try:
@@ -281,14 +288,14 @@ def read_outputs(path: str | Path, *, abstain: str | None = None) -> UserOutputs
             raise InputError(f"not a readable Parquet file ({exc})", path=p) from None
         if frame.index.name == _TIMM_ID:  # timm writes df.set_index('filename').to_parquet(...)
             frame = frame.reset_index()
-        return _read_timm(frame, p, "timm-parquet")
+        return _read_timm(frame, p, "timm-parquet", kind)
     frame = _read_csv(p, dtype={"sample_id": str, _TIMM_ID: str, _PREDICTION: str, "label": str})
     if _TIMM_ID in frame.columns:
-        return _read_timm(frame, p, "timm-csv")
-    return _read_classwise_csv(frame, p, tokens)
+        return _read_timm(frame, p, "timm-csv", kind)
+    return _read_classwise_csv(frame, p, tokens, kind)
 
 
-def _read_npz(path: Path, tokens: tuple[str, ...]) -> UserOutputs:
+def _read_npz(path: Path, tokens: tuple[str, ...], requested: ScoreKind | None) -> UserOutputs:
     kind = stored_kind(path)
     with np.load(path, allow_pickle=False) as archive:
         names = set(archive.files)
@@ -306,12 +313,15 @@ def _read_npz(path: Path, tokens: tuple[str, ...]) -> UserOutputs:
             values = _class_column(pd.Series(values.astype(str)), path, PREDICTIONS, tokens)
         elif values.ndim != 2:
             values = _integer_column(values, path, PREDICTIONS)
+        read_as = ScoreKindDecision.hard_predictions(f"its array '{PREDICTIONS}'")
     else:
-        values = _checked_scores(values, kind, path)
-    return UserOutputs(kind, values, sample_ids, _optional_labels(labels, values.shape[0], path, "labels"), "npz", str(path))
+        stated: ScoreKind = "probs" if kind == "probs" else "logits"
+        values, read_as = _scores_as_decided(values, path, requested, stated=(stated, f"its array '{kind}'"))
+    labels = _optional_labels(labels, values.shape[0], path, "labels")
+    return UserOutputs(kind, values, sample_ids, labels, "npz", str(path), read_as)
 
 
-def _read_classwise_csv(frame: pd.DataFrame, path: Path, tokens: tuple[str, ...]) -> UserOutputs:
+def _read_classwise_csv(frame: pd.DataFrame, path: Path, tokens: tuple[str, ...], requested: ScoreKind | None) -> UserOutputs:
     columns = _csv_columns([str(c) for c in frame.columns], path)
     if frame.empty:
         raise InputError("has no rows", path=path)
@@ -326,12 +336,10 @@ def _read_classwise_csv(frame: pd.DataFrame, path: Path, tokens: tuple[str, ...]
                 field=unknown[0],
             )
         values = _class_column(frame[_PREDICTION], path, _PREDICTION, tokens)
-        return UserOutputs("predictions", values, sample_ids, labels, "csv-predictions", str(path))
-    score_columns = _score_columns(columns, path)
-    scores = _numbers(frame, score_columns, path)
-    return UserOutputs(
-        _score_kind(scores), _checked_scores(scores, _score_kind(scores), path), sample_ids, labels, "csv-scores", str(path)
-    )
+        read_as = ScoreKindDecision.hard_predictions(f"its '{_PREDICTION}' column")
+        return UserOutputs("predictions", values, sample_ids, labels, "csv-predictions", str(path), read_as)
+    scores, read_as = _scores_as_decided(_numbers(frame, _score_columns(columns, path), path), path, requested)
+    return UserOutputs(read_as.kind, scores, sample_ids, labels, "csv-scores", str(path), read_as)
 
 
 def _numbers(frame: pd.DataFrame, columns: list[str], path: Path) -> np.ndarray:
@@ -343,10 +351,12 @@ def _numbers(frame: pd.DataFrame, columns: list[str], path: Path) -> np.ndarray:
         raise InputError(f"expected numbers, found other text in {row_locations(rows, path)}", path=path, field=bad) from None
 
 
-def _score_kind(scores: np.ndarray) -> OutputKind:
-    """Probabilities when every row is non-negative and sums to 1, logits otherwise."""
-    on_simplex = bool((scores >= 0).all() and np.allclose(scores.sum(axis=1), 1.0, rtol=0, atol=PROB_ROW_TOLERANCE))
-    return "probs" if on_simplex else "logits"
+def _scores_as_decided(
+    scores: np.ndarray, path: Path, requested: ScoreKind | None, stated: tuple[ScoreKind, str] | None = None
+) -> tuple[np.ndarray, ScoreKindDecision]:
+    """A file's scores read as :func:`~classwise.logits_io.decide_score_kind` decides, checked."""
+    decision = decide_score_kind(scores, path=path, stated=stated, requested=requested)
+    return _checked_scores(decision.applied(scores), decision.kind, path), decision
 
 
 def _checked_scores(values: np.ndarray, kind: str, path: Path) -> np.ndarray:
@@ -423,16 +433,17 @@ def _npy_shape(path: Path) -> tuple[int, ...]:
         raise InputError(f"not a readable .npy array ({exc})", path=path) from None
 
 
-def _read_npy(path: Path) -> UserOutputs:
+def _read_npy(path: Path, requested: ScoreKind | None) -> UserOutputs:
     try:
         values = np.load(path, allow_pickle=False)
     except Exception as exc:  # numpy raises several types for a file that is not .npy
         raise InputError(f"not a readable .npy array ({exc})", path=path) from None
     if values.ndim == 1:  # cleanlab's predicted labels
-        return UserOutputs("predictions", _integer_column(values, path, PREDICTIONS), None, None, "npy", str(path))
-    scores = check_score_matrix(values, field="scores", path=path, min_classes=2)
-    kind = _score_kind(scores)
-    return UserOutputs(kind, _checked_scores(scores, kind, path), None, None, "npy", str(path))
+        predictions = _integer_column(values, path, PREDICTIONS)
+        read_as = ScoreKindDecision.hard_predictions("one class index per row")
+        return UserOutputs("predictions", predictions, None, None, "npy", str(path), read_as)
+    scores, read_as = _scores_as_decided(check_score_matrix(values, field="scores", path=path, min_classes=2), path, requested)
+    return UserOutputs(read_as.kind, scores, None, None, "npy", str(path), read_as)
 
 
 # ------------------------------------------------------------------------------------- timm
@@ -485,7 +496,7 @@ def _timm_block(frame: pd.DataFrame, prefix: str, path: Path) -> np.ndarray | No
     return block
 
 
-def _read_timm(frame: pd.DataFrame, path: Path, fmt: str) -> UserOutputs:
+def _read_timm(frame: pd.DataFrame, path: Path, fmt: str, requested: ScoreKind | None) -> UserOutputs:
     """timm ``inference.py``'s outputs: ids from ``filename``; the classes of ``index`` (with
     ``--include-index``) and the scores of ``logit`` or ``prob``."""
     columns = [str(c) for c in frame.columns]
@@ -512,7 +523,8 @@ def _read_timm(frame: pd.DataFrame, path: Path, fmt: str) -> UserOutputs:
                 path=path,
                 field=_TIMM_INDEX,
             )
-        return UserOutputs(kind, _checked_scores(scores, kind, path), sample_ids, None, fmt, str(path))
+        scores, read_as = _scores_as_decided(scores, path, requested, stated=(kind, f"its '{prefix}' columns"))
+        return UserOutputs(kind, scores, sample_ids, None, fmt, str(path), read_as)
     if indices.shape != scores.shape:
         raise InputError(
             f"expected as many classes as scores per row, got {indices.shape[1]} and {scores.shape[1]}", path=path, field=prefix
@@ -527,8 +539,10 @@ def _read_timm(frame: pd.DataFrame, path: Path, fmt: str) -> UserOutputs:
     if k > 1 and bool((np.sort(classes, axis=1) == np.arange(k)).all()):  # every row ranks all k classes
         full = np.empty(scores.shape, dtype=np.float64)
         np.put_along_axis(full, classes, scores, axis=1)
-        return UserOutputs(kind, _checked_scores(full, kind, path), sample_ids, None, fmt, str(path))
-    return UserOutputs("predictions", classes if k > 1 else classes[:, 0], sample_ids, None, fmt, str(path))
+        full, read_as = _scores_as_decided(full, path, requested, stated=(kind, f"its '{prefix}' columns"))
+        return UserOutputs(kind, full, sample_ids, None, fmt, str(path), read_as)
+    read_as = ScoreKindDecision.hard_predictions(f"the top {k} classes of each row, its '{_TIMM_INDEX}' columns")
+    return UserOutputs("predictions", classes if k > 1 else classes[:, 0], sample_ids, None, fmt, str(path), read_as)
 
 
 # ---------------------------------------------------------------------------------- matching
@@ -639,7 +653,7 @@ def align(
                 path=path,
                 field=outputs.label_field,
             )
-    return UserOutputs(outputs.kind, values, ids, given, outputs.format, path)
+    return UserOutputs(outputs.kind, values, ids, given, outputs.format, path, outputs.read_as)
 
 
 def _check_ranked_classes(values: np.ndarray, n_classes: int, path: str, where: str, ids: np.ndarray, field: str) -> None:
@@ -1008,6 +1022,7 @@ def load_for_metrics(
     class_names: np.ndarray | None = None,
     abstain: str | None = None,
     match_by_row: bool = False,
+    kind: ScoreKind | None = None,
 ) -> ScoresFile:
     """Any user file of outputs (:data:`FORMATS`) as the :class:`~classwise.logits_io.ScoresFile`
     the metrics read (hard predictions encoded by rank, abstentions flagged): labels from the file
@@ -1016,18 +1031,20 @@ def load_for_metrics(
     only one side has ids, only with ``match_by_row`` (the user says that both are in the same
     order), else :class:`InputError`. The number of classes is ``n_classes``
     (or ``len(class_names)``), else the file's score columns, else the largest class index in its
-    labels and predictions + 1; class names map names to indices. A logits-format ``.npz`` with
-    its labels and no ``reference`` is read as :func:`~classwise.logits_io.load_outputs` reads it."""
+    labels and predictions + 1; class names map names to indices. ``kind``: what the user says
+    the scores are (:func:`read_outputs`); the result's ``read_as`` says what they were read as
+    and why. A logits-format ``.npz`` with its labels and no ``reference`` is read as
+    :func:`~classwise.logits_io.load_outputs` reads it."""
     p = _existing(path)
     if class_names is not None:
         n_classes = len(class_names)
     fmt = _format_of(p)
     if fmt == "npz" and reference is None and abstain is None:
-        loaded = load_outputs(p)
+        loaded = load_outputs(p, kind=kind)
         if n_classes is not None and n_classes != loaded.n_classes:
             raise InputError(f"has {loaded.n_classes} classes, expected {n_classes} (--classes)", path=p)
         return loaded if class_names is None else replace(loaded, class_names=np.asarray(class_names).astype(str))
-    outputs = read_outputs(p, abstain=abstain)
+    outputs = read_outputs(p, abstain=abstain, kind=kind)
     if reference is not None:
         labels = _as_indices(reference.labels, class_names, reference.path, "label", "the labels", reference.sample_ids)
         if reference.sample_ids is not None and outputs.sample_ids is not None:
@@ -1060,10 +1077,12 @@ def load_for_metrics(
         top_k = 1 if aligned.values.ndim == 1 else int(aligned.values.shape[1])
         return ScoresFile(
             scores, labels, "logits", np.asarray(aligned.sample_ids), names, path=str(p), hard_predictions=True, top_k=top_k,
-            abstained=abstained,
+            abstained=abstained, read_as=aligned.read_as,
         )  # fmt: skip
-    kind: ScoreKind = "probs" if aligned.kind == "probs" else "logits"
-    return ScoresFile(aligned.values, labels, kind, np.asarray(aligned.sample_ids), names, path=str(p))
+    read_kind: ScoreKind = "probs" if aligned.kind == "probs" else "logits"
+    return ScoresFile(
+        aligned.values, labels, read_kind, np.asarray(aligned.sample_ids), names, path=str(p), read_as=aligned.read_as
+    )
 
 
 def _check_pairing_by_row(outputs: UserOutputs, reference: Reference, n_labels: int, match_by_row: bool) -> None:

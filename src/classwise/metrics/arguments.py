@@ -79,7 +79,7 @@ def add_metric_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--labels``, ``--classes``, ``--abstain`` and ``--match-by-row``: what a file of outputs other than a
+    """``--labels``, ``--classes``, ``--abstain``, ``--match-by-row`` and ``--kind``: what a file of outputs other than a
     logits-format ``.npz`` may need (:func:`classwise.predictions_io.load_for_metrics`)."""
     parser.add_argument(
         "--labels",
@@ -100,25 +100,40 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         "that both list the samples in the same order (without it, that is an error; with ids on both sides they are "
         "paired by id)",
     )
+    parser.add_argument(
+        "--kind",
+        choices=("probs", "logits"),
+        help="read the scores of a CSV of scores or an .npy as probabilities or as logits (default: probabilities "
+        "when every row is non-negative and sums to 1 within 0.001, else logits); probs renormalises rows that "
+        "sum to 1 within 0.02 (probabilities rounded in the file). A file that says its kind (an .npz's array, "
+        "timm's logit/prob columns) must agree",
+    )
 
 
 def input_loader(args: argparse.Namespace) -> Callable[[str], ScoresFile]:
     """Reads a file of outputs with the options of :func:`add_input_arguments` (the labels file
-    and the class names read once)."""
+    and the class names read once), warning on standard error where its scores may have been
+    misread (probabilities rounded in the file, read as logits)."""
+    import sys
+
     from classwise.predictions_io import load_for_metrics, read_class_names, read_reference
 
     reference = read_reference(args.labels) if args.labels is not None else None
     n_classes, class_names = read_class_names(args.classes) if args.classes is not None else (None, None)
 
     def load(path: str) -> ScoresFile:
-        return load_for_metrics(
+        loaded = load_for_metrics(
             path,
             reference=reference,
             n_classes=n_classes,
             class_names=class_names,
             abstain=args.abstain,
             match_by_row=args.match_by_row,
+            kind=args.kind,
         )
+        if loaded.read_as is not None and loaded.read_as.warning is not None:
+            print(f"classwise {args.command}: warning: {loaded.read_as.warning}", file=sys.stderr)
+        return loaded
 
     return load
 
@@ -135,6 +150,13 @@ def gamma(text: str) -> float:
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"expected gamma in [0, 1), got {text}")
     return value
+
+
+def scores_read_as(scores_file: ScoresFile) -> dict[str, str]:
+    """The ``"scores"`` entry of a command's output: what the file's scores were read as, and why."""
+    if scores_file.read_as is None:  # load_for_metrics decides it for every file it reads
+        raise ValueError(f"{scores_file.path}: read without deciding its kind of scores")
+    return scores_file.read_as.to_json()
 
 
 def emit_json(result: dict[str, object], out: str | None) -> None:

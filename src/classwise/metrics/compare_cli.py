@@ -2,7 +2,7 @@
 
 ``classwise compare A B [--bootstrap 1000] [--confidence 0.95] [--seed 0]
 [--superclasses S.json] [--gamma 0.005] [--bins 10] [--k 5] [--n 10 100] [--labels L [--match-by-row]]
-[--classes N|NAMES.txt] [--abstain TOKEN] [--out C.json]``
+[--classes N|NAMES.txt] [--abstain TOKEN] [--kind probs|logits] [--out C.json]``
 
 A and B are files of outputs in any format ``classwise metrics`` reads (a logits-format
 ``.npz``, a CSV of scores or of hard predictions, timm's outputs, an ``.npy``). Both hold the
@@ -10,7 +10,9 @@ same samples (matched by sample id; an error if the sets differ or a matched sam
 differs); they are compared on the metrics both give (hard predictions give none that needs
 scores).  Output (stdout without ``--out``):
 ``{"n_samples", "n_classes", "bootstrap": {...}, "metrics": {NAME: {"a", "b",
-"difference", "ci", "p_value"}}}``; see :mod:`classwise.metrics.compare`.
+"difference", "ci", "p_value"}}, "scores": {"a": {"read_as", "why"}, "b": {...}}}`` (what each
+file's scores were read as: probabilities, logits or hard predictions, and why); see
+:mod:`classwise.metrics.compare`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from classwise.metrics.arguments import emit_json, help_text
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from classwise.metrics.arguments import input_loader
+    from classwise.metrics.arguments import input_loader, scores_read_as
     from classwise.metrics.compare import compare
     from classwise.superclasses import load_superclasses
 
@@ -43,6 +45,7 @@ def compare_command(args: argparse.Namespace) -> int:
         seed=args.seed,
     ).to_json()
     result["a"], result["b"] = str(args.a), str(args.b)
+    result["scores"] = {"a": scores_read_as(first), "b": scores_read_as(second)}
     emit_json(result, args.out)
     return 0
 
