@@ -433,3 +433,57 @@ def test_kind_that_contradicts_the_file_or_the_values_is_refused(tmp_path, capsy
     message = capsys.readouterr().err
     assert f"{csv}: field 'kind': " in message and "line 9" in message and "sums to 3" in message, message
     assert not out.exists()
+
+
+def _several_files_case(tmp_path: Path, case: str) -> tuple[list[str], list[str]]:
+    """The arguments of a call of several files that fails, and what its message must hold."""
+    n = 12
+    labels = np.arange(n) % 3
+    wide = _scores_csv(tmp_path / "wide.csv", np.random.default_rng(0).normal(size=(n, 4)))
+    narrow = _scores_csv(tmp_path / "narrow.csv", np.random.default_rng(1).normal(size=(n, 3)))
+    truth = _labels_csv(tmp_path / "labels.csv", labels, np.arange(n))
+    if case == "a label beyond one file's classes":
+        with_class_3 = labels.copy()
+        with_class_3[5] = 3
+        labels_3 = _labels_csv(tmp_path / "labels3.csv", with_class_3, np.arange(n))
+        return [str(wide), str(narrow), "--labels", str(labels_3)], [f"{narrow} has 3 classes", "line 7"]
+    if case == "an id twice in the labels":
+        twice = _labels_csv(tmp_path / "twice.csv", labels, np.r_[np.arange(n - 1), 0])
+        return [str(wide), str(narrow), "--labels", str(twice)], [f"{twice}: field 'sample_id': duplicate sample ids"]
+    if case == "a file shorter than the labels":
+        np.save(tmp_path / "labels.npy", labels)
+        short = _scores_csv(tmp_path / "short.csv", np.random.default_rng(2).normal(size=(n - 1, 3)))
+        arguments = [str(narrow), str(short), "--labels", str(tmp_path / "labels.npy"), "--match-by-row"]
+        return arguments, [f"{short}: ", "has 11 rows"]
+    if case == "an unknown class name":
+        (tmp_path / "names.txt").write_text("ant\nbee\ncat\n")
+        good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+        pd.DataFrame({"sample_id": _ids(n), "prediction": np.array(["ant", "bee", "cat"])[labels]}).to_csv(good, index=False)
+        pd.DataFrame({"sample_id": _ids(n), "prediction": ["ant"] * 4 + ["cow"] + ["bee"] * 7}).to_csv(bad, index=False)
+        arguments = [str(good), str(bad), "--labels", str(truth), "--classes", str(tmp_path / "names.txt")]
+        return arguments, [f"{bad}: field 'prediction': 'cow' is no class of the class names (--classes)", "line 6"]
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"x": [0, 3], "y": [1]}))
+    return [str(wide), str(narrow), "--labels", str(truth), "--superclasses", str(groups)], [f"{narrow}: field 'superclasses'"]
+
+
+@pytest.mark.parametrize("command", ["metrics", "compare"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "a label beyond one file's classes",
+        "an id twice in the labels",
+        "a file shorter than the labels",
+        "an unknown class name",
+        "a superclass beyond one file's classes",
+    ],
+)
+def test_an_error_in_a_call_of_several_files_names_the_file(tmp_path, capsys, case, command):
+    arguments, expected = _several_files_case(tmp_path, case)
+    if command == "compare" and case == "a superclass beyond one file's classes":
+        expected = [f"{arguments[1]}: ", "has 3 classes"]  # compare refuses files of other class counts first
+    out = tmp_path / "out"
+    assert main([command, *arguments, "--out-dir" if command == "metrics" else "--out", str(out)]) == 2
+    message = capsys.readouterr().err
+    assert all(text in message for text in expected), message
+    assert not out.exists()

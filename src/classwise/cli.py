@@ -14,7 +14,8 @@ import glob
 import importlib
 import importlib.metadata
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,24 +60,25 @@ def _metrics_command(args: argparse.Namespace) -> int:
     # Compute everything before writing anything: a failure leaves no partial outputs.
     documents, tables, loaded = {}, {}, {}
     for path, stem in zip(paths, stems):
-        scores_file = load(path)
-        if args.superclasses is not None and superclasses is None:
-            superclasses = load_superclasses(args.superclasses, scores_file.n_classes)
-        evaluation = evaluate(
-            scores_file.scores,
-            scores_file.labels,
-            kind=scores_file.kind,
-            superclasses=superclasses,
-            gamma=args.gamma,
-            bins=args.bins,
-            k=args.k,
-            ns=args.n,
-            bootstrap=args.bootstrap,
-            confidence=args.confidence,
-            seed=args.seed,
-            top_k=scores_file.top_k if scores_file.hard_predictions else None,
-            abstained=scores_file.abstained,
-        )
+        with _naming(path):
+            scores_file = load(path)
+            if args.superclasses is not None and superclasses is None:
+                superclasses = load_superclasses(args.superclasses, scores_file.n_classes)
+            evaluation = evaluate(
+                scores_file.scores,
+                scores_file.labels,
+                kind=scores_file.kind,
+                superclasses=superclasses,
+                gamma=args.gamma,
+                bins=args.bins,
+                k=args.k,
+                ns=args.n,
+                bootstrap=args.bootstrap,
+                confidence=args.confidence,
+                seed=args.seed,
+                top_k=scores_file.top_k if scores_file.hard_predictions else None,
+                abstained=scores_file.abstained,
+            )
         result = evaluation.to_json()
         result["class_names"] = scores_file.class_names.tolist()
         result["scores"] = scores_read_as(scores_file)
@@ -112,6 +114,19 @@ def _metrics_command(args: argparse.Namespace) -> int:
     if comparison is not None:
         write_json(out_dir / "compare.json", comparison)
     return 0
+
+
+@contextmanager
+def _naming(path: str) -> Iterator[None]:
+    """An :class:`InputError` that names no file, raised while the file ``path`` is read and
+    evaluated (a superclass beyond its classes, say), names it: in a call of several files the
+    message must say which one."""
+    try:
+        yield
+    except InputError as error:
+        if error.path is not None:
+            raise
+        raise InputError(error.message, path=path, field=error.field) from error
 
 
 def input_files(arguments: Sequence[str]) -> list[str]:

@@ -599,15 +599,18 @@ def align(
     dataset: str,
     class_names: np.ndarray | None = None,
     reference: str | None = None,
+    classes_from: str | None = None,
 ) -> UserOutputs:
     """``outputs`` in the order of the dataset's ``sample_ids``, checked against its ``labels``
     and class count: exactly the dataset's samples (:class:`InputError` naming the missing and
     the extra ids; a file without ids, an ``.npy``, holds them in order), class names mapped
     through ``class_names``, the same labels where the file gives them, one score column per
     class, or predictions in ``[0, n_classes)`` (or abstained). ``reference`` names what the
-    file is matched to in messages (default: ``dataset '<dataset>'``)."""
+    file is matched to in messages (default: ``dataset '<dataset>'``), ``classes_from`` where
+    the classes come from (default: the same)."""
     path = outputs.path
     where = reference or f"dataset {dataset!r}"
+    classes = classes_from or where
     ids = np.asarray(sample_ids).astype(str)
     if outputs.sample_ids is None:
         if outputs.n_rows != ids.size:
@@ -625,26 +628,26 @@ def align(
     if outputs.kind == PREDICTIONS:
         # checked in the file's row order, so that the messages give the file's rows
         row_ids = file_ids if file_ids is not None else ids
-        values = _as_indices(values, class_names, path, outputs.value_field, where, file_ids)
+        values = _as_indices(values, class_names, path, outputs.value_field, classes, file_ids)
         if values.ndim == 1:
             bad = np.flatnonzero(((values < 0) & (values != ABSTAINED)) | (values >= n_classes))
             if bad.size:
                 raise InputError(
-                    f"predicted classes must lie in [0, {n_classes}) ({where} has {n_classes} classes; -1: abstained); "
+                    f"predicted classes must lie in [0, {n_classes}) ({classes} has {n_classes} classes; -1: abstained); "
                     f"{bad.size} do not, e.g. {int(values[bad[0]])} in {row_locations(bad, path)} (sample ids "
                     f"{_examples(row_ids[bad])})",
                     path=path,
                     field=outputs.value_field,
                 )
         else:
-            _check_ranked_classes(values, n_classes, path, where, row_ids, outputs.value_field)
+            _check_ranked_classes(values, n_classes, path, classes, row_ids, outputs.value_field)
         values = check_predictions(values, n_classes, path=path, field=outputs.value_field)[positions]
     else:
-        _check_columns(values.shape[1], n_classes, path, where, outputs)
+        _check_columns(values.shape[1], n_classes, path, classes, outputs)
         values = values[positions]
     given = None
     if outputs.labels is not None:
-        given = _as_indices(outputs.labels, class_names, path, outputs.label_field, where, file_ids)[positions]
+        given = _as_indices(outputs.labels, class_names, path, outputs.label_field, classes, file_ids)[positions]
         differ = np.flatnonzero(given != np.asarray(labels))
         if differ.size:
             raise InputError(
@@ -993,6 +996,7 @@ def read_reference(path: str | Path) -> Reference:
     if not {"sample_id", "label"} <= set(frame.columns) or frame.empty:
         raise InputError(f"expected a CSV sample_id,label with rows; found the columns {list(frame.columns)}", path=p)
     ids = _id_column(frame["sample_id"], p, "sample_id")
+    sample_id_positions(ids, ids, path=p, available_name="this file")  # refuses a repeated id, naming this file
     return Reference(ids, _class_column(frame["label"], p, "label", None), str(p))
 
 
@@ -1045,8 +1049,9 @@ def load_for_metrics(
             raise InputError(f"has {loaded.n_classes} classes, expected {n_classes} (--classes)", path=p)
         return loaded if class_names is None else replace(loaded, class_names=np.asarray(class_names).astype(str))
     outputs = read_outputs(p, abstain=abstain, kind=kind)
+    classes_from = _classes_from(class_names, n_classes)
     if reference is not None:
-        labels = _as_indices(reference.labels, class_names, reference.path, "label", "the labels", reference.sample_ids)
+        labels = _as_indices(reference.labels, class_names, reference.path, "label", classes_from, reference.sample_ids)
         if reference.sample_ids is not None and outputs.sample_ids is not None:
             ids = reference.sample_ids
         else:
@@ -1056,7 +1061,7 @@ def load_for_metrics(
             outputs = replace(outputs, sample_ids=None)  # paired by row
         where = f"the labels file {reference.path!r}"
     elif outputs.labels is not None:
-        labels = _as_indices(outputs.labels, class_names, p, outputs.label_field, "the class names", outputs.sample_ids)
+        labels = _as_indices(outputs.labels, class_names, p, outputs.label_field, classes_from, outputs.sample_ids)
         ids = outputs.sample_ids if outputs.sample_ids is not None else np.arange(labels.size).astype(str)
         where = "this file"
     else:
@@ -1067,9 +1072,23 @@ def load_for_metrics(
         )
     if n_classes is None:
         n_classes = _inferred_class_count(outputs, labels, p)
-    check_labels(labels, labels.size, n_classes, path=reference.path if reference else p)
+    try:
+        check_labels(labels, labels.size, n_classes, path=reference.path if reference else p)
+    except InputError as error:
+        if reference is None:
+            raise
+        # the labels file is read once for every file: say which file's classes it exceeds
+        counted = f"{p} has {n_classes} classes" if classes_from == "this file" else f"--classes gives {n_classes}"
+        raise InputError(f"{error.message} ({counted})", path=error.path, field=error.field) from None
     aligned = align(
-        outputs, sample_ids=ids, labels=labels, n_classes=n_classes, dataset="", class_names=class_names, reference=where
+        outputs,
+        sample_ids=ids,
+        labels=labels,
+        n_classes=n_classes,
+        dataset="",
+        class_names=class_names,
+        reference=where,
+        classes_from=classes_from,
     )
     names = np.asarray(class_names).astype(str) if class_names is not None else np.arange(n_classes).astype(str)
     if aligned.kind == PREDICTIONS:
@@ -1083,6 +1102,13 @@ def load_for_metrics(
     return ScoresFile(
         aligned.values, labels, read_kind, np.asarray(aligned.sample_ids), names, path=str(p), read_as=aligned.read_as
     )
+
+
+def _classes_from(class_names: np.ndarray | None, n_classes: int | None) -> str:
+    """Where ``classwise metrics`` takes a file's classes from, for messages."""
+    if class_names is not None:
+        return "the class names (--classes)"
+    return "this file" if n_classes is None else "--classes"
 
 
 def _check_pairing_by_row(outputs: UserOutputs, reference: Reference, n_labels: int, match_by_row: bool) -> None:
