@@ -162,6 +162,8 @@ def decide_score_kind(
                 field="kind",
             )
         return ScoreKindDecision(kind, f"the file says {kind} ({where})")
+    if requested == "logits":
+        return ScoreKindDecision("logits", "as asked (kind 'logits')")
     finite = np.isfinite(scores).all(axis=1)
     negative = np.asarray((scores < 0).any(axis=1))
     with np.errstate(invalid="ignore"):
@@ -169,8 +171,6 @@ def decide_score_kind(
     off = np.where(finite, np.abs(sums - 1.0), 0.0)
     farthest = int(np.argmax(off))
     farthest_sum, at_farthest = f"{sums[farthest]:.6g}", row_locations([farthest], path)
-    if requested == "logits":
-        return ScoreKindDecision("logits", "as asked (kind 'logits')")
     if requested == "probs":
         bad = np.flatnonzero(finite & (negative | (off > ROUNDED_PROB_TOLERANCE)))
         if bad.size:

@@ -79,8 +79,9 @@ def add_metric_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--labels``, ``--classes``, ``--abstain``, ``--match-by-row`` and ``--kind``: what a file of outputs other than a
-    logits-format ``.npz`` may need (:func:`classwise.predictions_io.load_for_metrics`)."""
+    """``--labels``, ``--classes``, ``--abstain``, ``--match-by-row`` and ``--kind``: what a file
+    of outputs other than a logits-format ``.npz`` may need
+    (:func:`classwise.predictions_io.load_for_metrics`)."""
     parser.add_argument(
         "--labels",
         help="the labels, for files without them (timm's outputs, an .npy): a CSV sample_id,label (paired by sample id) "
