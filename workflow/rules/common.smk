@@ -311,7 +311,10 @@ def predictions_file(wildcards):
     from classwise.models.sources.predictions import outputs_file
 
     return outputs_file(
-        MODEL_SPECS[wildcards.model], wildcards.dataset, wildcards.shift
+        MODEL_SPECS[wildcards.model],
+        wildcards.dataset,
+        wildcards.shift,
+        wildcards.model,
     )
 
 
