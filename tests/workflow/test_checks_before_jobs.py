@@ -319,7 +319,7 @@ def test_the_model_s_abstention_token_is_no_unknown_class_name(tmp_path: Path) -
     assert "'?' is no class of dataset 'ids': rows 1 (sample ids ['b'])" in str(_refusal(config))
 
 
-# ----------------------------------------------------- files of predictions by one pattern (issue 42)
+# ------------------------------------ files of predictions by one pattern, names as digits (issue 42)
 
 STUDY_SHIFTS = {"clean": IDS, "contrast_c50": IDS[:3], "contrast_c30": IDS[:3]}
 
@@ -380,3 +380,34 @@ def test_a_file_a_pattern_names_says_which_shift_it_was_expanded_for(tmp_path: P
     assert str(error).endswith(
         f"(the file the pattern '{tmp_path}/ids/{{model}}_{{shift}}.csv' gives for shift 'contrast_c50' of dataset 'ids')"
     )
+
+
+@pytest.mark.workflow
+def test_a_dry_run_names_the_file_a_pattern_misses_on_a_condition_named_by_digits(tmp_path: Path) -> None:
+    """The config as YAML writes it: conditions 1 and 2 (integers to YAML) are shifts sev_1 and
+    sev_2, the pattern is expanded over them, and the file it misses stops the run before any job."""
+    (tmp_path / "labels.csv").write_text(LABELS)
+    (tmp_path / "sev1.csv").write_text("sample_id,label\na,0\nb,1\nc,2\n")
+    (tmp_path / "sev2.csv").write_text("sample_id,label\na,0\nb,1\nd,3\n")
+    (tmp_path / "preds").mkdir()
+    _csv(tmp_path / "preds" / "net_clean.csv", IDS)
+    _csv(tmp_path / "preds" / "net_sev_1.csv", ["a", "b", "c"])
+    configfile = tmp_path / "my.yaml"
+    configfile.write_text(
+        "datasets:\n"
+        "  ids:\n"
+        "    source: labels\n"
+        "    path: labels.csv\n"
+        "    shift_sets:\n"
+        "      sev: {family: labels, files: {1: sev1.csv, 2: sev2.csv}, severities: {1: 1, 2: 2}}\n"
+        "models:\n"
+        '  net: {source: predictions, files: "preds/{model}_{shift}.csv"}\n'
+        "shifts: {clean: true}\n"
+    )
+    result = run_snakemake(tmp_path, configfile, "--dry-run")
+    assert result.returncode != 0
+    assert (
+        f"{configfile}: field 'models.net.files': 1 of the 3 files the pattern 'preds/{{model}}_{{shift}}.csv' gives on "
+        "dataset 'ids' do not exist (relative paths are relative to the working directory): preds/net_sev_2.csv (shift 'sev_2')"
+    ) in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()

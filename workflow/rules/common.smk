@@ -11,6 +11,7 @@ from classwise.pipeline.config_checks import (
     check_references,
     check_schema,
     configured_shifts,
+    names_as_strings,
     shift_shards,
 )
 from classwise.data.sources import dataset_source, input_files, job_parameters
@@ -34,6 +35,8 @@ from classwise.shifts.spec import infer_parameter
 from classwise.superclasses import resolve_superclasses
 
 CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles)) or DEMO_CONFIG
+# A name written as digits (files: {1: a.csv}) is the string YAML read as a number.
+names_as_strings(config, source=CONFIG_SOURCE)
 # The config as the user wrote it, before the schema fills in defaults: a value the user set
 # that cannot apply is an error, a default that cannot apply adapts (see classwise.pipeline.plan).
 USER_CONFIG = copy.deepcopy(config)
