@@ -13,11 +13,14 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The embedded demo is the default config, found beside this file, so the workflow runs from
-# any directory (snakemake -s <repo>/Snakefile --directory <dir>). A config given with
-# --configfile replaces it rather than merging into it (Snakemake merges by default, which
-# would mix the demo's models into a paper config).
-DEMO_CONFIG = f"{workflow.basedir}/config/config.yaml"
+# The embedded demo is the default config, found beside this file (not beside the main
+# Snakefile, which may be workflow/Snakefile or a workflow that includes this one), so the
+# workflow runs from any directory (snakemake -s <repo>/Snakefile --directory <dir>). A config
+# given with --configfile replaces it rather than merging into it (Snakemake merges by default,
+# which would mix the demo's models into a paper config).
+DEMO_CONFIG = workflow.current_basedir.join("config/config.yaml").get_path_or_uri(
+    secret_free=True
+)
 
 
 if not workflow.overwrite_configfiles:

@@ -133,6 +133,48 @@ def test_names_are_unique_across_the_config() -> None:
         merge_shifts(on_the_fly, clash)
 
 
+def test_conditions_named_by_digits_are_shifts_named_by_their_decimal_strings(tmp_path: Path) -> None:
+    """YAML reads ``1:`` as the integer 1: the config is read with every integer key as its string
+    (:func:`names_as_strings`, as the workflow and ``classwise check-config`` read it), so
+    condition 1 of shift set ``sev`` is shift ``sev_1``, and its severity and pairing keys follow."""
+    import yaml
+
+    from classwise.pipeline.config_checks import check_schema, names_as_strings
+    from classwise.pipeline.config_file import REPO_SCHEMA
+
+    (tmp_path / "labels.csv").write_text("sample_id,label\na,0\nb,1\nc,0\n")
+    (tmp_path / "one.csv").write_text("sample_id,label\na,0\nb,1\n")
+    text = f"""
+    datasets:
+      ids:
+        source: labels
+        path: {tmp_path / "labels.csv"}
+        shift_sets:
+          sev: {{family: labels, files: {{1: {tmp_path / "one.csv"}, 2: null}}, severities: {{1: 1, 2: 2}}, paired: {{2: false}}}}
+    models: {{7: {{source: predictions, files: {{clean: a.csv}}}}}}
+    shifts: {{clean: true}}
+    """
+    config = yaml.safe_load(text)
+    assert list(config["datasets"]["ids"]["shift_sets"]["sev"]["files"]) == [1, 2]
+    check_schema(config, REPO_SCHEMA, source="my.yaml")  # as YAML read it, and as the workflow reads it
+    names_as_strings(config, source="my.yaml")
+    assert list(config["models"]) == ["7"]
+    check_schema(config, REPO_SCHEMA, source="my.yaml")
+    shifts = expand_shift_sets(config["datasets"], source="my.yaml")["ids"]
+    assert list(shifts) == ["sev_1", "sev_2"]
+    assert [(s.params["condition"], s.params["severity"], s.params["paired"]) for s in shifts.values()] == [
+        ("1", 1, True),
+        ("2", 2, False),
+    ]
+    with pytest.raises(InputError) as error:
+        names_as_strings(
+            yaml.safe_load("datasets: {ids: {shift_sets: {sev: {files: {1: a.csv, '1': b.csv}}}}}"), source="my.yaml"
+        )
+    assert str(error.value) == (
+        "my.yaml: field 'datasets.ids.shift_sets.sev.files': names '1' twice (once as the number 1, once as a string); keep one"
+    )
+
+
 def test_a_dataset_evaluates_its_own_sets_and_label_views_skip_other_samples() -> None:
     config = {
         "datasets": {

@@ -172,6 +172,36 @@ def test_a_bad_predictions_entry_names_the_field(files: object, field: str, text
         parse_model_spec(_predictions(files), key="m", check_names=False)
 
 
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        (
+            "preds/{model}_{shfit}.csv",
+            "unknown placeholder {shfit} in 'preds/{model}_{shfit}.csv'; known: {model}, {dataset}, {shift}",
+        ),
+        ("preds/{0}_{shift}.csv", "unknown placeholder {0} in"),
+        ("preds/{shift:>8}.csv", "unknown placeholder {shift:>8} in"),
+        ("preds/{model}.csv", "expected a pattern that names {shift} (one file per shift"),
+        ("preds/{model_{shift}.csv", "expected a pattern whose placeholders are some of {model}, {dataset}, {shift}"),
+        ("preds/{model}_{shift}.txt", "expected a .npz file"),
+    ],
+    ids=["misspelt", "positional", "format-spec", "no-shift", "lone-brace", "suffix"],
+)
+def test_a_bad_files_pattern_names_the_field_and_the_known_placeholders(pattern: str, text: str) -> None:
+    with pytest.raises(InputError) as error:
+        parse_model_spec(_predictions(pattern), key="m", config_path="my.yaml", check_names=False)
+    assert error.value.path == "my.yaml" and error.value.field == "models.m.files"
+    assert text in error.value.message
+
+
+def test_a_files_pattern_gives_each_dataset_and_shift_its_file() -> None:
+    from classwise.models.sources.predictions import outputs_file
+
+    spec = _spec(_predictions("preds/{dataset}/{model}_{shift}.csv"))
+    assert outputs_file(spec, "contrast", "contrast_c50", "s01") == "preds/contrast/s01_contrast_c50.csv"
+    assert outputs_file(_spec(_predictions("{{raw}}/{shift}.npz")), "d", "clean", "m") == "{raw}/clean.npz"
+
+
 def test_files_per_dataset_must_name_datasets_of_the_config() -> None:
     entry = _predictions({"mnist": {"clean": "a.npz"}})
     with pytest.raises(InputError, match=r"field 'models.m.files.mnist': names dataset 'mnist', expected one of \['digits'\]"):

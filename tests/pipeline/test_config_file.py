@@ -50,3 +50,10 @@ def test_the_keys_the_schema_leaves_to_kinds_and_sources_are_checked_too(tmp_pat
     path.write_text(f"datasets: {{d: {{source: sklearn_digits}}}}\n{models}{section}\n")
     with pytest.raises(InputError, match=rf"my.yaml: field '{field}': unknown key"):
         check_config_file(path)
+
+
+def test_a_name_written_as_digits_is_read_as_its_string(tmp_path: Path) -> None:
+    path = tmp_path / "my.yaml"
+    path.write_text("datasets: {1: {source: sklearn_digits}}\nmodels: {2: {source: train, architecture: mlp}}\nshifts: {}\n")
+    config = check_config_file(path)
+    assert list(config["datasets"]) == ["1"] and list(config["models"]) == ["2"]

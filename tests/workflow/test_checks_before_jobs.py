@@ -320,3 +320,97 @@ def test_the_model_s_abstention_token_is_no_unknown_class_name(tmp_path: Path) -
     assert _plan(config).models["ids"] == ["net"]
     del config["models"]["net"]["abstain"]
     assert "'?' is no class of dataset 'ids': unknown classes in line 3 (sample ids ['b'])" in str(_refusal(config))
+
+
+# ------------------------------------ files of predictions by one pattern, names as digits (issue 42)
+
+STUDY_SHIFTS = {"clean": IDS, "contrast_c50": IDS[:3], "contrast_c30": IDS[:3]}
+
+
+def _study_config(tmp_path: Path, files: Any) -> dict[str, Any]:
+    """Two observers (``s01`` hard predictions, ``s02`` scores) on a labels-only dataset and its
+    two conditions, each model's files given by ``files``; the files under ``tmp_path/ids/``."""
+    config = _predictions_config(tmp_path, files)
+    for condition in ("c50", "c30"):
+        (tmp_path / f"{condition}.csv").write_text("sample_id,label\na,0\nb,1\nc,2\n")
+    config["datasets"]["ids"]["shift_sets"] = {
+        "contrast": {"family": "labels", "files": {c: str(tmp_path / f"{c}.csv") for c in ("c50", "c30")}}
+    }
+    config["models"] = {model: {"source": "predictions", "files": files} for model in ("s01", "s02")}
+    (tmp_path / "ids").mkdir(exist_ok=True)
+    for shift, ids in STUDY_SHIFTS.items():
+        _hard(tmp_path / "ids" / f"s01_{shift}.csv", [(i, "0") for i in ids])
+        _csv(tmp_path / "ids" / f"s02_{shift}.csv", ids)
+    return config
+
+
+def test_a_files_pattern_plans_what_the_hand_written_mapping_plans(tmp_path: Path) -> None:
+    from classwise.models.sources.predictions import outputs_file
+
+    pattern = _study_config(tmp_path, str(tmp_path / "{dataset}" / "{model}_{shift}.csv"))
+    mapping = _study_config(tmp_path, None)
+    for model, entry in mapping["models"].items():
+        entry["files"] = {shift: str(tmp_path / "ids" / f"{model}_{shift}.csv") for shift in STUDY_SHIFTS}
+    planned, written = _plan(pattern), _plan(mapping)
+    assert planned == written  # the same models, shifts, hard predictions and notes
+    assert planned.shifts["ids"] == list(STUDY_SHIFTS) and planned.hard_predictions == {("ids", "s01", s) for s in STUDY_SHIFTS}
+    for model in ("s01", "s02"):
+        by_pattern = parse_model_spec(pattern["models"][model], key=model, check_names=False)
+        by_mapping = parse_model_spec(mapping["models"][model], key=model, check_names=False)
+        for shift in STUDY_SHIFTS:
+            assert outputs_file(by_pattern, "ids", shift, model) == outputs_file(by_mapping, "ids", shift, model)
+
+
+def test_every_file_a_pattern_misses_is_named_with_its_shift(tmp_path: Path) -> None:
+    config = _study_config(tmp_path, str(tmp_path / "ids" / "{model}_{shift}.csv"))
+    (tmp_path / "ids" / "s02_clean.csv").unlink()
+    (tmp_path / "ids" / "s02_contrast_c30.csv").unlink()
+    error = _refusal(config)
+    assert error.field == "models.s02.files"
+    assert (
+        f"2 of the 3 files the pattern '{tmp_path}/ids/{{model}}_{{shift}}.csv' gives on dataset 'ids' do not exist "
+        f"(relative paths are relative to the working directory): {tmp_path}/ids/s02_clean.csv (shift 'clean'); "
+        f"{tmp_path}/ids/s02_contrast_c30.csv (shift 'contrast_c30')"
+    ) in str(error)
+
+
+def test_a_file_a_pattern_names_says_which_shift_it_was_expanded_for(tmp_path: Path) -> None:
+    config = _study_config(tmp_path, str(tmp_path / "ids" / "{model}_{shift}.csv"))
+    _csv(tmp_path / "ids" / "s02_contrast_c50.csv", ["a", "b", "x"])
+    error = _refusal(config)
+    assert error.field == "models.s02.files"
+    assert "field 'sample_id': 1 of the 3 samples of shift 'contrast_c50' of dataset 'ids' have no row" in str(error)
+    assert str(error).endswith(
+        f"(the file the pattern '{tmp_path}/ids/{{model}}_{{shift}}.csv' gives for shift 'contrast_c50' of dataset 'ids')"
+    )
+
+
+@pytest.mark.workflow
+def test_a_dry_run_names_the_file_a_pattern_misses_on_a_condition_named_by_digits(tmp_path: Path) -> None:
+    """The config as YAML writes it: conditions 1 and 2 (integers to YAML) are shifts sev_1 and
+    sev_2, the pattern is expanded over them, and the file it misses stops the run before any job."""
+    (tmp_path / "labels.csv").write_text(LABELS)
+    (tmp_path / "sev1.csv").write_text("sample_id,label\na,0\nb,1\nc,2\n")
+    (tmp_path / "sev2.csv").write_text("sample_id,label\na,0\nb,1\nd,3\n")
+    (tmp_path / "preds").mkdir()
+    _csv(tmp_path / "preds" / "net_clean.csv", IDS)
+    _csv(tmp_path / "preds" / "net_sev_1.csv", ["a", "b", "c"])
+    configfile = tmp_path / "my.yaml"
+    configfile.write_text(
+        "datasets:\n"
+        "  ids:\n"
+        "    source: labels\n"
+        "    path: labels.csv\n"
+        "    shift_sets:\n"
+        "      sev: {family: labels, files: {1: sev1.csv, 2: sev2.csv}, severities: {1: 1, 2: 2}}\n"
+        "models:\n"
+        '  net: {source: predictions, files: "preds/{model}_{shift}.csv"}\n'
+        "shifts: {clean: true}\n"
+    )
+    result = run_snakemake(tmp_path, configfile, "--dry-run")
+    assert result.returncode != 0
+    assert (
+        f"{configfile}: field 'models.net.files': 1 of the 3 files the pattern 'preds/{{model}}_{{shift}}.csv' gives on "
+        "dataset 'ids' do not exist (relative paths are relative to the working directory): preds/net_sev_2.csv (shift 'sev_2')"
+    ) in result.stdout + result.stderr
+    assert not (tmp_path / "results").exists()

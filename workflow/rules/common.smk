@@ -2,6 +2,7 @@
 import copy
 import functools
 import json
+import os
 import re
 
 from snakemake.utils import validate
@@ -11,6 +12,7 @@ from classwise.pipeline.config_checks import (
     check_references,
     check_schema,
     configured_shifts,
+    names_as_strings,
     shift_shards,
 )
 from classwise.data.sources import dataset_source, input_files, job_parameters
@@ -33,7 +35,14 @@ from classwise.references import REFERENCES  # the report's categories, one per 
 from classwise.shifts.spec import infer_parameter
 from classwise.superclasses import resolve_superclasses
 
-CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles)) or DEMO_CONFIG
+# The files the config was read from: --configfile, the demo, or, where classwise is a module
+# (deployed by snakedeploy, or named by a path), those the including workflow's configfile: read.
+CONFIG_SOURCE = (
+    ", ".join(os.path.abspath(path) for path in map(str, workflow.configfiles))
+    or "the config the including workflow passes"
+)
+# A name written as digits (files: {1: a.csv}) is the string YAML read as a number.
+names_as_strings(config, source=CONFIG_SOURCE)
 # The config as the user wrote it, before the schema fills in defaults: a value the user set
 # that cannot apply is an error, a default that cannot apply adapts (see classwise.pipeline.plan).
 USER_CONFIG = copy.deepcopy(config)
@@ -311,7 +320,10 @@ def predictions_file(wildcards):
     from classwise.models.sources.predictions import outputs_file
 
     return outputs_file(
-        MODEL_SPECS[wildcards.model], wildcards.dataset, wildcards.shift
+        MODEL_SPECS[wildcards.model],
+        wildcards.dataset,
+        wildcards.shift,
+        wildcards.model,
     )
 
 

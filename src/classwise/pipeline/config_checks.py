@@ -22,6 +22,35 @@ if TYPE_CHECKING:
 _BOUNDS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
 
 
+def names_as_strings(config: dict[str, Any], *, source: str = "config") -> dict[str, Any]:
+    """``config`` with every integer key as its decimal string, in place (and returned). Every key
+    of the config is a name (a dataset, a model, a shift set, a condition, a shift, a metric), and
+    YAML reads ``1:`` as the integer 1, so that ``files: {1: a.csv}`` names condition ``'1'``. A
+    key of another type (YAML's ``yes:`` is True, ``1.5:`` a float) is left to the checks that
+    refuse it; an integer key beside the same name written as a string (``1`` and ``'1'``) is an
+    :class:`InputError` naming ``source`` and the field, before any job."""
+
+    def as_names(value: Any, where: tuple[str | int, ...]) -> Any:
+        if isinstance(value, list):
+            value[:] = [as_names(item, (*where, index)) for index, item in enumerate(value)]
+        elif isinstance(value, dict):
+            renamed: dict[Any, Any] = {}
+            for key, item in value.items():
+                name = str(key) if isinstance(key, int) and not isinstance(key, bool) else key
+                if name in renamed:
+                    raise InputError(
+                        f"names {name!r} twice (once as the number {name}, once as a string); keep one",
+                        path=source,
+                        field=field_path(*where) or "(top level)",
+                    )
+                renamed[name] = as_names(item, (*where, name))
+            value.clear()
+            value.update(renamed)
+        return value
+
+    return as_names(config, ())
+
+
 def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, Any], *, source: str = "config") -> None:
     """Raise :class:`InputError` for the first violation of ``schema`` (a YAML/JSON file or a
     mapping), in one line: an unknown key names itself and the keys allowed there; a wrong type,

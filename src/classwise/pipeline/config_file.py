@@ -18,8 +18,9 @@ REPO_SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "co
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """The config as a mapping; an :class:`InputError` naming the file, the line and the column
-    of a YAML syntax error, or saying what the top level should be."""
+    """The config as a mapping, a name written as digits as a string (as the workflow reads it,
+    :func:`~classwise.pipeline.config_checks.names_as_strings`); an :class:`InputError` naming
+    the file, the line and the column of a YAML syntax error, or saying what the top level should be."""
     import yaml
 
     path = Path(path)
@@ -36,7 +37,9 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise InputError(f"{where}not valid YAML ({problem}); indent with spaces, not tabs", path=path) from None
     if not isinstance(config, dict):
         raise InputError(f"expected a mapping of keys (datasets, models, shifts, ...), got {type(config).__name__}", path=path)
-    return config
+    from classwise.pipeline.config_checks import names_as_strings
+
+    return names_as_strings(config, source=str(path))
 
 
 def check_config_file(path: str | Path, schema: str | Path = REPO_SCHEMA) -> dict[str, Any]:

@@ -177,7 +177,8 @@ def check_runs(
         _check_targets(dataset, plan.shifts[dataset], shifts, plan.classes[dataset], source)
         _check_transfers(dataset, plan.shifts[dataset], shifts, names, source)
         _check_superclasses(dataset, datasets[dataset], plan.classes[dataset], source)
-        _find_hard_predictions(plan, config, models, dataset, shifts, source)
+        # the files of outputs are checked before their headers are read for scores, so that
+        # the missing files of a model are named all at once
         if any(model_source(models[model]).cached_by != "infer" for model in names):
             shift_ids = {name: shift_sample_ids(dataset, datasets[dataset], shifts[name]) for name in plan.shifts[dataset]}
             for model in names:
@@ -191,6 +192,7 @@ def check_runs(
                     plan.classes[dataset],
                     source,
                 )
+        _find_hard_predictions(plan, config, models, dataset, shifts, source)
     return plan
 
 

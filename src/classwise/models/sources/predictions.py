@@ -6,19 +6,26 @@ Config shape (one entry of ``models:``)::
     {source: predictions, files: {clean: net_clean.npz, gaussian_noise_s3: net_noise.csv}}
     {source: predictions, files: {mnist: {clean: mnist.npz}, cifar10: {clean: cifar.csv}}}
     {source: predictions, files: {clean: net.csv}, abstain: "?"}
+    {source: predictions, files: "preds/{model}_{shift}.csv"}
 
 The first form gives the files of every dataset the model is evaluated on (the same file for
-each), the second one set per dataset. Each file is an ``.npz`` in the logits-file format
-(``logits``, ``probs`` or ``predictions``, with ``sample_ids``), a CSV
-``sample_id,label,score_0,...``, a CSV of hard predictions ``sample_id,prediction`` (class
-indices or names; an empty cell, ``-1`` or the ``abstain`` token: the model abstained), timm
-``inference.py``'s outputs (``.csv``, ``.json``, ``.parquet``) or an ``.npy`` of probabilities in
-the dataset's order (:mod:`classwise.predictions_io` reads them all); paths are relative to the
-working directory. The rule ``import_predictions`` (not ``infer``) matches a file
-to the dataset's samples by id and writes it as the model's cached outputs, so every table,
-figure, label view and analysis downstream reads it as it reads a model the pipeline ran, and a
-changed file reruns them. Before any job: a key of ``files`` that names no shift of the config
-is an error, and so is a dataset and shift the model is evaluated on without a file; each file
+each), the second one set per dataset. The last is a pattern, expanded over every shift the
+model is evaluated on, of every dataset: ``{shift}`` (required) is the shift's name,
+``{model}`` the model's name in the config, ``{dataset}`` the dataset's; it gives for each
+(dataset, shift) the file a mapping would name, so a study of 4 observers x 8 conditions is one
+line per observer, or one line in all with ``{model}`` (a YAML anchor shares the entry). Each
+file is an ``.npz`` in the logits-file format (``logits``, ``probs`` or ``predictions``, with
+``sample_ids``), a CSV ``sample_id,label,score_0,...``, a CSV of hard predictions
+``sample_id,prediction`` (class indices or names; an empty cell, ``-1`` or the ``abstain``
+token: the model abstained), timm ``inference.py``'s outputs (``.csv``, ``.json``,
+``.parquet``) or an ``.npy`` of probabilities in the dataset's order
+(:mod:`classwise.predictions_io` reads them all); paths are relative to the working directory.
+The rule ``import_predictions`` (not ``infer``) matches a file to the dataset's samples by id
+and writes it as the model's cached outputs, so every table, figure, label view and analysis
+downstream reads it as it reads a model the pipeline ran, and a changed file reruns them.
+Before any job: a key of ``files`` that names no shift of the config is an error, and so is a
+dataset and shift the model is evaluated on without a file, a pattern's unknown placeholder,
+and every file a pattern gives that does not exist (named at once, each with its shift); each file
 is read for its header, so that hard predictions skip the metrics and analyses that need scores
 (and say so) rather than fail, and is checked against the dataset as far as its header and ids
 tell (:func:`classwise.predictions_io.check_outputs_file`: its score columns against the class
@@ -43,15 +50,27 @@ if TYPE_CHECKING:
     from classwise.models.fetch import FetchedFile, FetchOptions
 
 
-def _nested(files: Mapping[str, Any]) -> bool:
+#: The placeholders of a ``files`` pattern; ``{shift}`` is required (one file per shift).
+PATTERN_PLACEHOLDERS = ("model", "dataset", "shift")
+_MAX_FILES_IN_MESSAGE = 10
+
+
+def _nested(files: Mapping[str, Any] | str) -> bool:
     """Whether ``files`` is dataset -> shift -> file; its first value tells (the spec check
     refuses a mix), so a lookup costs the same at 200 shifts as at one."""
-    return isinstance(next(iter(files.values()), None), Mapping)
+    return isinstance(files, Mapping) and isinstance(next(iter(files.values()), None), Mapping)
 
 
-def outputs_file(spec: ModelSpec, dataset: str, shift: str) -> str | None:
-    """The file of the model's outputs on ``(dataset, shift)`` (None: the entry gives none)."""
+def _is_pattern(spec: ModelSpec) -> bool:
+    return isinstance(spec.options["files"], str)
+
+
+def outputs_file(spec: ModelSpec, dataset: str, shift: str, model: str) -> str | None:
+    """The file of model ``model``'s outputs on ``(dataset, shift)`` (None: the entry gives none);
+    a pattern gives one for every dataset and shift."""
     files = spec.options["files"]
+    if isinstance(files, str):
+        return files.format(model=model, dataset=dataset, shift=shift)
     if _nested(files):
         files = files.get(dataset) or {}
     value = files.get(shift)
@@ -59,8 +78,50 @@ def outputs_file(spec: ModelSpec, dataset: str, shift: str) -> str | None:
 
 
 def _files_field(model: str, spec: ModelSpec, dataset: str, shift: str) -> str:
-    """The config field of the model's file on ``(dataset, shift)``."""
+    """The config field of the model's file on ``(dataset, shift)`` (a pattern's: ``files`` itself)."""
+    if _is_pattern(spec):
+        return field_path("models", model, "files")
     return field_path("models", model, "files", *([dataset] if _nested(spec.options["files"]) else []), shift)
+
+
+def _about_file(spec: ModelSpec, dataset: str, shift: str) -> str:
+    """What a message about the file of ``(dataset, shift)`` adds when a pattern named it: the
+    pattern and the shift it was expanded for (a mapping's field names the shift already)."""
+    if not _is_pattern(spec):
+        return ""
+    return f" (the file the pattern {spec.options['files']!r} gives for shift {shift!r} of dataset {dataset!r})"
+
+
+def _check_pattern(pattern: str, field: str, config_path: str | Path | None) -> None:
+    """A pattern's placeholders are some of :data:`PATTERN_PLACEHOLDERS`, bare, ``{shift}``
+    among them, and it names a file of a format :mod:`classwise.predictions_io` reads."""
+    import string
+
+    known = ", ".join(f"{{{name}}}" for name in PATTERN_PLACEHOLDERS)
+    try:
+        parts = list(string.Formatter().parse(pattern))
+    except ValueError as exc:  # a lone brace
+        raise InputError(
+            f"expected a pattern whose placeholders are some of {known} ('{{{{' and '}}}}' for a brace), got {pattern!r}: {exc}",
+            path=config_path,
+            field=field,
+        ) from None
+    named = set()
+    for _, name, format_spec, conversion in parts:
+        if name is None:
+            continue
+        if name not in PATTERN_PLACEHOLDERS or format_spec or conversion:
+            written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{format_spec}" if format_spec else "") + "}"
+            raise InputError(f"unknown placeholder {written} in {pattern!r}; known: {known}", path=config_path, field=field)
+        named.add(name)
+    if "shift" not in named:
+        raise InputError(
+            f"expected a pattern that names {{shift}} (one file per shift; known placeholders: {known}), got {pattern!r}; "
+            "for one file, write files: {clean: <file>}",
+            path=config_path,
+            field=field,
+        )
+    _check_file(pattern, field, config_path)
 
 
 def _check_file(value: Any, field: str, config_path: str | Path | None) -> None:
@@ -75,6 +136,38 @@ def _check_file(value: Any, field: str, config_path: str | Path | None) -> None:
             path=config_path,
             field=field,
         )
+
+
+def _given_file(model: str, spec: ModelSpec, dataset: str, shift: str, config_path: str | Path | None) -> str:
+    """The file of the model's outputs on ``(dataset, shift)``; :class:`InputError` where the entry gives none."""
+    path = outputs_file(spec, dataset, shift, model)
+    if path is None:
+        raise InputError(
+            f"no file of model {model!r}'s outputs on shift {shift!r} of dataset {dataset!r}; add one, or leave the "
+            f"shift out of datasets.{dataset}.shifts (or the model out of datasets.{dataset}.models)",
+            path=config_path,
+            field=_files_field(model, spec, dataset, shift),
+        )
+    return path
+
+
+def _check_pattern_files_exist(
+    model: str, spec: ModelSpec, dataset: str, files: Mapping[str, str], config_path: str | Path | None
+) -> None:
+    """:class:`InputError` naming every one of ``files`` (shift -> the file the pattern gives on
+    ``dataset``) that does not exist, with its shift (a typo in the pattern misses them all, and
+    says so at once)."""
+    missing = [(shift, path) for shift, path in files.items() if not Path(path).is_file()]
+    if not missing:
+        return
+    listed = "; ".join(f"{path} (shift {shift!r})" for shift, path in missing[:_MAX_FILES_IN_MESSAGE])
+    more = f"; and {len(missing) - _MAX_FILES_IN_MESSAGE} more" if len(missing) > _MAX_FILES_IN_MESSAGE else ""
+    raise InputError(
+        f"{len(missing)} of the {len(files)} files the pattern {spec.options['files']!r} gives on dataset {dataset!r} do not exist "
+        f"(relative paths are relative to the working directory): {listed}{more}",
+        path=config_path,
+        field=field_path("models", model, "files"),
+    )
 
 
 class PredictionsSource:
@@ -95,9 +188,15 @@ class PredictionsSource:
             )
         files = given["files"]
         here = f"{where}.files"
+        if isinstance(files, str):
+            _check_pattern(files, here, config_path)
+            return ModelSpec(source=self.name, options=dict(given), label=self.name, verbatim=True)
         if not isinstance(files, Mapping) or not files:
             raise InputError(
-                f"expected a mapping shift -> file (or dataset -> shift -> file), got {files!r}", path=config_path, field=here
+                f"expected a mapping shift -> file (or dataset -> shift -> file), or a pattern such as "
+                f"'preds/{{model}}_{{shift}}.csv', got {files!r}",
+                path=config_path,
+                field=here,
             )
         nested = any(isinstance(value, Mapping) for value in files.values())
         for key, value in files.items():
@@ -139,8 +238,11 @@ class PredictionsSource:
         shifts: Collection[str] | None = None,
     ) -> None:
         """Files given per dataset name datasets of the config, and every file is for one of
-        ``shifts`` (the config's shifts, as the plan expands them), when given."""
+        ``shifts`` (the config's shifts, as the plan expands them), when given. (A pattern names
+        no dataset and no shift: it is expanded over those the model is evaluated on.)"""
         files = spec.options.get("files") or {}
+        if isinstance(files, str):
+            return
         per_dataset = files if _nested(files) else {None: files}
         unknown = [name for name in per_dataset if name is not None and name not in datasets]
         if unknown:
@@ -167,19 +269,12 @@ class PredictionsSource:
         """From the file's header (its array names, or its CSV columns); errors name the field."""
         from classwise.predictions_io import file_has_scores
 
-        path = outputs_file(spec, dataset, shift)
+        path = _given_file(model, spec, dataset, shift, config_path)
         field = _files_field(model, spec, dataset, shift)
-        if path is None:
-            raise InputError(
-                f"no file of model {model!r}'s outputs on shift {shift!r} of dataset {dataset!r}; add one, or leave the "
-                f"shift out of datasets.{dataset}.shifts (or the model out of datasets.{dataset}.models)",
-                path=config_path,
-                field=field,
-            )
         try:
             return file_has_scores(path)
         except InputError as exc:
-            raise InputError(str(exc), path=config_path, field=field) from None
+            raise InputError(f"{exc}{_about_file(spec, dataset, shift)}", path=config_path, field=field) from None
 
     def check_outputs(
         self,
@@ -194,18 +289,20 @@ class PredictionsSource:
         """Each file of ``shifts`` on ``dataset`` against the shift's samples (``shifts``: shift ->
         its sample ids, None where unknown before any job), from its header and ids
         (:func:`~classwise.predictions_io.check_outputs_file`); errors name the config's field,
-        the file and what in it does not match."""
+        the file and what in it does not match. The files a pattern gives that do not exist are
+        named all at once, each with its shift."""
         import numpy as np
 
         from classwise.data.sources import dataset_class_names
         from classwise.predictions_io import check_outputs_file
 
+        given = {shift: _given_file(model, spec, dataset, shift, config_path) for shift in shifts}
+        if _is_pattern(spec):
+            _check_pattern_files_exist(model, spec, dataset, given, config_path)
         names = dataset_class_names(dataset, datasets[dataset])
         class_names = None if names is None else np.asarray(names)
         for shift, sample_ids in shifts.items():
-            path = outputs_file(spec, dataset, shift)
-            if path is None:
-                continue  # has_scores says so
+            path = given[shift]
             where = f"dataset {dataset!r}" if shift == "clean" else f"shift {shift!r} of dataset {dataset!r}"
             try:
                 check_outputs_file(
@@ -218,7 +315,11 @@ class PredictionsSource:
                     abstain=spec.options.get("abstain"),
                 )
             except InputError as exc:
-                raise InputError(str(exc), path=config_path, field=_files_field(model, spec, dataset, shift)) from None
+                raise InputError(
+                    f"{exc}{_about_file(spec, dataset, shift)}",
+                    path=config_path,
+                    field=_files_field(model, spec, dataset, shift),
+                ) from None
 
     def needs_download(self, spec: ModelSpec) -> bool:
         return False
