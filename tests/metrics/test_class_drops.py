@@ -1,4 +1,4 @@
-"""Per-class tests of a shift's change from clean.
+"""Per-class tests of a shift's change from clean, and ``classwise compare --class-drops``.
 
 References: a loop over the classes that counts each class's 2 x 2 table from the samples and
 calls scipy's ``binomtest`` / ``fisher_exact`` / ``boschloo_exact`` and statsmodels'
@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from classwise.cli import main
 from classwise.errors import InputError
 from classwise.logits_io import load_outputs
 from classwise.metrics import proportions
@@ -226,7 +227,7 @@ def test_significant_changes_and_drop_counts():
         significant_changes(table, direction="up")
 
 
-# ----------------------------------------------------------------------------- files
+# ----------------------------------------------------------------------------- files and the CLI
 
 
 def _predictions_file(path: Path, outcomes: SampleOutcomes, rng: np.random.Generator) -> Path:
@@ -250,3 +251,32 @@ def test_files_are_read_with_their_class_names(tmp_path):
     pd.testing.assert_frame_equal(from_paths, from_files)
     pd.testing.assert_frame_equal(from_paths, from_outcomes)
     assert from_paths["class_name"].tolist() == [f"class{c}" for c in range(C)]
+
+
+def test_cli_writes_the_table_and_says_how_many_classes_drop(tmp_path, capsys):
+    rng = np.random.default_rng(7)
+    clean = _clean(rng, per_class=40)
+    shift = _shifted(rng, clean, {1: 0.8, 4: 0.8})
+    keep = np.arange(clean.n_samples) % 2 == 0
+    half = SampleOutcomes.from_correct(shift.sample_ids[keep], shift.labels[keep], shift.correct[keep])
+    a = _predictions_file(tmp_path / "clean.npz", clean, rng)
+    b = _predictions_file(tmp_path / "fog.npz", half, rng)
+    out = tmp_path / "drops.csv"
+    assert main(["compare", str(a), str(b), "--class-drops", str(out), "--adjustment", "holm", "--model", "resnet"]) == 0
+    printed = capsys.readouterr().out
+    written = pd.read_csv(out)
+    assert list(written.columns) == list(COLUMNS + EXTRA_COLUMNS)
+    expected = class_changes(a, b, model="resnet", shift_name="fog", adjustment="holm")
+    np.testing.assert_allclose(written["p_adjusted"], expected["p_adjusted"], rtol=1e-12)
+    assert written["shift"].eq("fog").all() and written["model"].eq("resnet").all()
+    assert written["pairing"].eq("paired_subset").all()
+    dropped = int((expected["significant"] & (expected["change"] < 0)).sum())
+    assert dropped >= 1
+    assert f"{dropped} of {C} tested classes drop significantly" in printed
+    assert f"on the {half.n_samples} samples both hold" in printed and str(out) in printed
+    # labels that differ on a shared sample: status 2, nothing written
+    relabelled = SampleOutcomes.from_correct(half.sample_ids, (half.labels + 1) % C, half.correct)
+    c = _predictions_file(tmp_path / "bad.npz", relabelled, rng)
+    bad_out = tmp_path / "bad.csv"
+    assert main(["compare", str(a), str(c), "--class-drops", str(bad_out)]) == 2
+    assert "labels" in capsys.readouterr().err and not bad_out.exists()
