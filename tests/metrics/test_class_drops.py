@@ -197,8 +197,11 @@ def test_inputs_that_cannot_be_compared_are_refused():
     assert "shift.npz" in str(error.value)
     with pytest.raises(InputError, match="model 'b'"):
         class_drops({"a": clean}, {"fog": {"b": clean}})
-    with pytest.raises(InputError, match="duplicate"):
-        SampleOutcomes.from_correct(["x", "x"], [0, 1], [True, False])
+    twice = SampleOutcomes.from_correct(["x", "x", "y"], [0, 1, 1], [True, False, True], source="twice.npz")
+    for first, second in ((twice, clean), (clean, twice)):  # duplicate ids are refused where samples are matched
+        with pytest.raises(InputError, match="duplicate") as error:
+            class_changes(first, second)
+        assert "twice.npz" in str(error.value)
     with pytest.raises(InputError, match="q"):
         class_changes(clean, clean, q=0.0)
 

@@ -139,5 +139,8 @@ def test_models_are_compared_on_the_samples_they_share():
     relabelled = SampleOutcomes.from_correct(outcomes["m1"].sample_ids, (labels + 1) % C, correct["m1"], source="m1.npz")
     with pytest.raises(InputError, match="labels"):
         model_ranking({"m0": outcomes["m0"], "m1": relabelled}, replicates=20)
+    twice = SampleOutcomes.from_correct(np.r_[outcomes["m1"].sample_ids[:-1], ["s0"]], labels, correct["m1"])
+    with pytest.raises(InputError, match="duplicate"):
+        model_ranking({"m0": outcomes["m0"], "m1": twice}, replicates=20)
     with pytest.raises(InputError, match="two models"):
         model_ranking({"m0": outcomes["m0"]}, replicates=20)

@@ -50,7 +50,7 @@ from classwise.errors import InputError
 from classwise.metrics import proportions
 from classwise.metrics.intervals import check_confidence
 from classwise.metrics.multiple_testing import adjust_p_values, check_adjustment, check_level
-from classwise.metrics.outcomes import Outcomes, SampleOutcomes, as_outcomes, class_names_of, n_classes_of
+from classwise.metrics.outcomes import Outcomes, SampleOutcomes, as_outcomes, class_names_of, id_index, n_classes_of
 
 __all__ = [
     "COLUMNS",
@@ -128,7 +128,7 @@ def _pairing(clean: SampleOutcomes, shift: SampleOutcomes, clean_index: pd.Index
     if clean.sample_ids.shape == shift.sample_ids.shape and np.array_equal(clean.sample_ids, shift.sample_ids):
         rows = np.arange(clean.n_samples)
         return "paired", rows, rows
-    where = clean_index.get_indexer(pd.Index(shift.sample_ids))
+    where = clean_index.get_indexer(id_index(shift))
     shared = where >= 0
     shift_rows = np.flatnonzero(shared)
     if shift_rows.size == 0:
@@ -151,7 +151,7 @@ def _changes(
     clean_index: pd.Index | None = None,
 ) -> dict[str, Any]:
     """The per-class columns of one (model, shift), unadjusted."""
-    index = clean_index if clean_index is not None else pd.Index(clean.sample_ids)
+    index = clean_index if clean_index is not None else id_index(clean)
     kind, clean_rows, shift_rows = _pairing(clean, shift, index)
     clean_support = np.bincount(clean.labels, minlength=n_classes)
     shift_support = np.bincount(shift.labels, minlength=n_classes)
@@ -335,7 +335,7 @@ def class_drops(
     names = class_names_of(everything, c, class_names)
     parts = []
     for model, reference in clean_outcomes.items():  # loops over models and shifts; classes are arrays
-        index = pd.Index(reference.sample_ids)
+        index = id_index(reference)
         for shift, by_model in shift_outcomes.items():
             if model in by_model:
                 changes = _changes(reference, by_model[model], c, unpaired_test=test, confidence=conf, clean_index=index)

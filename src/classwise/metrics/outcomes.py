@@ -18,12 +18,13 @@ import pandas as pd
 from classwise.errors import InputError
 from classwise.logits_io import ScoresFile, load_outputs
 
-__all__ = ["Outcomes", "SampleOutcomes", "as_outcomes", "class_names_of", "n_classes_of"]
+__all__ = ["Outcomes", "SampleOutcomes", "as_outcomes", "class_names_of", "id_index", "n_classes_of"]
 
 
 @dataclass(frozen=True, eq=False)
 class SampleOutcomes:
-    """Per sample (``(N,)`` arrays in one order): ``sample_ids`` (strings, unique), ``labels``
+    """Per sample (``(N,)`` arrays in one order): ``sample_ids`` (strings; unique, which
+    :func:`id_index` checks where samples are matched), ``labels``
     (int64 true class, ``>= 0``) and ``correct`` (bool). ``class_names`` (optional, index
     order) and ``n_classes`` (optional: the class count of the outputs, which may exceed the
     largest label) travel with them; ``source`` names the file in error messages.
@@ -50,7 +51,7 @@ class SampleOutcomes:
         source: str = "outputs",
     ) -> SampleOutcomes:
         """From per-sample ids, labels and a boolean ``correct``."""
-        ids = np.asarray(sample_ids).astype(str)
+        ids = np.asarray(sample_ids).astype(str, copy=False)
         y = np.asarray(labels)
         hit = np.asarray(correct)
         if ids.ndim != 1 or y.shape != ids.shape or hit.shape != ids.shape:
@@ -67,13 +68,6 @@ class SampleOutcomes:
             raise InputError(f"expected labels >= 0, got {int(y.min())}", path=source, field="labels")
         if n_classes is not None and y.size and y.max() >= n_classes:
             raise InputError(f"label {int(y.max())} is out of range for {n_classes} classes", path=source, field="labels")
-        if not pd.Index(ids).is_unique:
-            repeated = pd.unique(ids[pd.Index(ids).duplicated()])
-            raise InputError(
-                f"duplicate sample ids: {[str(i) for i in repeated[:5]]} ({repeated.size} in all)",
-                path=source,
-                field="sample_ids",
-            )
         names = None if class_names is None else np.asarray(class_names).astype(str)
         return cls(ids, y.astype(np.int64, copy=False), hit, names, n_classes, source)
 
@@ -135,6 +129,23 @@ def as_outcomes(source: Outcomes) -> SampleOutcomes:
     if isinstance(source, (str, Path)):
         return SampleOutcomes.from_scores_file(load_outputs(source))
     raise InputError(f"expected outcomes, a file of outputs or its path, got {type(source).__name__}", field="outputs")
+
+
+def id_index(outcomes: SampleOutcomes) -> pd.Index:
+    """The sample ids as a :class:`pandas.Index` to match others against (its hash table, built
+    once, also answers the uniqueness check); :class:`InputError` naming the file when an id
+    repeats. Checked here rather than on construction: the hash table of 50,000 ids costs more
+    than the rest of a comparison, and a paired shift whose ids equal clean's row by row needs
+    none."""
+    index = pd.Index(outcomes.sample_ids)
+    if not index.is_unique:
+        repeated = pd.unique(outcomes.sample_ids[index.duplicated()])
+        raise InputError(
+            f"duplicate sample ids: {[str(i) for i in repeated[:5]]} ({repeated.size} in all)",
+            path=outcomes.source,
+            field="sample_ids",
+        )
+    return index
 
 
 def n_classes_of(outcomes: Iterable[SampleOutcomes], n_classes: int | None = None) -> int:

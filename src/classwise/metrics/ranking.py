@@ -48,7 +48,7 @@ from classwise.metrics import bootstrap as boot
 from classwise.metrics import kernels
 from classwise.metrics.catalogue import DEFAULTS
 from classwise.metrics.intervals import check_confidence
-from classwise.metrics.outcomes import Outcomes, SampleOutcomes, as_outcomes, n_classes_of
+from classwise.metrics.outcomes import Outcomes, SampleOutcomes, as_outcomes, id_index, n_classes_of
 
 __all__ = [
     "PAIR_COLUMNS",
@@ -112,16 +112,17 @@ def shared_outcomes(outputs: Mapping[str, Outcomes]) -> tuple[np.ndarray, np.nda
     if not read:
         raise InputError("no models given", field="models")
     first = read[0]
+    indexes = [id_index(o) for o in read]
     keep = np.ones(first.n_samples, dtype=np.bool_)
-    for other in read[1:]:
-        keep &= pd.Index(other.sample_ids).get_indexer(first.sample_ids) >= 0
+    for index in indexes[1:]:
+        keep &= index.get_indexer(indexes[0]) >= 0
     ids = first.sample_ids[keep]
     if ids.size == 0:
         raise InputError("the models share no sample id", path=read[-1].source, field="sample_ids")
     labels = first.labels[keep]
     correct = np.empty((ids.size, len(read)), dtype=np.bool_)
-    for m, other in enumerate(read):
-        rows = pd.Index(other.sample_ids).get_indexer(ids)
+    for m, (other, index) in enumerate(zip(read, indexes)):
+        rows = index.get_indexer(pd.Index(ids))
         differ = np.flatnonzero(other.labels[rows] != labels)
         if differ.size:
             raise InputError(
