@@ -67,6 +67,17 @@ def test_fisher_hand_worked_and_published_examples():
     assert round(float(proportions.fisher_exact(0, 16, 15, 72)), 5) == 0.06287
 
 
+def test_boschloo_hand_worked_example():
+    # 2 of 2 against 0 of 2. The one-sided statistic of the swapped table (0 of 2 against 2 of 2)
+    # is P(X1 <= 0 | 2 successes in 4, 2 drawn) = C(2, 0) C(2, 2) / C(4, 2) = 1/6; every other of
+    # the 9 tables has a statistic of 1/2 or more (s = 1: 1/2, 1; s = 2: 1/6, 5/6, 1; s = 3: 1/2,
+    # 1; s = 0, 4: 1), so the region is that table alone, of probability (1 - pi)^2 pi^2, at most
+    # 1/16 (pi = 1/2). The other side's statistic is 1 (its region is every table: p = 1).
+    # Two-sided: 2 min(1/16, 1) = 1/8.
+    assert proportions.boschloo_exact(2, 2, 0, 2) == pytest.approx(1 / 8, rel=1e-9)
+    assert proportions.boschloo_exact(0, 2, 2, 2) == pytest.approx(1 / 8, rel=1e-9)
+
+
 def test_untested_tables_are_nan():
     assert np.isnan(proportions.fisher_exact([0, 3], [0, 4], [1, 0], [2, 0])).all()
     assert np.isnan(proportions.boschloo_exact(0, 0, 1, 2))
