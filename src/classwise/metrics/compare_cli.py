@@ -18,7 +18,9 @@ instead, per class, whether the accuracy under the shift (B) differs from clean 
 sample id (McNemar's exact test) where the files share samples, Fisher's (or Boschloo's) exact
 test where they share none, adjusted over the classes; it writes the table of
 :func:`classwise.metrics.class_drops.class_drops` and prints how many classes drop
-significantly. B may hold a subset of A's samples, or other samples.
+significantly. B may hold a subset of A's samples, or other samples; a file without sample ids
+gets its row numbers as ids, so two such files are paired row by row (give other images ids of
+their own).
 """
 
 from __future__ import annotations
