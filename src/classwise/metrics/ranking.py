@@ -23,7 +23,11 @@ as every other bootstrap of the package.
   2004): two models share a letter when no pair's interval told them apart; letters run from
   ``a`` at the best model. Models that share no letter differ.
 * **rank_low_pairwise, rank_high_pairwise**: the ranks the pairwise decisions leave open:
-  ``1 + #{models distinguishably better}`` to ``M - #{models distinguishably worse}``.
+  ``1 + #{models distinguishably better}`` to ``M - #{models distinguishably worse}``. In the
+  simulation they held for every model at once far more often than the percentile intervals
+  (docs/uncertainty.md): read them for a statement about several models.
+* **n_samples, n_classes**: the samples every model holds, and the classes with samples among
+  them.
 
 The minima (``WCA``, ``W{n}CR``) are biased low and their percentile bootstrap under-covers
 (docs/uncertainty.md); the simulation in :mod:`classwise.bench.class_drops_simulation` measures
