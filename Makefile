@@ -77,6 +77,7 @@ bench: install
 	$(BIN)/python -m classwise.bench.pgd --out results/bench/pgd.json $(PGD_BENCH_ARGS)
 	$(BIN)/python -m classwise.bench.autoattack --out results/bench/autoattack.json $(AUTOATTACK_BENCH_ARGS)
 	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json
+	$(BIN)/python -m classwise.bench.class_drops --out results/bench/class_drops.json
 	$(BIN)/python -m classwise.bench.pipeline --out results/bench/pipeline.json
 	$(BIN)/python -m classwise.bench.inference --out results/bench/inference.json
 	$(BIN)/python -m classwise.bench.precision --out results/bench/precision.json
