@@ -6,6 +6,7 @@
 #   metrics/{dataset}/{labels}/{model}/{shift}/       metric JSON + per-class CSV
 #   tables/{dataset}/{labels}/{shift}/                paper-style tables (md, csv, tex)
 #   explorer.html                                     every class, model and shift in one page
+#   metrics.parquet (+ metrics.csv)                   every number of the run, one row each
 #   gates.md                                          the config's gates: pass / FAIL per run
 #   logs/, benchmarks/                                one log per job, timings of heavy rules
 from snakemake.utils import min_version
@@ -43,6 +44,7 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/analyses.smk"
 include: "workflow/rules/robustness.smk"
 include: "workflow/rules/explorer.smk"
+include: "workflow/rules/numbers.smk"
 include: "workflow/rules/gates.smk"
 include: "workflow/rules/batches.smk"
 

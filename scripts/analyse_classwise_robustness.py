@@ -1,15 +1,17 @@
-"""Snakemake script of rule analyse_classwise_robustness: confusions -> Figures 2-4, 7, the
+"""Snakemake script of rule analyse_classwise_robustness: metrics -> Figures 2-4, 7, the
 class-wise table and the class-wise view across shifts."""
 
 from classwise.pipeline.captions import title_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.robustness import AcrossShiftsPaths, classwise_robustness_step
+from classwise.steps.robustness import AcrossShiftsPaths, MetricFiles, classwise_robustness_step
 
 with job_log(snakemake, exit_when_done=True):
     output = snakemake.output
     classwise_robustness_step(
-        confusion_paths=snakemake.params.confusions,
-        logits_paths=snakemake.params.logits,
+        files={
+            shift: {model: MetricFiles.from_json(entry) for model, entry in per_model.items()}
+            for shift, per_model in snakemake.params.files.items()
+        },
         attack_shifts=snakemake.params.attack_shifts,
         unpaired_shifts=snakemake.params.unpaired_shifts,
         corrupted_shifts=snakemake.params.corrupted_shifts,

@@ -267,14 +267,16 @@ def test_summary_frame_types(confusions) -> None:  # type: ignore[no-untyped-def
 
 
 def test_the_step_writes_every_output(tmp_path: Path, confusions) -> None:  # type: ignore[no-untyped-def]
+    from metric_files import confusion_samples, write_metric_files
+
     from classwise.steps.robustness import AcrossShiftsPaths, classwise_robustness_step
 
-    paths: dict[str, dict[str, str]] = {}
+    files = {}
     for shift, by_model in confusions.items():
         for model, m in by_model.items():
-            path = tmp_path / f"{shift}_{model}.csv"
-            pd.DataFrame(m, index=NAMES, columns=NAMES).to_csv(path)
-            paths.setdefault(shift, {})[model] = str(path)
+            labels, predicted = confusion_samples(m)
+            ids = np.array([f"{shift}/{i}" for i in range(labels.size)])  # random supports: other images
+            files.setdefault(shift, {})[model] = write_metric_files(tmp_path, f"{shift}_{model}", ids, labels, predicted, NAMES)
 
     def table(stem: str) -> dict[str, Path]:
         return {"markdown": tmp_path / f"{stem}.md", "csv": tmp_path / f"{stem}.csv", "latex": tmp_path / f"{stem}.tex"}
@@ -288,8 +290,9 @@ def test_the_step_writes_every_output(tmp_path: Path, confusions) -> None:  # ty
         spread_figure=tmp_path / "spread.png",
     )
     classwise_robustness_step(
-        confusion_paths=paths,
+        files=files,
         attack_shifts=["pgd"],
+        unpaired_shifts=["blur_3", "pgd"],
         corrupted_shifts=["blur_3"],
         title="t",
         figure_path=tmp_path / "fig.png",
@@ -300,7 +303,7 @@ def test_the_step_writes_every_output(tmp_path: Path, confusions) -> None:  # ty
     )
     summary = pd.read_csv(tmp_path / "summary.csv", index_col=[0, 1])
     assert summary.loc[("pgd", "a"), "accuracy"] == pytest.approx(np.trace(confusions["pgd"]["a"]) / confusions["pgd"]["a"].sum())
-    assert "| shift | a A | a WCA | b A | b WCA |" in (tmp_path / "summary.md").read_text()
+    assert "| shift | n | vs clean | a A | a WCA | b A | b WCA |" in (tmp_path / "summary.md").read_text()
     errors = pd.read_csv(tmp_path / "errors.csv", index_col=[0, 1, 2])
     recall = np.array(_recall_loop(confusions["blur_3"]["b"]))
     np.testing.assert_allclose(errors.loc["b"]["mean_corruption_error"].to_numpy(), 1 - recall, equal_nan=True)

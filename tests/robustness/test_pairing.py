@@ -267,22 +267,24 @@ def test_the_transfer_display_says_n(evaluations) -> None:  # type: ignore[no-un
 
 
 def test_the_step_writes_n_in_the_tables_the_captions_and_the_panels(tmp_path: Path, evaluations) -> None:  # type: ignore[no-untyped-def]
+    from metric_files import write_metric_files
+
     from classwise.plots.robustness import plot_classwise_robustness
     from classwise.steps.robustness import AcrossShiftsPaths, classwise_robustness_step
 
-    logits: dict[str, dict[str, str]] = {}
-    confusions: dict[str, dict[str, str]] = {}
-    for shift, by_model in evaluations.items():
-        for model, o in by_model.items():
-            npz, csv = _save(tmp_path / f"{shift}_{model}.npz", o)
-            logits.setdefault(shift, {})[model], confusions.setdefault(shift, {})[model] = str(npz), str(csv)
+    files = {
+        shift: {
+            model: write_metric_files(tmp_path, f"{shift}_{model}", o.ids, o.labels, o.predicted, NAMES)
+            for model, o in by_model.items()
+        }
+        for shift, by_model in evaluations.items()
+    }
 
     def table(stem: str) -> dict[str, Path]:
         return {"markdown": tmp_path / f"{stem}.md", "csv": tmp_path / f"{stem}.csv", "latex": tmp_path / f"{stem}.tex"}
 
     classwise_robustness_step(
-        confusion_paths=confusions,
-        logits_paths=logits,
+        files=files,
         attack_shifts=["autoattack"],
         unpaired_shifts=["sketch"],
         corrupted_shifts=["gaussian_noise"],

@@ -14,7 +14,6 @@ rule compute_worst_class_metrics:
         unpack(metric_inputs),
     output:
         **outputs_of_rule("compute_worst_class_metrics"),
-        metrics=f"{METRICS}/worst_class.json",
     log:
         f"{OUT}/logs/compute_worst_class_metrics/{VIEW_MODEL_SHIFT}.log",
     wildcard_constraints:
@@ -36,7 +35,6 @@ rule compute_decisiveness_metrics:
         unpack(metric_inputs),
     output:
         **outputs_of_rule("compute_decisiveness_metrics"),
-        metrics=f"{METRICS}/decisiveness.json",
     log:
         f"{OUT}/logs/compute_decisiveness_metrics/{VIEW_MODEL_SHIFT}.log",
     wildcard_constraints:

@@ -51,6 +51,7 @@ def planned_outputs():
         *analysis_outputs(),
         *robustness_outputs(),
         Planned("explorer"),
+        Planned("numbers"),
     ]
 
 

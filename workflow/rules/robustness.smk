@@ -13,9 +13,9 @@
 #   results/tables/{dataset}/robustness/transfer_matrix.*              source x target, transfer attacks
 rule analyse_classwise_robustness:
     input:
-        flat_confusions,
-        # the sample ids: every comparison is made on the samples both sides hold
-        flat_classwise_logits,
+        # the metrics step's numbers, and the outputs files: every comparison is made on the
+        # samples both sides hold, matched by sample id
+        flat_classwise_files,
     output:
         **outputs_of_rule("analyse_classwise_robustness"),
     log:
@@ -23,8 +23,7 @@ rule analyse_classwise_robustness:
     conda:
         "../../envs/metrics.yaml"
     params:
-        confusions=classwise_confusions,
-        logits=classwise_logits,
+        files=classwise_files,
         unpaired_shifts=lambda wildcards: unpaired_shifts(wildcards.dataset),
         attack_shifts=lambda wildcards: attacked_shifts(wildcards.dataset),
         # corrupted copies all score every class (a published set on a class subset is not one)

@@ -56,34 +56,35 @@ def targeted_models(dataset):
     return ROBUSTNESS_RUNS[dataset].targeted_models
 
 
-def classwise_confusions(wildcards):
-    """The confusion matrices of every model under every shift scoring every class of the
-    dataset (not a class subset such as ImageNet-R's)."""
+def classwise_files(wildcards):
+    """Per shift scoring every class of the dataset (not a class subset such as ImageNet-R's)
+    and model: what the metrics step wrote of it under the original labels and the outputs file
+    it read (classwise.steps.robustness.MetricFiles)."""
     return {
         shift: {
-            model: f"{OUT}/metrics/{wildcards.dataset}/original/{model}/{shift}/confusion.csv"
+            model: {
+                **{
+                    name: f"{OUT}/metrics/{wildcards.dataset}/original/{model}/{shift}/{name}{suffix}"
+                    for name, suffix in (
+                        ("worst_class", ".json"),
+                        ("per_class", ".csv"),
+                        ("confusion", ".csv"),
+                    )
+                },
+                "outputs": logits_path(wildcards.dataset, model, shift),
+            }
             for model in dataset_models(wildcards.dataset)
         }
         for shift in ROBUSTNESS_RUNS[wildcards.dataset].full_label_space
     }
 
 
-def classwise_logits(wildcards):
-    """The outputs files the confusions of classwise_confusions were counted from."""
-    return {
-        shift: {
-            model: logits_path(wildcards.dataset, model, shift)
-            for model in dataset_models(wildcards.dataset)
-        }
-        for shift in ROBUSTNESS_RUNS[wildcards.dataset].full_label_space
-    }
-
-
-def flat_classwise_logits(wildcards):
+def flat_classwise_files(wildcards):
     return [
         path
-        for per_model in classwise_logits(wildcards).values()
-        for path in per_model.values()
+        for per_model in classwise_files(wildcards).values()
+        for files in per_model.values()
+        for path in files.values()
     ]
 
 
@@ -93,14 +94,6 @@ def unpaired_shifts(dataset):
     """
     return [
         s for s in ROBUSTNESS_RUNS[dataset].full_label_space if not SHIFTS[s].paired
-    ]
-
-
-def flat_confusions(wildcards):
-    return [
-        path
-        for per_model in classwise_confusions(wildcards).values()
-        for path in per_model.values()
     ]
 
 

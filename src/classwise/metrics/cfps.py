@@ -44,6 +44,16 @@ def class_false_positive_score(confusion: np.ndarray) -> np.ndarray:
     return false_positives / errors
 
 
+def false_positive_scores(predicted: np.ndarray, precision_hits: np.ndarray, misclassified: int) -> np.ndarray:
+    """Eq. 1 from counts: ``(predicted_c - correct predictions of c) / misclassified``, one float64
+    per class, all 0 without misclassifications (see :func:`class_false_positive_score`). An
+    abstention is no prediction of any class and no misclassification: it counts nowhere here."""
+    predicted = np.asarray(predicted)
+    if misclassified <= 0:
+        return np.zeros(predicted.shape[-1], dtype=np.float64)
+    return (predicted - np.asarray(precision_hits)).astype(np.float64) / float(misclassified)
+
+
 def cfps_max(confusion: np.ndarray, class_names: Sequence[str] | None = None) -> MetricResult:
     """The largest CFPS and its class: ``classes = (index,)`` (ties -> lowest index).
 

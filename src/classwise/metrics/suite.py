@@ -21,6 +21,7 @@ from classwise.metrics import decisiveness as nelson
 from classwise.metrics import worst_class as wc
 from classwise.metrics.catalogue import DEFAULTS, LABEL_SETS_REASON
 from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON as HARD_PREDICTIONS_REASON  # re-exported
+from classwise.metrics.cfps import false_positive_scores
 from classwise.metrics.intervals import check_confidence, proportion_interval
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricResult
@@ -97,10 +98,7 @@ def class_false_positive_scores(stats: ClassificationStats) -> np.ndarray:
     :func:`classwise.metrics.cfps.class_false_positive_score` of the confusion (which leaves
     abstentions out: they are no prediction of any class); under several correct labels a
     false positive of ``c`` is a prediction of ``c`` outside its sample's set."""
-    errors = stats.misclassified
-    if errors == 0:
-        return np.zeros(stats.n_classes, dtype=np.float64)
-    return (stats.predicted - stats.precision_hits).astype(np.float64) / float(errors)
+    return false_positive_scores(stats.predicted, stats.precision_hits, stats.misclassified)
 
 
 def cfps_max_of_stats(stats: ClassificationStats) -> MetricResult:

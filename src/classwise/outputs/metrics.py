@@ -375,6 +375,13 @@ matrices of its models under PGD; see the mean confusion matrices in this catego
         title=lambda w, p: f"{w['model']}, {w['dataset']}, {w['labels']} labels, {w['shift']}",
     ),
     Output(
+        name="worst_class_metrics",
+        rule="compute_worst_class_metrics",
+        path=f"{METRICS}/worst_class",
+        files={"metrics": ".json"},
+        mirrors=("bitterwolf2022", "the numbers of Table 1, with intervals, ties and the worst-class probabilities"),
+    ),
+    Output(
         name="per_class_numbers",
         rule="compute_worst_class_metrics",
         path=f"{METRICS}/per_class",
@@ -412,12 +419,27 @@ Mirrors **Figure 1** of :classwise-cite:`george2020`.
         title=lambda w, p: f"{w['model']} on {w['dataset']} ({w['shift']})",
     ),
     Output(
+        name="decisiveness_metrics",
+        rule="compute_decisiveness_metrics",
+        when=("scored", "one_label"),
+        path=f"{METRICS}/decisiveness",
+        files={"metrics": ".json"},
+        mirrors=("george2020", "the numbers of Tables 1 and 2, with intervals, and the calibration behind Figure 1"),
+    ),
+    Output(
         name="label_view",
         rule="build_label_view",
         when=("view",),
         path="labels/{dataset}/{labels}",
         files={"view": ".csv"},
         mirrors=(None, "a label view's labels, one per sample of the dataset (-1: removed)"),
+    ),
+    Output(
+        name="numbers",
+        rule="collect_numbers",
+        path="metrics",
+        files={"table": ".parquet", "whole_set": ".csv"},
+        mirrors=(None, "every number of the run, one row each, the same wherever it appears (docs/pipeline.md)"),
     ),
     Output(
         name="explorer",

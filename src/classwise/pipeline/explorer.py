@@ -38,8 +38,7 @@ def explorer_views(plan: Plan, robustness: Mapping[str, RobustnessRuns], *, out:
                 shift: {
                     "per_class": _file("per_class_numbers", out, dataset, labels, model, shift),
                     "confusion": _file("confusion_counts", out, dataset, labels, model, shift),
-                    # beside them, written by the same job (no record of its own)
-                    "worst_class": f"{out}/metrics/{dataset}/{labels}/{model}/{shift}/worst_class.json",
+                    "worst_class": _file("worst_class_metrics", out, dataset, labels, model, shift),
                 }
                 for shift in shifts
             }

@@ -165,10 +165,13 @@ def worst_classes_by_shift_figure(
     *,
     title: str,
     named: int = NAMED_CLASSES,
+    notes: Mapping[str, str] | None = None,
 ) -> Figure:
     """Heatmaps of class-wise accuracy, one panel per model: rows are the ``named`` classes of
     lowest mean accuracy over every model and shift, columns the shifts (``accuracy`` is
-    ``{shift: {model: (C,)}}``). Cells are annotated while the grid is small."""
+    ``{shift: {model: (C,)}}``). Cells are annotated while the grid is small. ``notes`` (shift
+    -> text) follow a column's shift name in brackets: the samples of a shift that is not the
+    clean set (``n = 20 of 899``, :func:`classwise.robustness.pairing.shift_samples`)."""
     shifts = list(accuracy)
     models = models_of(accuracy)
     if not shifts or not models:
@@ -194,7 +197,8 @@ def worst_classes_by_shift_figure(
         ax.set_yticks(np.arange(chosen.size))
         ax.set_yticklabels([_short(str(class_names[k])) for k in chosen], fontsize=7)
         ax.set_xticks(np.arange(len(shifts)))
-        ax.set_xticklabels(shifts, rotation=60, ha="right", fontsize=7 if len(shifts) <= 40 else 5)
+        labels = [f"{shift} ({notes[shift]})" if notes and notes.get(shift) else shift for shift in shifts]
+        ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7 if len(shifts) <= 40 else 5)
         ax.set_title(model, fontsize=9)
         if annotate:
             for i, j in zip(*np.nonzero(np.isfinite(block))):

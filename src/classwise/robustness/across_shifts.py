@@ -37,9 +37,13 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError
-from classwise.metrics.cfps import class_false_positive_score, class_wise_accuracy
-from classwise.robustness.classwise import Confusions, classwise_values
+from classwise.robustness.classwise import Confusions, as_nested_results, classwise_values
 from classwise.robustness.pairing import REFERENCE_SHIFT, pairing_table
+from classwise.robustness.results import ClassResults, as_results
+
+References = Mapping[str, Mapping[str, "ClassResults | np.ndarray"]]
+"""``{shift: {model: numbers}}``: the reference shift's numbers on each paired shift's samples
+(:attr:`classwise.robustness.pairing.ComparedResults.references`; or confusion matrices)."""
 
 __all__ = [
     "REFERENCE_SHIFT",
@@ -65,36 +69,19 @@ def models_of(by_shift: Mapping[str, Mapping[str, object]]) -> list[str]:
     return list(dict.fromkeys(model for by_model in by_shift.values() for model in by_model))
 
 
-def _accuracy(confusion: np.ndarray) -> float:
-    m = np.asarray(confusion, dtype=np.float64)
-    total = m.sum()
-    return float(np.trace(m) / total) if total > 0 else float("nan")
-
-
-def _worst(recall: np.ndarray) -> tuple[float, int, int]:
-    """(WCA, class, classes tied at it) over the classes with a finite recall; (NaN, -1, 0)
-    when none has samples. The class is the lowest index of the tied ones (the tie rule)."""
-    finite = np.isfinite(recall)
-    if not finite.any():
-        return float("nan"), -1, 0
-    masked = np.where(finite, recall, np.inf)
-    worst = int(np.argmin(masked))
-    return float(masked[worst]), worst, int(np.count_nonzero(masked == masked[worst]))
-
-
 def reference_confusions(
     confusions: Confusions,
-    references: Mapping[str, Mapping[str, np.ndarray]] | None,
+    references: References | None,
     *,
     reference: str = REFERENCE_SHIFT,
-) -> dict[str, dict[str, np.ndarray]]:
-    """``{shift: {model: (C, C)}}``: what each (shift, model) is compared with, the reference
-    shift's confusion on the shift's samples (``references``; :func:`pair_confusions
-    <classwise.robustness.pairing.pair_confusions>`) or, for an unpaired shift (absent from
-    ``references``) and without ``references``, on all of its samples. A model without a
+) -> dict[str, dict[str, ClassResults | np.ndarray]]:
+    """``{shift: {model: numbers}}``: what each (shift, model) is compared with, the reference
+    shift's numbers on the shift's samples (``references``; :func:`compare_with_reference
+    <classwise.robustness.pairing.compare_with_reference>`) or, for an unpaired shift (absent
+    from ``references``) and without ``references``, on all of its samples. A model without a
     reference run is left out."""
     base = confusions.get(reference, {})
-    out: dict[str, dict[str, np.ndarray]] = {}
+    out: dict[str, dict[str, ClassResults | np.ndarray]] = {}
     for shift, by_model in confusions.items():
         paired = {} if references is None or shift == reference else references.get(shift, {})
         out[shift] = {model: paired.get(model, base[model]) for model in by_model if model in base}
@@ -106,38 +93,45 @@ def shift_summary(
     class_names: Sequence[str],
     *,
     reference: str = REFERENCE_SHIFT,
-    references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    references: References | None = None,
 ) -> pd.DataFrame:
     """Long table, one row per (shift, model) in input order: ``accuracy``,
     ``worst_class_accuracy``, ``worst_class`` (index), ``worst_class_name``,
     ``worst_class_tied`` (how many classes share that accuracy: more than 1 means the class
-    named is the tie rule's pick, the lowest index); the samples
-    (``n``, ``reference_n``, ``pairing``: :func:`classwise.robustness.pairing.pairing_table`);
-    the reference shift's ``reference_accuracy`` and ``reference_worst_class_accuracy`` on the
-    same samples (:func:`reference_confusions`: the whole reference set for an unpaired shift)
-    and the changes ``accuracy_change`` and ``worst_class_accuracy_change`` (shift minus
-    reference; NaN without a reference run)."""
+    named is the tie rule's pick, the lowest index), as the metrics step computed them; the
+    samples (``n``, ``n_abstained``, ``reference_n``, ``pairing``:
+    :func:`classwise.robustness.pairing.pairing_table`); the reference shift's
+    ``reference_accuracy`` and ``reference_worst_class_accuracy`` on the same samples
+    (:func:`reference_confusions`: the whole reference set for an unpaired shift) and the
+    changes ``accuracy_change`` and ``worst_class_accuracy_change`` (shift minus reference; NaN
+    without a reference run)."""
     names = [str(n) for n in class_names]
-    recall, _ = classwise_values(confusions, len(names))
-    compared_with = reference_confusions(confusions, references, reference=reference)
-    samples = pairing_table(confusions, references, reference=reference).to_dict("index")
+    results = as_nested_results(confusions, len(names))
+    compared_with = reference_confusions(results, references, reference=reference)
+    samples = pairing_table(results, references, reference=reference).to_dict("index")
     rows = []
     nan = float("nan")
-    for shift, by_model in confusions.items():
-        for model, confusion in by_model.items():
-            wca, worst, tied = _worst(recall[shift][model])
+    for shift, by_model in results.items():
+        for model, numbers in by_model.items():
             base = compared_with[shift].get(model)
+            base_numbers = None if base is None else as_results(base)
+            worst = numbers.worst_class
+            pairing = samples[(shift, model)]
             row = {
                 "shift": shift,
                 "model": model,
-                "accuracy": _accuracy(confusion),
-                "worst_class_accuracy": wca,
+                "accuracy": numbers.accuracy,
+                "worst_class_accuracy": numbers.worst_class_accuracy,
                 "worst_class": worst,
                 "worst_class_name": names[worst] if worst >= 0 else "",
-                "worst_class_tied": tied,
-                **samples[(shift, model)],
-                "reference_accuracy": nan if base is None else _accuracy(base),
-                "reference_worst_class_accuracy": nan if base is None else _worst(class_wise_accuracy(base))[0],
+                "worst_class_tied": numbers.worst_class_tied,
+                "n": pairing["n"],
+                "n_abstained": numbers.n_abstained,
+                "samples": numbers.samples,
+                "reference_n": pairing["reference_n"],
+                "pairing": pairing["pairing"],
+                "reference_accuracy": nan if base_numbers is None else base_numbers.accuracy,
+                "reference_worst_class_accuracy": nan if base_numbers is None else base_numbers.worst_class_accuracy,
             }
             rows.append(row)
     frame = pd.DataFrame(rows)
@@ -214,7 +208,7 @@ def class_shift_matrix(
     class_names: Sequence[str],
     *,
     value: str = "accuracy",
-    references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    references: References | None = None,
     reference: str = REFERENCE_SHIFT,
 ) -> pd.DataFrame:
     """Class x shift matrix of ``value`` (``accuracy``: class-wise recall, NaN for a class
@@ -229,7 +223,11 @@ def class_shift_matrix(
     names = [str(n) for n in class_names]
     accuracy, cfps = classwise_values(confusions, len(names))
     pairing = pairing_table(confusions, references, reference=reference)
-    of = class_wise_accuracy if value == "accuracy" else class_false_positive_score
+
+    def of(numbers: ClassResults | np.ndarray) -> np.ndarray:
+        numbers = as_results(numbers)
+        return numbers.recall if value == "accuracy" else numbers.cfps
+
     columns: dict[str, Mapping[str, np.ndarray]] = {}
     for shift in confusions:
         columns[shift] = (accuracy if value == "accuracy" else cfps)[shift]
@@ -302,7 +300,7 @@ def corruption_summary(
     corrupted: Sequence[str],
     *,
     reference: str = REFERENCE_SHIFT,
-    references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    references: References | None = None,
 ) -> pd.DataFrame:
     """Per (model, class): ``clean_error`` (1 - recall under ``reference``),
     ``mean_corruption_error`` (1 - recall, averaged over the ``corrupted`` shifts that have the

@@ -21,14 +21,14 @@ import pandas as pd
 from classwise.errors import InputError, field_path
 from classwise.logits_io import ScoresFile
 from classwise.metrics.cfps import (
-    class_false_positive_score,
-    class_wise_accuracy,
     prediction_cosine_similarity,
 )
 from classwise.robustness._scores import as_scores, predictions
+from classwise.robustness.results import ClassResults, as_results
 
-Confusions = Mapping[str, Mapping[str, np.ndarray]]
-"""``{shift: {model: (C, C) confusion}}``."""
+Confusions = Mapping[str, Mapping[str, "ClassResults | np.ndarray"]]
+"""``{shift: {model: numbers}}``: the metrics step's :class:`~classwise.robustness.results.ClassResults`
+(or a ``(C, C)`` confusion matrix ``[true, predicted]`` of a model that never abstained)."""
 
 
 def confusion_of(source: ScoresFile | str | Path) -> np.ndarray:
@@ -39,18 +39,29 @@ def confusion_of(source: ScoresFile | str | Path) -> np.ndarray:
     return np.bincount(flat, minlength=c * c).reshape(c, c).astype(np.int64)
 
 
-def _check_nested(confusions: Confusions, n_classes: int) -> None:
+def as_nested_results(confusions: Confusions, n_classes: int) -> dict[str, dict[str, ClassResults]]:
+    """``{shift: {model: ClassResults}}`` of ``confusions`` (each a :class:`ClassResults` or a
+    ``(C, C)`` confusion matrix of a model that never abstained), each of ``n_classes`` classes."""
     if not confusions:
         raise InputError("no shifts given", field="confusions")
+    out: dict[str, dict[str, ClassResults]] = {}
     for shift, by_model in confusions.items():
         if not by_model:
             raise InputError("no models given", field=field_path("confusions", shift))
+        out[shift] = {}
         for model, m in by_model.items():
-            if np.shape(m) != (n_classes, n_classes):
+            if isinstance(m, ClassResults) and m.n_classes != n_classes:
+                raise InputError(
+                    f"expected the numbers of {n_classes} classes to match class_names, got {m.n_classes}",
+                    field=field_path("confusions", shift, model),
+                )
+            if not isinstance(m, ClassResults) and np.shape(m) != (n_classes, n_classes):
                 raise InputError(
                     f"expected a ({n_classes}, {n_classes}) confusion matrix to match class_names, got {np.shape(m)}",
                     field=field_path("confusions", shift, model),
                 )
+            out[shift][model] = as_results(m)
+    return out
 
 
 def classwise_values(
@@ -58,12 +69,12 @@ def classwise_values(
 ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, np.ndarray]]]:
     """``(accuracy, cfps)``, each ``{shift: {model: (C,)}}``, in the input order.
 
-    Accuracy is the class-wise recall (NaN for a class without samples,
-    :func:`classwise.metrics.cfps.class_wise_accuracy`); CFPS is Eq. 1 of the paper.
-    """
-    _check_nested(confusions, n_classes)
-    accuracy = {s: {m: class_wise_accuracy(c) for m, c in by.items()} for s, by in confusions.items()}
-    cfps = {s: {m: class_false_positive_score(c) for m, c in by.items()} for s, by in confusions.items()}
+    Accuracy is the class-wise recall (NaN for a class without samples; an abstention is an
+    error of its class); CFPS is Eq. 1 of the paper. Read from :class:`ClassResults` (the
+    metrics step's numbers), or computed from a confusion matrix."""
+    results = as_nested_results(confusions, n_classes)
+    accuracy = {s: {m: r.recall for m, r in by.items()} for s, by in results.items()}
+    cfps = {s: {m: r.cfps for m, r in by.items()} for s, by in results.items()}
     return accuracy, cfps
 
 

@@ -33,6 +33,8 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError, field_path
+from classwise.logits_io import ABSTAINED
+from classwise.robustness.results import ClassResults, as_results
 from classwise.sample_ids import sample_id_positions
 
 #: The shift every other is compared with.
@@ -63,13 +65,21 @@ class ModelOutputs(Protocol):
         ...
 
     def labels_and_predictions(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(N,)`` labels and predicted classes, in the order of :meth:`sample_ids`."""
+        """``(N,)`` labels and predicted classes (``-1``: abstained), in the order of
+        :meth:`sample_ids`."""
+        ...
+
+    def results(self) -> ClassResults:
+        """A, WCA and the per-class numbers over every sample."""
         ...
 
 
 def confusion_matrix(labels: np.ndarray, predicted: np.ndarray, n_classes: int) -> np.ndarray:
-    """``(C, C)`` int64 counts ``[true, predicted]``."""
-    flat = np.asarray(labels, dtype=np.int64) * n_classes + np.asarray(predicted, dtype=np.int64)
+    """``(C, C)`` int64 counts ``[true, predicted]`` of the answered samples (a prediction of
+    ``-1``, an abstention, names no class: it is left out, as in the metrics step's confusion)."""
+    labels, predicted = np.asarray(labels, dtype=np.int64), np.asarray(predicted, dtype=np.int64)
+    answered = predicted != ABSTAINED
+    flat = labels[answered] * n_classes + predicted[answered]
     return np.bincount(flat, minlength=n_classes * n_classes).reshape(n_classes, n_classes)
 
 
@@ -92,17 +102,41 @@ class ArrayOutputs:
     def labels_and_predictions(self) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(self.labels, dtype=np.int64), np.asarray(self.predicted, dtype=np.int64)
 
+    def results(self) -> ClassResults:
+        return ClassResults.from_predictions(self.labels, self.predicted, self.n_classes, source=self.source)
+
 
 class CachedOutputs:
     """:class:`ModelOutputs` of the workflow's files: the sample ids of a cached outputs file
-    (:func:`classwise.logits_io.load_sample_ids`, its scores left unread), the confusion matrix
-    the metrics step wrote beside it (a CSV indexed by class name) and, read once and only when
-    asked, the labels and predicted classes of the outputs file."""
+    (:func:`classwise.logits_io.load_sample_ids`, its scores left unread), what the metrics step
+    wrote of it (the confusion matrix, a CSV indexed by class name; A, WCA and the per-class
+    numbers, ``worst_class.json`` and ``per_class.csv``) and, read once and only when asked, the
+    labels and predicted classes of the outputs file."""
 
-    def __init__(self, outputs_path: str | Path, confusion_path: str | Path) -> None:
+    def __init__(
+        self,
+        outputs_path: str | Path,
+        confusion_path: str | Path,
+        *,
+        worst_class_path: str | Path | None = None,
+        per_class_path: str | Path | None = None,
+    ) -> None:
         self.source = str(outputs_path)
         self.confusion_path = Path(confusion_path)
+        self.worst_class_path = worst_class_path
+        self.per_class_path = per_class_path
         self._rows: tuple[np.ndarray, np.ndarray] | None = None
+        self._results: ClassResults | None = None
+
+    def results(self) -> ClassResults:
+        """What the metrics step wrote, read once (without its files: the numbers of the
+        confusion, which knows no abstention)."""
+        if self._results is None:
+            if self.worst_class_path is None or self.per_class_path is None:
+                self._results = ClassResults.from_confusion(self.confusion(), source=str(self.confusion_path))
+            else:
+                self._results = ClassResults.read(self.worst_class_path, self.per_class_path)
+        return self._results
 
     def sample_ids(self) -> np.ndarray:
         from classwise.logits_io import load_sample_ids
@@ -115,10 +149,9 @@ class CachedOutputs:
     def labels_and_predictions(self) -> tuple[np.ndarray, np.ndarray]:
         if self._rows is None:  # read once: a clean file serves every subset shift
             from classwise.logits_io import load_outputs
-            from classwise.robustness._scores import predictions
 
             scores = load_outputs(self.source)
-            self._rows = (scores.labels, predictions(scores))
+            self._rows = (scores.labels, scores.predictions)
         return self._rows
 
 
@@ -221,22 +254,104 @@ def pair_confusions(
     return PairedConfusions(confusions, references, reference)
 
 
+@dataclass(frozen=True)
+class ComparedResults:
+    """What :func:`compare_with_reference` returns."""
+
+    #: ``{shift: {model: ClassResults}}`` on the samples compared with the reference (input order).
+    results: dict[str, dict[str, ClassResults]]
+    #: ``{shift: {model: ClassResults}}``: the reference shift's numbers on the same samples, for
+    #: every paired shift other than the reference (an unpaired shift is absent).
+    references: dict[str, dict[str, ClassResults]]
+    reference: str = REFERENCE_SHIFT
+
+
+def _results_on(outputs: ModelOutputs, ids: np.ndarray, all_ids: np.ndarray, n_classes: int, samples: str) -> ClassResults:
+    """The numbers of ``outputs`` on ``ids`` (a subset of its ``all_ids``, described by
+    ``samples``): those the metrics step computed when nothing is left out, else counted from
+    its labels and predictions."""
+    if ids.size == all_ids.size:
+        return outputs.results()
+    positions = sample_id_positions(ids, all_ids, path=outputs.source, available_name="this file")
+    labels, predicted = outputs.labels_and_predictions()
+    return ClassResults.from_predictions(
+        labels[positions], predicted[positions], n_classes, source=outputs.source, samples=samples
+    )
+
+
+def compare_with_reference(
+    outputs: Mapping[str, Mapping[str, ModelOutputs]],
+    *,
+    unpaired: Collection[str] = (),
+    reference: str = REFERENCE_SHIFT,
+) -> ComparedResults:
+    """Each model's numbers under each shift and, for a paired shift, the reference shift's
+    numbers of the same model on the same samples, matched by sample id.
+
+    A shift is compared with the reference model by model, on the samples that both the shift
+    and the reference hold for that model: where those are all of the shift's samples (a
+    corrupted copy, an attack on a subset), the shift's numbers are the metrics step's, read,
+    never computed again; the reference's are the metrics step's where the shift holds all of
+    its samples and counted on the shared samples otherwise (the clean numbers of the 20
+    images an attack ran on). A shift in ``unpaired`` (other images), the reference itself and
+    a model without a reference run keep the metrics step's numbers and get no reference.
+
+    :class:`InputError` when a paired shift shares no sample with the reference (a set of other
+    images belongs in ``unpaired``), or when a sample's label differs between a shift and the
+    reference (their class supports on the shared samples differ)."""
+    results: dict[str, dict[str, ClassResults]] = {}
+    references: dict[str, dict[str, ClassResults]] = {}
+    reference_ids: dict[str, np.ndarray] = {}
+    for shift, by_model in outputs.items():
+        if not by_model:
+            raise InputError("no models given", field=field_path("outputs", shift))
+        results[shift] = {}
+        for model, o in by_model.items():
+            base = outputs.get(reference, {}).get(model)
+            if shift == reference or shift in unpaired or base is None:
+                results[shift][model] = o.results()
+                continue
+            if model not in reference_ids:
+                reference_ids[model] = base.sample_ids()
+            ids, whole = o.sample_ids(), reference_ids[model]
+            shared = ids[pd.Index(ids).isin(whole)]
+            if shared.size == 0:
+                raise InputError(
+                    f"shift {shift!r} shares no sample id with {reference!r}: a set of other images is compared unpaired",
+                    path=o.source,
+                    field="sample_ids",
+                )
+            own = o.results() if shared.size == ids.size else None
+            n_classes = own.n_classes if own is not None else base.results().n_classes
+            if own is None:
+                own = _results_on(o, shared, ids, n_classes, f"shared with {reference}")
+            results[shift][model] = own
+            compared = _results_on(base, shared, whole, n_classes, f"of {shift}")
+            if not np.array_equal(compared.support, results[shift][model].support):
+                raise InputError(
+                    f"labels differ from those of {reference!r} on the samples both hold", path=o.source, field="labels"
+                )
+            references.setdefault(shift, {})[model] = compared
+    return ComparedResults(results, references, reference)
+
+
 def pairing_table(
-    confusions: Mapping[str, Mapping[str, np.ndarray]],
-    references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    confusions: Mapping[str, Mapping[str, ClassResults | np.ndarray]],
+    references: Mapping[str, Mapping[str, ClassResults | np.ndarray]] | None = None,
     *,
     reference: str = REFERENCE_SHIFT,
 ) -> pd.DataFrame:
-    """One row per (shift, model), input order: ``n`` (the samples compared: the sum of the
-    confusion), ``reference_n`` (the reference shift's samples of the model) and ``pairing``
-    (a key of :data:`PAIRINGS`). ``references`` as :attr:`PairedConfusions.references`; without
-    it every shift is taken to hold the reference's samples."""
+    """One row per (shift, model), input order: ``n`` (the samples compared), ``reference_n``
+    (the reference shift's samples of the model) and ``pairing`` (a key of :data:`PAIRINGS`).
+    ``confusions`` and ``references`` as :attr:`ComparedResults.results` and
+    :attr:`ComparedResults.references` (or confusion matrices, as :class:`PairedConfusions`);
+    without ``references`` every shift is taken to hold the reference's samples."""
     rows = []
     base = confusions.get(reference, {})
     for shift, by_model in confusions.items():
         for model, matrix in by_model.items():
-            n = int(round(float(np.sum(matrix))))
-            whole = int(round(float(np.sum(base[model])))) if model in base else 0
+            n = as_results(matrix).n
+            whole = as_results(base[model]).n if model in base else 0
             if shift == reference:
                 pairing = "reference"
             elif model not in base:

@@ -7,7 +7,14 @@ compared with its clean predictions on the same samples (matched by ``sample_id`
   drops ``accuracy_drop = clean_accuracy - accuracy`` and ``macro_f1_drop`` (absolute, in
   fractions; negative when the transformation helps);
 * ``flip_rate``: the share of samples whose predicted class differs from the clean prediction
-  (whether either prediction is correct or not).
+  (whether either prediction is correct or not), over the ``flip_rate_n`` samples on which the
+  model answered both times.
+
+Abstentions follow the project's one rule (docs/metrics.md): a sample on which the model
+abstained (prediction ``-1``) is an error for the accuracy and a false negative of its class for
+macro F1 (a prediction of no class: no false positive of any); the flip rate leaves it out, since
+an abstention is neither the same prediction nor another one, and says over how many samples it
+is taken (``flip_rate_n``).
 
 Each of the three checked quantities (``accuracy_drop``, ``macro_f1_drop``, ``flip_rate``)
 has a warn and a fail threshold (:class:`Thresholds`). A quantity *fails* when it is strictly
@@ -32,9 +39,9 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError
-from classwise.logits_io import ScoresFile
+from classwise.logits_io import ABSTAINED, ScoresFile
 from classwise.metrics.stats import class_counts, macro_rates
-from classwise.robustness._scores import as_scores, predictions, where
+from classwise.robustness._scores import as_scores, where
 from classwise.sample_ids import sample_id_positions
 
 STATUSES: tuple[str, ...] = ("pass", "warn", "fail")
@@ -131,13 +138,17 @@ def _check_limits(warn: float, fail: float, field: str) -> None:
 # ---------------------------------------------------------------------------- the measures
 
 
-def _check_pair(a: np.ndarray, b: np.ndarray, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+def _check_pair(
+    a: np.ndarray, b: np.ndarray, names: tuple[str, str], *, abstained: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both as int64 class indices of one length; with ``abstained``, ``-1`` (an abstention) is
+    allowed in the second."""
     x, y = np.asarray(a), np.asarray(b)
-    for arr, name in ((x, names[0]), (y, names[1])):
+    for arr, name, lowest in ((x, names[0], 0), (y, names[1], ABSTAINED if abstained else 0)):
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
             raise InputError(f"expected a 1-D array of class indices, got {arr.dtype} {arr.shape}", field=name)
-        if arr.size and arr.min() < 0:
-            raise InputError("class indices must be non-negative", field=name)
+        if arr.size and arr.min() < lowest:
+            raise InputError("class indices must be non-negative" + (" (-1: abstained)" if lowest < 0 else ""), field=name)
     if x.shape != y.shape:
         raise InputError(f"{names[0]} {x.shape} and {names[1]} {y.shape} differ in length", field=names[1])
     if x.size == 0:
@@ -150,17 +161,29 @@ def macro_f1(labels: np.ndarray, predicted: np.ndarray) -> float:
 
     Over the classes present in ``labels`` or ``predicted``: the mean of
     ``2 TP / (2 TP + FP + FN)``, by :func:`classwise.metrics.stats.macro_rates` (the same
-    computation as the test suites' ``macro_f1``).
+    computation as the test suites' ``macro_f1``). A prediction of ``-1`` (abstained) is a false
+    negative of its class and a false positive of none.
     """
-    y, p = _check_pair(labels, predicted, ("labels", "predicted"))
-    counts = class_counts(y, p, int(max(y.max(), p.max())) + 1)
-    return float(macro_rates(*counts, rates=("f1",))["f1"])
+    y, p = _check_pair(labels, predicted, ("labels", "predicted"), abstained=True)
+    answered = p != ABSTAINED
+    n_classes = int(max(y.max(), p.max())) + 1
+    hits, support, counts = class_counts(y[answered], p[answered], n_classes)
+    support = np.bincount(y, minlength=n_classes)  # an abstention stays in its class's support
+    return float(macro_rates(hits, support, counts, rates=("f1",))["f1"])
+
+
+def answered_by_both(reference: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """``(N,)`` bool: the samples on which neither prediction is an abstention (``-1``)."""
+    return (np.asarray(reference) != ABSTAINED) & (np.asarray(predicted) != ABSTAINED)
 
 
 def prediction_flip_rate(reference: np.ndarray, predicted: np.ndarray) -> float:
-    """Share of samples whose prediction differs from the reference (e.g. clean) prediction."""
-    a, b = _check_pair(reference, predicted, ("reference", "predicted"))
-    return float(np.mean(a != b))
+    """Share of samples whose prediction differs from the reference (e.g. clean) prediction, over
+    the samples answered in both (:func:`answered_by_both`); NaN when there is none."""
+    _check_pair(reference, predicted, ("reference", "predicted"), abstained=True)
+    a, b = np.asarray(reference, dtype=np.int64), np.asarray(predicted, dtype=np.int64)
+    both = answered_by_both(a, b)
+    return float(np.mean(a[both] != b[both])) if both.any() else float("nan")
 
 
 def _accuracy(labels: np.ndarray, predicted: np.ndarray) -> float:
@@ -218,8 +241,8 @@ def transformation_test_row(
 ) -> dict[str, Any]:
     """One test from aligned arrays: the measures, each checked quantity's status, the verdict."""
     limits = thresholds or Thresholds()
-    y, clean = _check_pair(labels, clean_predicted, ("labels", "clean_predicted"))
-    _, shifted = _check_pair(labels, predicted, ("labels", "predicted"))
+    y, clean = _check_pair(labels, clean_predicted, ("labels", "clean_predicted"), abstained=True)
+    _, shifted = _check_pair(labels, predicted, ("labels", "predicted"), abstained=True)
     row: dict[str, Any] = {
         "n_samples": int(y.size),
         "clean_accuracy": _accuracy(y, clean),
@@ -227,6 +250,7 @@ def transformation_test_row(
         "clean_macro_f1": macro_f1(y, clean),
         "macro_f1": macro_f1(y, shifted),
         "flip_rate": prediction_flip_rate(clean, shifted),
+        "flip_rate_n": int(np.count_nonzero(answered_by_both(clean, shifted))),
     }
     row["accuracy_drop"] = row["clean_accuracy"] - row["accuracy"]
     row["macro_f1_drop"] = row["clean_macro_f1"] - row["macro_f1"]
@@ -234,6 +258,11 @@ def transformation_test_row(
     worst = 0
     for name in CHECKED:
         quantity: Limits = getattr(limits, name)
+        if not math.isfinite(row[name]):  # no sample answered both times: nothing passed
+            row[f"{name}_status"] = status = "warn"
+            reasons.append(f"{name} undefined (no sample answered both times)")
+            worst = max(worst, STATUSES.index(status))
+            continue
         status = quantity.status(row[name])
         row[f"{name}_status"] = status
         if status != "pass":
@@ -247,6 +276,7 @@ def transformation_test_row(
 
 COLUMNS: tuple[str, ...] = (
     "n_samples",
+    "clean_n",
     "clean_accuracy",
     "accuracy",
     "accuracy_drop",
@@ -254,6 +284,7 @@ COLUMNS: tuple[str, ...] = (
     "macro_f1",
     "macro_f1_drop",
     "flip_rate",
+    "flip_rate_n",
     "accuracy_drop_status",
     "macro_f1_drop_status",
     "flip_rate_status",
@@ -282,7 +313,7 @@ def transformation_test_table(
     if not shifted:
         raise InputError("no transformed evaluations given", field="shifted")
     reference = as_scores(clean)
-    clean_pred = predictions(reference)
+    clean_pred = reference.predictions
     rows = []
     for name, source in shifted.items():
         scores = as_scores(source)
@@ -305,7 +336,7 @@ def transformation_test_table(
                 path=path,
                 field="labels",
             )
-        row = transformation_test_row(reference.labels[kept], clean_pred[kept], predictions(scores)[order], thresholds)
-        rows.append({"shift": str(name), **row})
+        row = transformation_test_row(reference.labels[kept], clean_pred[kept], scores.predictions[order], thresholds)
+        rows.append({"shift": str(name), "clean_n": reference.n_samples, **row})
     frame = pd.DataFrame(rows).set_index("shift")
     return frame[list(COLUMNS)]

@@ -309,3 +309,22 @@ def explorer_step(
 
     payloads = [view_payload(read_view(ViewFiles.from_json(view))) for view in views]
     write_explorer(explorer_path, explorer_payload(payloads, title=title, description=description, confidence=confidence))
+
+
+def numbers_step(
+    *,
+    files: Sequence[str | Path],
+    out: str | Path,
+    shift_families: Mapping[str, Sequence[Any]],
+    table_path: str | Path,
+    whole_set_path: str | Path,
+) -> None:
+    """Every number of the run in one table (:mod:`classwise.outputs.numbers`), read from the
+    output files, each number with one value: Parquet, and a CSV of the whole-set rows."""
+    from classwise.atomic import atomic_path
+    from classwise.outputs.numbers import number_table, rows_of_file, whole_set_rows
+
+    table = number_table((rows_of_file(path, out) for path in files), shift_families=shift_families)
+    with atomic_path(table_path) as partial:
+        table.to_parquet(partial, index=False)
+    tables.write_csv(whole_set_path, whole_set_rows(table), index=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,10 @@ import pandas as pd
 from classwise import tables
 from classwise.atomic import write_json, write_text
 from classwise.references import cite
+
+if TYPE_CHECKING:
+    from classwise.robustness.classwise import Confusions
+    from classwise.robustness.pairing import CachedOutputs
 from classwise.shifts.corruptions import own_definitions_note
 
 
@@ -51,11 +55,32 @@ def _subset_sentence(samples: Mapping[str, int], clean_samples: Mapping[str, int
     )
 
 
+@dataclass(frozen=True)
+class MetricFiles:
+    """What the metrics step wrote of one model under one shift (original labels), and the
+    outputs file it read: the cross-shift views read A, WCA and the per-class numbers from the
+    first two, the confusion figures the counts of the third, and count on the outputs file only
+    what the metrics step cannot know (a shift's numbers on a subset of its samples)."""
+
+    worst_class: str | Path
+    per_class: str | Path
+    confusion: str | Path
+    outputs: str | Path
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, str]) -> MetricFiles:
+        return cls(entry["worst_class"], entry["per_class"], entry["confusion"], entry["outputs"])
+
+    def cached(self) -> CachedOutputs:
+        from classwise.robustness.pairing import CachedOutputs
+
+        return CachedOutputs(self.outputs, self.confusion, worst_class_path=self.worst_class, per_class_path=self.per_class)
+
+
 def classwise_robustness_step(
     *,
-    confusion_paths: Mapping[str, Mapping[str, str | Path]],
+    files: Mapping[str, Mapping[str, MetricFiles]],
     attack_shifts: Sequence[str],
-    logits_paths: Mapping[str, Mapping[str, str | Path]] | None = None,
     unpaired_shifts: Sequence[str] = (),
     corrupted_shifts: Sequence[str] = (),
     severity_steps: Mapping[str, Sequence[Any]] | None = None,
@@ -69,15 +94,18 @@ def classwise_robustness_step(
     """Figures 2-3 (class-wise accuracy and CFPS per shift and model), Figure 4 (confusion under
     each of ``attack_shifts`` averaged over models, ``<mean_confusion_dir>/<shift>.png``; the
     workflow passes every untargeted PGD, AutoAttack and transfer shift), Figure 7 (prediction
-    similarity on clean data) and the long table of the same numbers. ``confusion_paths`` is
-    ``{shift: {model: confusion.csv}}``, ``logits_paths`` the outputs files they were counted
-    from: every shift and model is compared on the samples its comparisons share, matched by
-    sample id (:func:`classwise.robustness.pairing.pair_confusions`; ``unpaired_shifts``: the
-    sets of other images), and a panel, title or row over a subset of the clean samples says its
-    n. Without ``logits_paths`` (no sample ids) every shift is taken to hold the clean samples.
-    Without attacks the directory holds a note saying so (it is a declared output, so it always
-    exists). With ``across_shifts``, the class-wise view across every shift too
-    (:func:`across_shifts_outputs`)."""
+    similarity on clean data) and the long table of the same numbers. ``files`` is
+    ``{shift: {model: MetricFiles}}``.
+
+    Every number of a model under a shift is the metrics step's, read; a shift is compared with
+    clean model by model on the samples both hold, matched by sample id
+    (:func:`classwise.robustness.pairing.compare_with_reference`; ``unpaired_shifts``: the sets
+    of other images), the clean numbers on a subset of the clean samples counted from the
+    outputs files, and a panel, title or row over a subset says its n. The mean confusion and
+    the prediction similarity compare models: their confusions are counted on the samples every
+    model of the shift holds (:func:`classwise.robustness.pairing.pair_confusions`). Without
+    attacks the directory holds a note saying so (it is a declared output, so it always exists).
+    With ``across_shifts``, the class-wise view across every shift too (:func:`across_shifts_outputs`)."""
     from classwise.plots.robustness import (
         plot_classwise_robustness,
         plot_mean_confusion,
@@ -85,7 +113,7 @@ def classwise_robustness_step(
     )
     from classwise.robustness.classwise import classwise_table
     from classwise.robustness.pairing import (
-        CachedOutputs,
+        compare_with_reference,
         pair_confusions,
         pairing_table,
         read_confusion,
@@ -93,48 +121,45 @@ def classwise_robustness_step(
         shift_samples,
     )
 
-    class_names = read_confusion(next(iter(next(iter(confusion_paths.values())).values())))[1]
-    references: dict[str, dict[str, np.ndarray]] | None = None
-    if logits_paths is None:  # the caller's word: every shift holds the clean samples
-        confusions = {
-            shift: {model: read_confusion(path)[0] for model, path in per_model.items()}
-            for shift, per_model in confusion_paths.items()
-        }
-    else:
-        outputs = {
-            shift: {model: CachedOutputs(logits_paths[shift][model], path) for model, path in per_model.items()}
-            for shift, per_model in confusion_paths.items()
-        }
-        paired = pair_confusions(outputs, unpaired=unpaired_shifts)
-        confusions, references = paired.confusions, paired.references
-    pairing = pairing_table(confusions, references)
-    notes = {shift: shift_samples(pairing, shift) for shift in confusions}
-    plot_classwise_robustness(confusions, class_names, path=figure_path, title=title, notes=notes)
-    reference = "clean" if "clean" in confusions else next(iter(confusions))
+    class_names = read_confusion(next(iter(next(iter(files.values())).values())).confusion)[1]
+    outputs = {shift: {model: entry.cached() for model, entry in per_model.items()} for shift, per_model in files.items()}
+    compared = compare_with_reference(outputs, unpaired=unpaired_shifts)
+    results, references = compared.results, compared.references
+    pairing = pairing_table(results, references)
+    notes = {shift: shift_samples(pairing, shift) for shift in results}
+    plot_classwise_robustness(results, class_names, path=figure_path, title=title, notes=notes)
+    reference = "clean" if "clean" in results else next(iter(results))
+    figured = [reference, *(shift for shift in attack_shifts if shift != reference)]
+    confusions = pair_confusions({shift: outputs[shift] for shift in figured if shift in outputs}, unpaired=unpaired_shifts)
     plot_prediction_similarity(
-        confusions[reference], path=similarity_path, title=f"{title}: similarity of class-wise predictions ({reference})"
+        confusions.confusions[reference],
+        path=similarity_path,
+        title=f"{title}: similarity of class-wise predictions ({reference})",
     )
     mean_confusion_dir = Path(mean_confusion_dir)
     mean_confusion_dir.mkdir(parents=True, exist_ok=True)
     if not attack_shifts:
         write_text(mean_confusion_dir / "README.txt", NO_ATTACK_NOTE)
+    model_notes = {
+        shift: shift_samples(pairing_table(confusions.confusions, confusions.references), shift) for shift in attack_shifts
+    }
     for shift in attack_shifts:
-        samples = f" ({notes[shift]})" if notes[shift] else ""
+        samples = f" ({model_notes[shift]})" if model_notes[shift] else ""
         plot_mean_confusion(
-            confusions[shift],
+            confusions.confusions[shift],
             class_names,
             path=mean_confusion_dir / f"{shift}.png",
             title=f"{title}: confusion under {shift}{samples}, mean over models",
         )
     _write_tables(
-        classwise_table(confusions, class_names, samples=pairing).set_index(["shift", "model", "class"]),
+        classwise_table(results, class_names, samples=pairing).set_index(["shift", "model", "class"]),
         f"{title}: class-wise accuracy and class false positive score per shift and model; n: the samples compared. "
-        f"Source: {cite('medi2024', 'Figures 1-3')}.{_sentence(samples_note(pairing))}{_note(confusions)}",
+        f"Source: {cite('medi2024', 'Figures 1-3')}.{_sentence(samples_note(pairing))}{_note(results)}",
         table_paths,
     )
     if across_shifts is not None:
         across_shifts_outputs(
-            confusions,
+            results,
             class_names,
             corrupted_shifts,
             title=title,
@@ -160,14 +185,14 @@ class AcrossShiftsPaths:
 
 
 def across_shifts_outputs(
-    confusions: Mapping[str, Mapping[str, np.ndarray]],
+    confusions: Confusions,
     class_names: Sequence[str],
     corrupted_shifts: Sequence[str],
     *,
     title: str,
     paths: AcrossShiftsPaths,
     listed: int = 20,
-    references: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    references: Confusions | None = None,
     severity_steps: Mapping[str, Sequence[Any]] | None = None,
 ) -> None:
     """The class-wise view across the shifts of one dataset: the shift summary table (A and WCA
@@ -190,15 +215,16 @@ def across_shifts_outputs(
         shift_summary_display,
     )
     from classwise.robustness.classwise import classwise_values
-    from classwise.robustness.pairing import pairing_table, samples_note
+    from classwise.robustness.pairing import pairing_table, samples_note, shift_samples
 
     summary = shift_summary(confusions, class_names, references=references)
+    pairing = pairing_table(confusions, references)
     tables.write_tables(
         shift_summary_display(summary),
         f"{title}: accuracy A and worst-class accuracy WCA (its class in brackets) per shift and model, each "
         f"followed by its change from {REFERENCE_SHIFT} on the same samples, matched by sample id. Source: "
         f"{cite('medi2024', 'Figures 1-3')}, in the terms of {cite('bitterwolf2022', 'Table 1')}."
-        f"{_sentence(samples_note(pairing_table(confusions, references)))}{_note(confusions)}",
+        f"{_sentence(samples_note(pairing))}{_note(confusions)}",
         paths.shift_summary,
         data=summary,
     )
@@ -228,7 +254,12 @@ def across_shifts_outputs(
     )
     accuracy, _ = classwise_values(confusions, len(class_names))
     save_png(
-        worst_classes_by_shift_figure(accuracy, class_names, title=f"{title}: the worst classes across shifts"),
+        worst_classes_by_shift_figure(
+            accuracy,
+            class_names,
+            title=f"{title}: the worst classes across shifts",
+            notes={shift: shift_samples(pairing, shift) for shift in confusions},
+        ),
         paths.worst_classes_figure,
     )
     save_png(accuracy_spread_figure(accuracy, title=f"{title}: class-wise accuracy per shift"), paths.spread_figure)

@@ -175,6 +175,16 @@ class ShiftSpec:
         return self.shift_kind.severity_step(self)
 
     @property
+    def family(self) -> str:
+        """The family the run's table of every number files the shift under: the corruption (or
+        set) family of one severity of it, the family of a published or labels set, else the
+        shift's kind (``clean``, ``pgd``, ...)."""
+        step = self.severity_step
+        if step is not None:
+            return str(step[0])
+        return str(self.params.get("family", self.kind))
+
+    @property
     def labels_file(self) -> str | None:
         """The ``sample_id,label`` file of the shift's own samples (a ``labels`` shift), else
         ``None``: its samples are the dataset's, or a published set's."""
