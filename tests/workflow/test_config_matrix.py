@@ -102,6 +102,18 @@ def test_every_sampled_config_runs_to_the_end_and_writes_its_worst_class_tables(
                 assert document["n_classes"] == label_space
 
 
+@pytest.mark.parametrize("name", ["analyses_on", "clean_off"])
+def test_every_number_of_every_sampled_config_has_one_value(matrix: dict[str, Run], name: str) -> None:
+    """One number, one value (issue 39), in every sampled config: each file of numbers, paper
+    table and the explorer hold the value of the run's table of every number."""
+    from numbers_invariant import assert_one_value_per_number
+
+    run_dir, config, result = matrix[name]
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    table = assert_one_value_per_number(run_dir / "results")
+    assert set(table["dataset"]) == set(config["datasets"])
+
+
 def _assert_robust_fairness(results: Path, dataset: str, dataset_cfg: dict[str, Any]) -> None:
     """With PGD and clean images: the robust-fairness table and figure, its robust A the accuracy
     of the PGD cached logits; without clean images: neither, and the README says why."""

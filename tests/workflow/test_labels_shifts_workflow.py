@@ -4,10 +4,13 @@ through Snakemake itself on the issue's config shape.
 
 The test writes every file itself: a reference set of 240 samples, a shift ``contrast_c50`` that
 holds 200 of them (paired with clean on those ids), a shift ``contrast_c30`` that holds them all,
-and two models (one of hard predictions, one of probabilities) per shift, each file in a shuffled
-row order. The numbers of ``contrast_c50`` in the cross-shift tables are checked against pandas
-on the files the test wrote: accuracy, worst-class accuracy, per-class accuracy, the clean
-accuracy on the same samples, the flip rate and ``n``.
+a shift ``sketch_s`` of 60 other images (unpaired), and three models (one of hard predictions,
+one of probabilities, and an observer of hard predictions who sometimes answers ``na``) per
+shift, each file in a shuffled row order. The numbers of ``contrast_c50`` in the cross-shift
+tables are checked against pandas on the files the test wrote: accuracy, worst-class accuracy,
+per-class accuracy, the clean accuracy on the same samples, the flip rate and ``n``; and every
+number of the run has one value wherever it appears, the observer's abstentions errors in each
+(issue 39).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from snakemake_runner import run_snakemake as snakemake
 pytestmark = pytest.mark.workflow
 
 NAMES = ["cat", "dog", "owl", "fox"]
+MODELS = ("s01", "s02", "s03")
+#: The observer who sometimes answers "na": an abstention, an error of its class everywhere.
+ABSTAINING = "s03"
 ROBUSTNESS = Path("results/tables/contrast/robustness")
 SHIFT = "contrast_c50"
 
@@ -38,16 +44,23 @@ def _config() -> dict:
                         "family": "labels",
                         "files": {"c50": "contrast_c50.csv", "c30": "contrast_c30.csv"},
                         "severities": {"c50": 1, "c30": 2},
-                    }
+                    },
+                    "sketch": {"family": "labels", "files": {"s": "sketch_s.csv"}, "paired": False},
                 },
             }
         },
         "models": {
             model: {
                 "source": "predictions",
-                "files": {"clean": f"{model}_c100.csv", "contrast_c50": f"{model}_c50.csv", "contrast_c30": f"{model}_c30.csv"},
+                "files": {
+                    "clean": f"{model}_c100.csv",
+                    "contrast_c50": f"{model}_c50.csv",
+                    "contrast_c30": f"{model}_c30.csv",
+                    "sketch_s": f"{model}_s.csv",
+                },
+                **({"abstain": "na"} if model == ABSTAINING else {}),
             }
-            for model in ("s01", "s02")
+            for model in MODELS
         },
         "shifts": {"clean": True},
         # only what this test checks
@@ -67,12 +80,21 @@ def _write_files(workdir: Path) -> None:
     for condition in ("c50", "c30"):
         rows = rng.permutation(held[condition])
         pd.DataFrame({"sample_id": ids[rows], "label": labels[rows]}).to_csv(workdir / f"contrast_{condition}.csv", index=False)
-    accuracy = {"c100": 0.9, "c50": 0.65, "c30": 0.45}
+    # other images: ids of their own, compared with all of clean, unpaired
+    ids = np.concatenate([ids, [f"sketch-{i:03d}" for i in range(60)]])
+    labels = np.concatenate([labels, rng.integers(0, classes, 60)])
+    held["s"] = np.arange(n, n + 60)
+    pd.DataFrame({"sample_id": ids[held["s"]], "label": labels[held["s"]]}).to_csv(workdir / "sketch_s.csv", index=False)
+    accuracy = {"c100": 0.9, "c50": 0.65, "c30": 0.45, "s": 0.7}
     for condition, rows in held.items():
         rows = rng.permutation(rows)
         right = rng.random(rows.size) < accuracy[condition]
         predicted = np.where(right, labels[rows], rng.integers(0, classes, rows.size))
         pd.DataFrame({"sample_id": ids[rows], "prediction": predicted}).to_csv(workdir / f"s01_{condition}.csv", index=False)
+        answers = np.where(rng.random(rows.size) < 0.06, "na", np.array(NAMES)[predicted]).astype(object)
+        pd.DataFrame({"sample_id": ids[rows], "prediction": answers}).to_csv(
+            workdir / f"{ABSTAINING}_{condition}.csv", index=False
+        )
         # probabilities peaked on a class that is right as often
         scores = rng.dirichlet(np.ones(classes), rows.size) * 0.5
         scores[np.arange(rows.size), np.where(rng.random(rows.size) < accuracy[condition], labels[rows], predicted)] += 0.5
@@ -127,7 +149,7 @@ def _expected(workdir: Path, model: str) -> dict:
 @pytest.mark.parametrize("model", ["s01", "s02"])
 def test_the_shift_summary_of_a_labels_shift_agrees_with_pandas(run: Path, model: str) -> None:
     summary = pd.read_csv(run / ROBUSTNESS / "shift_summary.csv").set_index(["shift", "model"])
-    assert set(summary.index.get_level_values("shift")) == {"clean", "contrast_c50", "contrast_c30"}
+    assert set(summary.index.get_level_values("shift")) == {"clean", "contrast_c50", "contrast_c30", "sketch_s"}
     row = summary.loc[(SHIFT, model)]
     expected = _expected(run, model)
     assert row["n"] == expected["n"] == 200 and row["reference_n"] == 240 and row["pairing"] == "subset"
@@ -160,12 +182,58 @@ def test_shifts_with_a_severity_are_the_corrupted_copies_the_corruption_errors_a
 def test_the_severity_curves_run_from_clean_along_the_configured_severities(run: Path) -> None:
     curves = pd.read_csv(run / ROBUSTNESS / "severity_curves.csv").set_index(["model", "family", "severity"])
     summary = pd.read_csv(run / ROBUSTNESS / "shift_summary.csv").set_index(["shift", "model"])
-    assert sorted(curves.index) == [(model, "contrast", severity) for model in ("s01", "s02") for severity in (0, 1, 2)]
+    assert sorted(curves.index) == [(model, "contrast", severity) for model in MODELS for severity in (0, 1, 2)]
     for severity, shift in ((0, "clean"), (1, "contrast_c50"), (2, "contrast_c30")):
         assert curves.loc[("s01", "contrast", severity), "shift"] == shift
         assert curves.loc[("s01", "contrast", severity), "accuracy"] == pytest.approx(summary.loc[(shift, "s01"), "accuracy"])
     assert curves.loc[("s02", "contrast", 1), "worst_class_accuracy"] == pytest.approx(_expected(run, "s02")["wca"])
     assert (run / "results/figures/contrast/robustness/severity_curves.png").stat().st_size > 0
+
+
+def _answers(workdir: Path, condition: str) -> pd.DataFrame:
+    """The abstaining observer's answer to each sample of ``condition`` beside its label: the
+    class index, -1 for "na"."""
+    labels = pd.read_csv(workdir / "contrast_c100.csv", dtype={"sample_id": str}).set_index("sample_id")["label"]
+    if condition != "c100":
+        labels = pd.read_csv(
+            workdir / f"{'sketch' if condition == 's' else 'contrast'}_{condition}.csv", dtype={"sample_id": str}
+        )
+        labels = labels.set_index("sample_id")["label"]
+    answers = pd.read_csv(workdir / f"{ABSTAINING}_{condition}.csv", dtype={"sample_id": str}, keep_default_na=False)
+    answers = answers.set_index("sample_id")["prediction"].map({name: i for i, name in enumerate(NAMES)}).fillna(-1)
+    return pd.DataFrame({"label": labels, "answer": answers.reindex(labels.index).astype(int)})
+
+
+def test_every_number_of_a_study_with_abstentions_has_one_value(run: Path) -> None:
+    """Issue 39: an observer who answers "na" has one accuracy per condition wherever it appears
+    (the shift summary recomputed it without the abstentions), each an error: pandas on the
+    files the test wrote agrees; the flip rate is over the samples answered both times."""
+    from numbers_invariant import assert_one_value_per_number
+
+    table = assert_one_value_per_number(run / "results")
+    summary = pd.read_csv(run / ROBUSTNESS / "shift_summary.csv").set_index(["shift", "model"])
+    for shift, condition in (("clean", "c100"), ("contrast_c50", "c50"), ("contrast_c30", "c30"), ("sketch_s", "s")):
+        frame = _answers(run, condition)
+        accuracy = float((frame["answer"] == frame["label"]).mean())
+        per_class = (frame["answer"] == frame["label"]).groupby(frame["label"]).mean()
+        row = table[
+            (table["model"] == ABSTAINING) & (table["shift"] == shift) & (table["samples"] == "all") & table["class"].isna()
+        ]
+        numbers = row.set_index("metric")["value"]
+        assert numbers["A"] == pytest.approx(accuracy) and numbers["WCA"] == pytest.approx(per_class.min())
+        coverage = float((frame["answer"] >= 0).mean())
+        assert numbers["coverage"] == pytest.approx(coverage) and coverage < 1
+        assert summary.loc[(shift, ABSTAINING), "accuracy"] == pytest.approx(accuracy)
+        assert row["n_abstained"].iloc[0] == int((frame["answer"] < 0).sum()) > 0
+    assert summary.loc[("sketch_s", ABSTAINING), "pairing"] == "unpaired"
+    assert summary.loc[("sketch_s", ABSTAINING), "reference_n"] == 240 and summary.loc[("sketch_s", ABSTAINING), "n"] == 60
+    clean, shifted = _answers(run, "c100"), _answers(run, "c50")
+    both = shifted.join(clean["answer"].rename("clean"))
+    tests = pd.read_csv(run / ROBUSTNESS / f"transformation_tests_{ABSTAINING}.csv").set_index("shift")
+    answered = both[(both["answer"] >= 0) & (both["clean"] >= 0)]
+    assert tests.loc[SHIFT, "flip_rate_n"] == len(answered) < len(both)
+    assert tests.loc[SHIFT, "flip_rate"] == pytest.approx(float((answered["answer"] != answered["clean"]).mean()))
+    assert tests.loc[SHIFT, "clean_accuracy"] == pytest.approx(float((both["clean"] == both["label"]).mean()))
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -191,8 +259,8 @@ def test_shift_batches_write_the_files_of_one_job_per_shift(run: Path, tmp_path:
         "compare_models_batch_contrast.log",
         # s02 alone has scores
         "compute_decisiveness_metrics_batch_contrast_s02.log",
-        *(f"compute_worst_class_metrics_batch_contrast_{model}.log" for model in ("s01", "s02")),
-        *(f"import_predictions_batch_contrast_{model}.log" for model in ("s01", "s02")),
+        *(f"compute_worst_class_metrics_batch_contrast_{model}.log" for model in MODELS),
+        *(f"import_predictions_batch_contrast_{model}.log" for model in MODELS),
         "plot_class_wise_figures_batch_contrast.log",
     ]
     assert (run / "results/logs/compute_worst_class_metrics/contrast/original/s01/contrast_c50.log").exists()
@@ -231,9 +299,10 @@ def test_a_changed_predictions_file_recomputes_its_own_shift_only(run: Path, tmp
     result = snakemake(workdir, workdir / "config.yaml")
     assert result.returncode == 0, result.stderr[-4000:]
     assert {path: path.stat().st_mtime_ns for path in untouched} == untouched
-    assert "2 of 3 shifts up to date" in (logs / "compute_worst_class_metrics_batch_contrast_s01.log").read_text()
+    assert "3 of 4 shifts up to date" in (logs / "compute_worst_class_metrics_batch_contrast_s01.log").read_text()
     after = _files(workdir)
     changed = {name for name in after if after[name] != before.get(name)}
-    per_shift = {name for name in changed if "/robustness/" not in name and name not in ("explorer.html", "README.md")}
+    across = ("explorer.html", "README.md", "metrics.parquet", "metrics.csv")
+    per_shift = {name for name in changed if "/robustness/" not in name and name not in across}
     assert per_shift and all("contrast_c50" in name for name in per_shift)
     assert "metrics/contrast/original/s01/contrast_c50/worst_class.json" in per_shift

@@ -179,6 +179,35 @@ def test_the_readme_lists_every_table_figure_and_data_file_the_run_wrote(finishe
     assert sorted(path for path in listed if not (results / path).is_file()) == []
 
 
+def test_every_number_has_one_value_wherever_it_appears(finished_run: Path) -> None:
+    """The run's table of every number (results/metrics.parquet) holds each number once, each
+    file of numbers, paper table and the explorer hold its value, and A of every (model, shift)
+    is the accuracy of the cached logits (issue 39)."""
+    from numbers_invariant import assert_one_value_per_number
+
+    results = finished_run / "results"
+    table = assert_one_value_per_number(results)
+    accuracy = table[(table["metric"] == "A") & (table["samples"] == "all") & (table["label_view"] == "original")]
+    assert set(accuracy["shift"]) == set(SHIFTS) and set(accuracy["model"]) == set(MODELS)
+    for row in accuracy.itertuples():
+        scores = load_scores(results / "logits" / row.dataset / row.model / f"{row.shift}.npz")
+        assert row.value == pytest.approx(np.mean(scores.scores.argmax(axis=1) == scores.labels))
+        assert row.n == scores.labels.size and row.n_abstained == 0
+    whole = (results / "metrics.csv").read_text().splitlines()
+    assert whole[0].split(",")[:9] == [
+        "dataset",
+        "label_view",
+        "model",
+        "shift",
+        "family",
+        "severity",
+        "metric",
+        "class",
+        "value",
+    ]
+    assert len(whole) - 1 == int(table["class"].isna().sum())
+
+
 def test_class_wise_robustness_outputs(finished_run: Path) -> None:
     import pandas as pd
 

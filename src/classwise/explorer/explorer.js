@@ -228,6 +228,17 @@
     "": "not compared",
   };
 
+  // A heatmap column's shift, with its n where it is not the clean set's (a subset, other images).
+  function shiftLabel(v, model, shift) {
+    const t = v.summary;
+    for (let r = 0; r < t.shift.length; r++) {
+      if (t.shift[r] !== shift || t.model[r] !== model) continue;
+      if (t.pairing[r] === "subset") return v.shifts[shift] + " (n " + t.n[r] + "/" + t.reference_n[r] + ")";
+      if (t.pairing[r] === "unpaired") return v.shifts[shift] + " (n " + t.n[r] + ", other images)";
+    }
+    return v.shifts[shift];
+  }
+
   function pairingText(v, row) {
     const t = v.summary;
     const pairing = t.pairing[row];
@@ -470,7 +481,7 @@
         ctx.save();
         ctx.translate(x, p.y - 6);
         ctx.rotate(-Math.PI / 3);
-        ctx.fillText(fitted(ctx, v.shifts[v.shiftOrder[col]], (MARGIN.top - 12) / Math.sin(Math.PI / 3)), 0, 0);
+        ctx.fillText(fitted(ctx, shiftLabel(v, heat.model, v.shiftOrder[col]), (MARGIN.top - 12) / Math.sin(Math.PI / 3)), 0, 0);
         ctx.restore();
       }
     } else {

@@ -34,6 +34,7 @@ __all__ = [
     "conflicts",
     "number_files",
     "number_table",
+    "read_number_table",
     "rows_of_file",
     "whole_set_rows",
 ]
@@ -82,11 +83,16 @@ Reader = Callable[[Path, Mapping[str, str]], pd.DataFrame]
 
 def _frame(common: Mapping[str, Any], columns: Mapping[str, Any] | pd.DataFrame) -> pd.DataFrame:
     """Rows of ``columns`` (equal-length arrays or scalars) with ``common`` in every row."""
-    frame = pd.DataFrame(dict(columns))
-    for key, value in common.items():
-        if key not in frame:
-            frame[key] = value
-    return frame
+    if isinstance(columns, pd.DataFrame):
+        frame = columns.copy()
+        for key, value in common.items():
+            if key not in frame:
+                frame[key] = value
+        return frame
+    length = max((len(value) for value in columns.values() if np.ndim(value) > 0), default=1)
+    data = {key: value for key, value in common.items() if key not in columns}
+    data.update(columns)
+    return pd.DataFrame(data, index=pd.RangeIndex(length))
 
 
 def _wildcards(w: Mapping[str, str]) -> dict[str, Any]:
@@ -195,28 +201,29 @@ def per_class_rows(path: Path, w: Mapping[str, str]) -> pd.DataFrame:
     """``per_class.csv``: each class's support, predictions, recall and precision (with their
     exact intervals), top-k recall, CFPS, coverage and worst-class probabilities."""
     frame = _read_csv(path, dtype={"name": str})
-    n = int(frame["support"].sum())
-    common = {**_wildcards(w), "model": w["model"], "shift": w["shift"], "n": n, "samples": "all"}
-    parts = []
-    for column in frame.columns:
-        if column in _PER_CLASS_SKIPPED:
-            continue
-        low, high = _PER_CLASS_INTERVALS.get(column, (None, None))
-        parts.append(
-            _frame(
-                common,
-                {
-                    "metric": column,
-                    "class": frame["class"].to_numpy(),
-                    "class_name": frame["name"].to_numpy(),
-                    "value": frame[column].to_numpy(dtype=np.float64),
-                    "ci_low": frame[low].to_numpy(dtype=np.float64) if low in frame else np.nan,
-                    "ci_high": frame[high].to_numpy(dtype=np.float64) if high in frame else np.nan,
-                    "ci_method": "Clopper-Pearson (exact)" if low in frame else "",
-                },
-            )
-        )
-    return pd.concat(parts, ignore_index=True)
+    metrics = [column for column in frame.columns if column not in _PER_CLASS_SKIPPED]
+    c, m = len(frame), len(metrics)
+    nan = np.full(c, np.nan)
+
+    def interval(end: int) -> np.ndarray:
+        parts = [
+            frame[_PER_CLASS_INTERVALS[k][end]].to_numpy(dtype=np.float64) if k in _PER_CLASS_INTERVALS else nan for k in metrics
+        ]
+        return np.concatenate(parts)
+
+    common = {**_wildcards(w), "model": w["model"], "shift": w["shift"], "n": int(frame["support"].sum()), "samples": "all"}
+    return _frame(
+        common,
+        {
+            "metric": np.repeat(metrics, c),
+            "class": np.tile(frame["class"].to_numpy(), m),
+            "class_name": np.tile(frame["name"].to_numpy(dtype=object), m),
+            "value": frame[metrics].to_numpy(dtype=np.float64).T.ravel(),
+            "ci_low": interval(0),
+            "ci_high": interval(1),
+            "ci_method": np.repeat(["Clopper-Pearson (exact)" if k in _PER_CLASS_INTERVALS else "" for k in metrics], c),
+        },
+    )
 
 
 def _robustness_sibling(path: Path, stem: str) -> Path:
@@ -452,9 +459,21 @@ def number_files(planned: Iterable[Planned], out: str) -> list[str]:
     return list(dict.fromkeys(files))
 
 
+def read_number_table(
+    files: Iterable[str | Path], out: str | Path, *, shift_families: Mapping[str, Sequence[Any]] | None = None
+) -> pd.DataFrame:
+    """:func:`number_table` of the output ``files`` below ``out``: what rule collect_numbers writes."""
+    return number_table((_rows_of_file(path, out) for path in files), shift_families=shift_families)
+
+
 def rows_of_file(path: str | Path, out: str | Path) -> pd.DataFrame:
     """The numbers of one output file below ``out`` (the output directory), as rows of
     :data:`COLUMNS`; a file no reader knows is an :class:`InputError`."""
+    return _typed(_rows_of_file(path, out))
+
+
+def _rows_of_file(path: str | Path, out: str | Path) -> pd.DataFrame:
+    """:func:`rows_of_file` before its columns are put in order and typed (once, for every file)."""
     from classwise.outputs import record_of
 
     path, out = Path(path), Path(out)
@@ -479,36 +498,26 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
         elif column in _FLOAT:
             frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
         else:
-            frame[column] = frame[column].astype("string").fillna("")
+            frame[column] = frame[column].astype(object).where(frame[column].notna(), "").astype(str)
     return frame
-
-
-def _keys(rows: pd.DataFrame) -> pd.Series:
-    """Each row's :data:`KEY` as one string (empty for a missing value)."""
-    columns = [rows[column].astype("string").fillna("") for column in KEY]
-    key = columns[0]
-    for column in columns[1:]:
-        key = key + "\x1f" + column
-    return key
 
 
 def conflicts(rows: pd.DataFrame, *, tolerance: float = TOLERANCE) -> pd.DataFrame:
     """The rows of the keys (:data:`KEY`) that hold more than one value (an undefined value, NaN,
     equals only another NaN), with their sources: empty when every number has one value."""
-    keys = _keys(rows)
-    repeated = keys.duplicated(keep=False).to_numpy()
+    if not set(COLUMNS) <= set(rows.columns):
+        rows = _typed(rows)
+    repeated = rows.duplicated(list(KEY), keep=False).to_numpy()
     if not repeated.any():
         return rows.iloc[:0]
-    candidates = rows[repeated].copy()
-    candidates["_key"] = keys[repeated].to_numpy()
-    candidates["_undefined"] = candidates["value"].isna()
-    by_key = candidates.groupby("_key")
-    spread = by_key["value"].max() - by_key["value"].min()
-    undefined = by_key["_undefined"].agg(["sum", "size"])
-    bad = spread.index[
-        (spread > tolerance).to_numpy() | ((undefined["sum"] > 0) & (undefined["sum"] < undefined["size"])).to_numpy()
-    ]
-    return candidates[candidates["_key"].isin(bad)].drop(columns=["_key", "_undefined"])
+    candidates = rows[repeated]
+    by_key = candidates.groupby(list(KEY), dropna=False, sort=False)["value"]
+    spread = (by_key.transform("max") - by_key.transform("min")).to_numpy()
+    undefined = candidates["value"].isna()
+    some_undefined = undefined.groupby([candidates[k] for k in KEY], dropna=False, sort=False).transform("sum").to_numpy()
+    size = by_key.transform("size").to_numpy()
+    bad = (spread > tolerance) | ((some_undefined > 0) & (some_undefined < size))
+    return candidates[bad]
 
 
 def number_table(frames: Iterable[pd.DataFrame], *, shift_families: Mapping[str, Sequence[Any]] | None = None) -> pd.DataFrame:
@@ -517,33 +526,39 @@ def number_table(frames: Iterable[pd.DataFrame], *, shift_families: Mapping[str,
     one key merged (each column's first value that is not empty, in the order of ``frames``),
     each shift's ``family`` and ``severity`` from ``shift_families`` (shift -> ``[family,
     severity or None]``), and the abstentions of each evaluation on its per-class rows."""
-    parts = [_typed(frame) for frame in frames if len(frame)]
+    parts = [frame for frame in frames if len(frame)]
     if not parts:
         return _typed(pd.DataFrame(columns=list(COLUMNS)))
-    rows = pd.concat(parts, ignore_index=True)
+    rows = _typed(pd.concat(parts, ignore_index=True))
     disagree = conflicts(rows)
     if len(disagree):
         shown = disagree.head(12)[[*KEY, "value", "source"]].to_string(index=False)
+        count = disagree.drop_duplicates(list(KEY)).shape[0]
         raise InputError(
-            f"{disagree[list(KEY)].drop_duplicates().shape[0]} numbers have more than one value in this run "
+            f"{count} numbers have more than one value in this run "
             f"(one number, one value: a view computed again what it should have read):\n{shown}",
             field="value",
         )
-    rows["_key"] = _keys(rows).to_numpy()
-    merged = rows.replace({"": pd.NA}).groupby("_key", sort=False).first()
-    merged = _typed(merged.reset_index(drop=True))
+    repeated = rows.duplicated(list(KEY), keep=False).to_numpy()
+    if repeated.any():
+        candidates = rows[repeated]
+        first = candidates.index.to_series().groupby([candidates[k] for k in KEY], dropna=False, sort=False).transform("min")
+        filled = candidates.replace({"": np.nan}).groupby(first.to_numpy(), sort=False).first()
+        rows = pd.concat([rows[~repeated], filled]).sort_index()
+        rows = _typed(rows.reset_index(drop=True))
     evaluation = ["dataset", "label_view", "model", "shift", "n", "samples"]
-    abstained = merged.dropna(subset=["n_abstained"]).drop_duplicates(evaluation).set_index(evaluation)["n_abstained"]
-    missing = merged["n_abstained"].isna()
-    if missing.any() and len(abstained):
-        filled = merged.loc[missing, evaluation].merge(abstained.reset_index(), on=evaluation, how="left")["n_abstained"]
-        merged.loc[missing, "n_abstained"] = filled.to_numpy()
+    missing = rows["n_abstained"].isna()
+    if missing.any():
+        known = rows.loc[~missing, [*evaluation, "n_abstained"]].drop_duplicates(evaluation)
+        filled_in = rows.loc[missing, evaluation].merge(known, on=evaluation, how="left")["n_abstained"]
+        rows.loc[missing, "n_abstained"] = filled_in.to_numpy()
     if shift_families:
         family = {shift: str(entry[0]) for shift, entry in shift_families.items()}
-        severity = {shift: entry[1] for shift, entry in shift_families.items() if entry[1] is not None}
-        merged["family"] = merged["shift"].map(family).fillna(merged["family"]).astype("string")
-        merged["severity"] = merged["shift"].map(severity).astype("float64")
-    return merged
+        severity = {shift: float(entry[1]) for shift, entry in shift_families.items() if entry[1] is not None}
+        known_family = rows["shift"].map(family)
+        rows["family"] = known_family.where(known_family.notna(), rows["family"]).astype(str)
+        rows["severity"] = rows["shift"].map(severity).astype("float64")
+    return rows
 
 
 def whole_set_rows(table: pd.DataFrame) -> pd.DataFrame:

@@ -139,12 +139,13 @@ def _check_limits(warn: float, fail: float, field: str) -> None:
 
 
 def _check_pair(
-    a: np.ndarray, b: np.ndarray, names: tuple[str, str], *, abstained: bool = False
+    a: np.ndarray, b: np.ndarray, names: tuple[str, str], *, abstained: tuple[bool, bool] = (False, False)
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Both as int64 class indices of one length; with ``abstained``, ``-1`` (an abstention) is
-    allowed in the second."""
+    """Both as int64 class indices of one length; ``-1`` (an abstention) allowed in those that
+    ``abstained`` marks (predictions, never labels)."""
     x, y = np.asarray(a), np.asarray(b)
-    for arr, name, lowest in ((x, names[0], 0), (y, names[1], ABSTAINED if abstained else 0)):
+    for arr, name, allowed in ((x, names[0], abstained[0]), (y, names[1], abstained[1])):
+        lowest = ABSTAINED if allowed else 0
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
             raise InputError(f"expected a 1-D array of class indices, got {arr.dtype} {arr.shape}", field=name)
         if arr.size and arr.min() < lowest:
@@ -164,7 +165,7 @@ def macro_f1(labels: np.ndarray, predicted: np.ndarray) -> float:
     computation as the test suites' ``macro_f1``). A prediction of ``-1`` (abstained) is a false
     negative of its class and a false positive of none.
     """
-    y, p = _check_pair(labels, predicted, ("labels", "predicted"), abstained=True)
+    y, p = _check_pair(labels, predicted, ("labels", "predicted"), abstained=(False, True))
     answered = p != ABSTAINED
     n_classes = int(max(y.max(), p.max())) + 1
     hits, support, counts = class_counts(y[answered], p[answered], n_classes)
@@ -180,7 +181,7 @@ def answered_by_both(reference: np.ndarray, predicted: np.ndarray) -> np.ndarray
 def prediction_flip_rate(reference: np.ndarray, predicted: np.ndarray) -> float:
     """Share of samples whose prediction differs from the reference (e.g. clean) prediction, over
     the samples answered in both (:func:`answered_by_both`); NaN when there is none."""
-    _check_pair(reference, predicted, ("reference", "predicted"), abstained=True)
+    _check_pair(reference, predicted, ("reference", "predicted"), abstained=(True, True))
     a, b = np.asarray(reference, dtype=np.int64), np.asarray(predicted, dtype=np.int64)
     both = answered_by_both(a, b)
     return float(np.mean(a[both] != b[both])) if both.any() else float("nan")
@@ -241,8 +242,8 @@ def transformation_test_row(
 ) -> dict[str, Any]:
     """One test from aligned arrays: the measures, each checked quantity's status, the verdict."""
     limits = thresholds or Thresholds()
-    y, clean = _check_pair(labels, clean_predicted, ("labels", "clean_predicted"), abstained=True)
-    _, shifted = _check_pair(labels, predicted, ("labels", "predicted"), abstained=True)
+    y, clean = _check_pair(labels, clean_predicted, ("labels", "clean_predicted"), abstained=(False, True))
+    _, shifted = _check_pair(labels, predicted, ("labels", "predicted"), abstained=(False, True))
     row: dict[str, Any] = {
         "n_samples": int(y.size),
         "clean_accuracy": _accuracy(y, clean),

@@ -322,9 +322,9 @@ def numbers_step(
     """Every number of the run in one table (:mod:`classwise.outputs.numbers`), read from the
     output files, each number with one value: Parquet, and a CSV of the whole-set rows."""
     from classwise.atomic import atomic_path
-    from classwise.outputs.numbers import number_table, rows_of_file, whole_set_rows
+    from classwise.outputs.numbers import read_number_table, whole_set_rows
 
-    table = number_table((rows_of_file(path, out) for path in files), shift_families=shift_families)
+    table = read_number_table(files, out, shift_families=shift_families)
     with atomic_path(table_path) as partial:
         table.to_parquet(partial, index=False)
     tables.write_csv(whole_set_path, whole_set_rows(table), index=False)
