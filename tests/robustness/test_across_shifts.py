@@ -151,6 +151,9 @@ def test_figures_render_at_many_classes(tmp_path: Path) -> None:
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == expected
     np.testing.assert_allclose(fig.axes[0].images[0].get_array()[:, 1], accuracy["blur_1"]["a"][np.argsort(mean)[:20]])
     save_png(fig, tmp_path / "worst.png")
+    # a shift over a subset of the clean samples says its n in its column (issue 39)
+    fig = worst_classes_by_shift_figure(accuracy, names, title="t", notes={"noise_5": "n = 20 of 899", "blur_1": ""})
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["clean", "blur_1", "noise_5 (n = 20 of 899)"]
     fig = accuracy_spread_figure(accuracy, title="t")
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == list(accuracy)
     assert (tmp_path / "worst.png").stat().st_size > 0

@@ -379,6 +379,7 @@ def test_changing_a_metric_parameter_reruns_only_that_family(finished_run: Path)
         "compare_models",  # compares the models on the same metrics
         "analyse_classwise_robustness",  # reads the confusion matrices the same job writes
         "build_explorer",  # reads the per-class numbers and confusions the same job writes
+        "collect_numbers",  # reads every file of numbers
         "all",
     }
     assert jobs["compute_worst_class_metrics"] == len(MODELS) * (len(SHIFTS) + 1)  # + the cleaned_cl view
