@@ -1,5 +1,6 @@
 # classwise: every target creates .venv if it is missing and installs the project into it.
-#   make run     the default workflow (config/config.yaml, the embedded demo) into results/
+#   make run     the default workflow (config/config.yaml, the embedded demo) into results/;
+#                VERBOSE=1 prints Snakemake's own output instead of the progress line
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
 #   make bench   speed and memory benchmarks (install, metrics, predictions files, PGD, AutoAttack, bootstrap, pipeline,
@@ -59,9 +60,11 @@ install: $(VENV)/.installed-run
 
 install-dev: $(VENV)/.installed-dev
 
+# The console prints a progress line, a failed job's cause and log, and where to look at the end
+# (snakemake --logger classwise: classwise.pipeline.console); VERBOSE=1 prints Snakemake's own output.
 run: install
-	$(BIN)/python -m classwise.pipeline.config_file $(CONFIG)  # a YAML error with its line number
-	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+	@$(BIN)/python -m classwise.pipeline.config_file $(CONFIG)  # a YAML error with its line number
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)$(if $(VERBOSE),, --logger classwise)
 
 report: install
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) --report $(REPORT) --report-stylesheet workflow/report/report.css
