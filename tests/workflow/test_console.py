@@ -136,6 +136,18 @@ def test_on_a_terminal_the_progress_is_one_line_rewritten_in_place(tmp_path: Pat
     ]
 
 
+def test_a_dry_run_shows_the_plan_once_and_nothing_else(monkeypatch) -> None:
+    monkeypatch.setenv(QUIET_JOBS_VARIABLE, "")
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    console = Console(SimpleNamespace(stdout=False, dryrun=True), None)
+    plan = _record(LogEvent.RUN_INFO, "Job stats:\njob  count\n---  -----\na        2\ntotal    2\n", stats={"a": 2, "total": 2})
+    for record in (plan, _record(LogEvent.JOB_INFO, jobid=1, rule_name="a", wildcards={}), plan):  # Snakemake logs it twice
+        console.emit(record)
+    console.close()
+    assert terminal.getvalue() == "Job stats:\njob  count\n---  -----\na        2\ntotal    2\n(a dry run: nothing was run)\n"
+
+
 def test_make_run_uses_the_console_and_verbose_gives_snakemake_s_own_output() -> None:
     def snakemake_line(*variables: str) -> str:
         dry_run = subprocess.run(["make", "-n", "run", "VENV=/v", *variables], cwd=REPO, capture_output=True, text=True)

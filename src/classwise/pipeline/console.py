@@ -103,7 +103,8 @@ class Console(LogHandlerBase):
         self.rules_done_unreported: list[str] = []
         self.done = self.total = 0
         self.cores: int | None = None
-        self.planned = False  # Snakemake got as far as its table of jobs
+        self.planned = False  # Snakemake got as far as its table of jobs (not in a dry run)
+        self.dry_run_shown = False
         self.up_to_date = False
         self.failed_jobs = 0
         self.errors_shown = 0
@@ -152,8 +153,10 @@ class Console(LogHandlerBase):
             self._plain(record, message)
 
     def _planned(self, stats: dict[str, int], table: str) -> None:
-        if self.common_settings.dryrun:
-            self._print(table.rstrip() + "\n(a dry run: nothing was run)")
+        if self.common_settings.dryrun:  # the plan's table, which a dry run logs twice, once
+            if not self.dry_run_shown:
+                self._print(table.rstrip() + "\n(a dry run: nothing was run)")
+            self.dry_run_shown = True
             return
         self.planned = True
         self.total = stats.pop("total", sum(stats.values()))
