@@ -62,6 +62,11 @@ def job_failure_cause(log: Path) -> str:
     return lines[-1].strip() if lines else "its log is empty (Snakemake's log has its exit status)"
 
 
+def jobs_phrase(count: int) -> str:
+    """``1 job``, ``166 jobs``."""
+    return f"{count} job{'' if count == 1 else 's'}"
+
+
 def duration(seconds: float) -> str:
     """``42 s``, ``2 min 05 s``."""
     seconds = round(seconds)
@@ -164,7 +169,7 @@ class Console(LogHandlerBase):
         self.next_progress_line = 1
         cores = f" on {self.cores} core{'s' if self.cores != 1 else ''}" if self.cores else ""
         self._print(
-            f"Running {self.total} jobs{cores}; Snakemake's full log goes to "
+            f"Running {jobs_phrase(self.total)}{cores}; Snakemake's full log goes to "
             f"{self._shown(os.path.abspath('.snakemake/log'))}/ (make run VERBOSE=1 prints it here)."
         )
 
@@ -276,16 +281,19 @@ class Console(LogHandlerBase):
         log = f"Snakemake's full log: {self._shown(self.logfile)}" if self.logfile else ""
         elapsed = duration(time.monotonic() - self.started)
         if self.failed_jobs:
-            jobs = f"{self.failed_jobs} job{'s' if self.failed_jobs > 1 else ''} failed (above)"
-            return [f"Stopped: {jobs}; {self.done} of {self.total} jobs done in {elapsed}.", log]
+            return [
+                f"Stopped: {jobs_phrase(self.failed_jobs)} failed (above); {self.done} of {jobs_phrase(self.total)} done in {elapsed}.",
+                log,
+            ]
         if self.common_settings.dryrun or self.errors_shown:
             return []
         if self.up_to_date:
             things = self._things_to_open()
             return ["Nothing to be done: every output is up to date.", *(["Open:", *things] if things else [])]
         if self.planned and self.done == self.total:
-            return [f"Done: {self.total} jobs in {elapsed}. Open:", *self._things_to_open(), log]
-        return [f"Stopped after {self.done} of {self.total} jobs ({elapsed}).", log] if self.planned else []
+            things = self._things_to_open()
+            return [f"Done: {jobs_phrase(self.total)} in {elapsed}." + (" Open:" if things else ""), *things, log]
+        return [f"Stopped after {self.done} of {jobs_phrase(self.total)} ({elapsed}).", log] if self.planned else []
 
     def close(self) -> None:
         """Snakemake closes its handlers when the run is over (and Python once more at exit)."""
