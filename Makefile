@@ -1,5 +1,6 @@
 # classwise: every target creates .venv if it is missing and installs the project into it.
-#   make run     the default workflow (config/config.yaml, the embedded demo) into results/
+#   make run     the default workflow (config/config.yaml, the embedded demo) into results/;
+#                VERBOSE=1 prints Snakemake's own output instead of the progress line
 #   make test    lint the workflow and run the test suite
 #   make report  the HTML report of the last run (snakemake --report) -> results/report.html
 #   make bench   speed and memory benchmarks (install, metrics, predictions files, PGD, AutoAttack, bootstrap, pipeline,
@@ -39,22 +40,36 @@ SOAK_HOGS ?= 2
 REPORT ?= results/report.html
 SITE ?= results/site
 
-.PHONY: install run report test lint docs bench soak clean
+.PHONY: install install-dev run report test lint docs bench soak clean
 
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) tools/install_env.py --venv $(VENV) --installer $(INSTALLER) -- $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) $(TORCH_PINS) -e ".[dev]"
+# Two installs (docs/install.md), each renewed when pyproject.toml changes: make run and make report
+# install what the pipeline needs (the pipeline and models extras, torch pinned); make test, lint,
+# docs and bench add the tools of the tests and the docs (the dev extra, which holds every extra,
+# so its install renews the run's marker too).
+INSTALL_ENV = $(PYTHON) tools/install_env.py --venv $(VENV) --installer $(INSTALLER) -- $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) $(TORCH_PINS)
+
+$(VENV)/.installed-run: pyproject.toml
+	$(INSTALL_ENV) -e ".[pipeline,models]"
 	touch $@
 
-install: $(VENV)/.installed
+$(VENV)/.installed-dev: pyproject.toml
+	$(INSTALL_ENV) -e ".[dev]"
+	touch $@ $(VENV)/.installed-run
 
+install: $(VENV)/.installed-run
+
+install-dev: $(VENV)/.installed-dev
+
+# The console prints a progress line, a failed job's cause and log, and where to look at the end
+# (snakemake --logger classwise: classwise.pipeline.console); VERBOSE=1 prints Snakemake's own output.
 run: install
-	$(BIN)/python -m classwise.pipeline.config_file $(CONFIG)  # a YAML error with its line number
-	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)
+	@$(BIN)/python -m classwise.pipeline.config_file $(CONFIG)  # a YAML error with its line number
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG)$(if $(VERBOSE),, --logger classwise)
 
 report: install
 	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG) --report $(REPORT) --report-stylesheet workflow/report/report.css
 
-lint: install
+lint: install-dev
 	$(BIN)/snakefmt --check Snakefile workflow/
 	$(BIN)/snakemake --lint --configfile $(CONFIG)
 	$(BIN)/lint-imports
@@ -63,13 +78,13 @@ lint: install
 	$(BIN)/mypy src
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(SITE)  # a broken link, anchor or page fails
 
-docs: install
+docs: install-dev
 	$(BIN)/mkdocs build --strict --site-dir $(SITE)
 
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
-bench: install
+bench: install-dev
 	$(PYTHON) tools/bench_install.py --out results/bench/install.json $(INSTALL_BENCH_ARGS) -- $(TORCH_PINS) -e ".[dev]"
 	$(BIN)/python -m classwise.bench.metrics --out results/bench/metrics.json
 	$(BIN)/python -m classwise.bench.predictions --out results/bench/predictions.json

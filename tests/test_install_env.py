@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -250,3 +253,110 @@ def test_bench_install_times_uv_and_pip_on_the_tiny_wheel(workspace: dict, templ
     assert report["speedup_cold_cache"] == pytest.approx(
         report["pip"]["total_s"] / report["uv"]["total_cold_cache_s"], abs=0.06
     )  # 1 decimal
+
+
+# --------------------------------------------------------------------------- what each install holds
+
+#: The tools of the tests and the docs: make test installs them, make run none of them.
+TEST_TOOLS = {
+    "pytest", "pytest-xdist", "hypothesis", "snakefmt", "black", "import-linter", "ruff", "mypy",
+    "pandas-stubs", "scipy-stubs", "mkdocs", "mkdocstrings-python", "playwright",
+}  # fmt: skip
+
+
+def _make_requirements(target: str) -> list[str]:
+    """What ``make <target>`` hands pip or uv when it installs (``make -n``: nothing runs)."""
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    commands = subprocess.run(
+        ["make", "-n", "-B", target, "VENV=/nonexistent/venv", "PYTHON=python3"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (line,) = [line for line in commands.splitlines() if "tools/install_env.py" in line]
+    return shlex.split(line.split(" -- ", 1)[1])
+
+
+def _name(requirement: str) -> str:
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(re.split(r"[<>=!~\[; ]", requirement.strip(), maxsplit=1)[0])
+
+
+def _installed_set(requirements: list[str]) -> set[str]:
+    """Every distribution pip would install for ``requirements``, by name: this project's extras
+    from pyproject.toml, every other package's requirements (their markers and extras applied)
+    from its metadata in this environment, which has them all (the dev install)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted: list[tuple[str, set[str]]] = []
+    for requirement in requirements:
+        if requirement.startswith(".["):  # -e ".[pipeline,models]": the project with those extras
+            wanted.append(("classwise", set(requirement[2:-1].split(","))))
+        elif requirement != "-e":
+            parsed = Requirement(requirement)
+            wanted.append((parsed.name, set(parsed.extras)))
+    found: set[str] = set()
+    while wanted:
+        name, extras = wanted.pop()
+        if _name(name) == "classwise":
+            for extra in extras:
+                for requirement in project["optional-dependencies"][extra]:
+                    parsed = Requirement(requirement)
+                    wanted.append((parsed.name, set(parsed.extras)))
+            wanted += [(Requirement(r).name, set()) for r in project["dependencies"] if _name(r) not in found]
+            continue
+        if _name(name) in found and not extras:
+            continue
+        found.add(_name(name))
+        try:
+            requires = metadata.distribution(name).requires or []
+        except metadata.PackageNotFoundError:
+            continue
+        for requirement in map(Requirement, requires):
+            applies = requirement.marker is None or any(
+                requirement.marker.evaluate({"extra": extra}) for extra in (extras or {""})
+            )
+            if applies and (_name(requirement.name) not in found or requirement.extras):
+                wanted.append((requirement.name, set(requirement.extras)))
+    return found
+
+
+def test_make_run_installs_the_pipeline_and_no_test_tool() -> None:
+    requirements = _make_requirements("install")
+    assert requirements[:2] == ["torch==2.14.1", "torchvision==0.29.1"] and requirements[2:] == ["-e", ".[pipeline,models]"]
+    installed = _installed_set(requirements)
+    assert {"snakemake", "snakemake-executor-plugin-slurm", "torch", "timm", "matplotlib", "scikit-learn"} <= installed
+    assert sorted(installed & TEST_TOOLS) == []
+    assert "torchmetrics" not in installed  # classwise.torchmetrics is for training loops, not the pipeline
+
+
+def test_make_test_adds_the_test_tools_and_every_extra() -> None:
+    requirements = _make_requirements("install-dev")
+    assert requirements[2:] == ["-e", ".[dev]"]
+    installed = _installed_set(requirements)
+    assert sorted(TEST_TOOLS - installed) == []
+    assert _installed_set(_make_requirements("install")) | {"torchmetrics"} <= installed
+
+
+def test_the_light_core_installs_no_extra() -> None:
+    installed = _installed_set(["classwise"])  # pip install classwise
+    assert not installed & {"torch", "snakemake", "matplotlib", *TEST_TOOLS}
+
+
+def test_a_run_install_is_upgraded_by_the_test_install_and_each_renewed_by_pyproject() -> None:
+    """Each install has its own marker in the venv, made from pyproject.toml; the test install
+    (a superset) renews the run's marker too, and the targets ask for the install they need."""
+    makefile = (REPO / "Makefile").read_text()
+    for marker in (".installed-run", ".installed-dev"):
+        assert re.search(rf"^\$\(VENV\)/{re.escape(marker)}: pyproject\.toml$", makefile, re.MULTILINE), marker
+    dry_run = subprocess.run(["make", "-n", "-B", "install-dev", "VENV=/v"], cwd=REPO, capture_output=True, text=True, check=True)
+    assert "touch /v/.installed-dev /v/.installed-run" in dry_run.stdout
+    needs = dict(re.findall(r"^(\w+): (install(?:-dev)?)$", makefile, re.MULTILINE))
+    assert needs == {"run": "install", "report": "install", "lint": "install-dev", "docs": "install-dev", "bench": "install-dev"}
+    assert re.search(r"^test: lint$", makefile, re.MULTILINE)

@@ -157,5 +157,5 @@ def test_pyproject_core_is_light_and_the_extras_hold_what_the_table_says():
         assert DISTRIBUTION.get(module, module).lower() in _requirement_names(extras[extra]), (module, extra)
     assert project["optional-dependencies"]["all"] == ["classwise[models,pipeline,torchmetrics]"]
     assert "classwise[all]" in extras["dev"]
-    # make install / run / test install the dev extra, hence everything
+    # make test installs the dev extra, hence everything (make run: tests/test_install_env.py)
     assert '-e ".[dev]"' in (REPO / "Makefile").read_text()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +27,34 @@ pytestmark = pytest.mark.workflow
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The run, through the console of `make run` (--logger classwise): one run for the files,
+    which every test checks, and for what the console prints (test_the_console_...)."""
     workdir = tmp_path_factory.mktemp("run")
-    result = snakemake(workdir, TINY_CONFIG)
+    result = snakemake(workdir, TINY_CONFIG, "--logger", "classwise")
     assert result.returncode == 0, result.stderr[-4000:]
-    return workdir
+    return workdir, result
+
+
+@pytest.fixture(scope="module")
+def finished_run(tiny_run: tuple[Path, subprocess.CompletedProcess[str]]) -> Path:
+    return tiny_run[0]
+
+
+def test_the_console_fits_one_screen_and_names_the_three_things_to_open(tiny_run) -> None:
+    """Not a terminal here: a line per tenth of the jobs, then what to open, with paths."""
+    workdir, result = tiny_run
+    lines = (result.stdout + result.stderr).splitlines()
+    assert len(lines) <= 25, "\n".join(lines)
+    progress = [line for line in lines if line.startswith("[")]
+    total = int(re.search(r"^Running (\d+) jobs on 2 cores; ", "\n".join(lines), re.MULTILINE).group(1))
+    assert len(progress) <= 11 and progress[-1].startswith(f"[{total}/{total}] 100 %"), progress
+    results = workdir / "results"
+    done = lines.index(next(line for line in lines if line.startswith(f"Done: {total} jobs in ")))
+    opened = [line.split()[0] for line in lines[done + 1 : done + 4]]
+    assert opened == [str(results / "explorer.html"), f"{results / 'tables'}/", str(results / "README.md")]
+    assert f"e.g. {results / 'tables/digits/original/clean/worst_class.md'}" in lines[done + 2]
+    assert lines[-1].startswith(f"Snakemake's full log: {workdir / '.snakemake/log'}/")
 
 
 def test_every_table_is_written(finished_run: Path) -> None:

@@ -39,7 +39,9 @@ def job_log(snakemake: Any, *, exit_when_done: bool = False) -> Iterator[TextIO]
     When the job fails, the log starts with the error in one line (for bad input, the
     :class:`InputError` message naming the file, the field and what was expected), followed by
     what the job printed and the traceback; the same line goes to the terminal, where Snakemake
-    reports the failed job. Bad input exits with status 1 without a traceback on the terminal.
+    reports the failed job. Bad input exits with status 1 without a traceback on the terminal;
+    under the console of ``make run`` (:data:`QUIET_JOBS_VARIABLE` set) every failure does, and
+    the line goes to the log only, as the console prints it with the log's path.
     """
     before = _cost_so_far()
     log_files = list(getattr(snakemake, "log", []))
@@ -76,8 +78,10 @@ def job_log(snakemake: Any, *, exit_when_done: bool = False) -> Iterator[TextIO]
         return
     summary = error_line(failure)
     path.write_text(f"{summary}\n\n{path.read_text(encoding='utf-8')}", encoding="utf-8")
-    print(summary, file=terminal)
-    if isinstance(failure, InputError):
+    console_reports_it = os.environ.get(QUIET_JOBS_VARIABLE) == "1"
+    if not console_reports_it:
+        print(summary, file=terminal)
+    if isinstance(failure, InputError) or (console_reports_it and _runs_as_the_job(snakemake)):
         raise SystemExit(1)
     raise failure
 
@@ -86,13 +90,22 @@ def _runs_as_the_job(snakemake: Any) -> bool:
     return getattr(sys.modules.get("__main__"), "snakemake", None) is snakemake
 
 
+#: The start of a failed job's first log line (see :func:`error_line`).
+ERROR_PREFIX = "classwise: error: "
+
+#: Set by the console of ``make run`` (``snakemake --logger classwise``, classwise.pipeline.console),
+#: which prints a failed job's cause and the path of its log itself: the job then leaves the
+#: terminal alone (its error line and traceback go to its log only) and exits with status 1.
+QUIET_JOBS_VARIABLE = "CLASSWISE_QUIET_JOBS"
+
+
 def error_line(error: BaseException) -> str:
     """One line for a failed job: an InputError's own message (file, field, expectation), else
     the exception's type and message."""
     message = " ".join(str(error).split())
     if isinstance(error, InputError):
-        return f"classwise: error: {message}"
-    return f"classwise: error: {type(error).__name__}: {message}"
+        return f"{ERROR_PREFIX}{message}"
+    return f"{ERROR_PREFIX}{type(error).__name__}: {message}"
 
 
 #: The start of the last line of a successful job's log (see :func:`cost_line`).
