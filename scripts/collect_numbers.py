@@ -6,7 +6,6 @@ from classwise.steps.reports import numbers_step
 with job_log(snakemake, exit_when_done=True):
     numbers_step(
         files=list(snakemake.input),
-        out=snakemake.params.out,
         shift_families=snakemake.params.shift_families,
         table_path=snakemake.output.table,
         whole_set_path=snakemake.output.whole_set,

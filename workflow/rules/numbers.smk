@@ -16,7 +16,6 @@ rule collect_numbers:
     conda:
         "../../envs/metrics.yaml"
     params:
-        out=OUT,
         # shift -> [family, severity or None]: the table's family and severity columns
         shift_families={
             name: [spec.family, (spec.severity_step or (None, None))[1]]

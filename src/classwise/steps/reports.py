@@ -314,15 +314,18 @@ def explorer_step(
 def numbers_step(
     *,
     files: Sequence[str | Path],
-    out: str | Path,
     shift_families: Mapping[str, Sequence[Any]],
     table_path: str | Path,
     whole_set_path: str | Path,
 ) -> None:
     """Every number of the run in one table (:mod:`classwise.outputs.numbers`), read from the
-    output files, each number with one value: Parquet, and a CSV of the whole-set rows."""
+    output files, each number with one value: Parquet, and a CSV of the whole-set rows. The
+    output directory the files' records are below is the one the table's record is below."""
     from classwise.atomic import atomic_path
+    from classwise.outputs import output
     from classwise.outputs.numbers import read_number_table, whole_set_rows
+
+    out = Path(table_path).parents[len(Path(output("numbers").path).parts) - 1]
 
     table = read_number_table(files, out, shift_families=shift_families)
     with atomic_path(table_path) as partial:
