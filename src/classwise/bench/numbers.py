@@ -41,19 +41,20 @@ def _write_evaluation(
     predicted = np.maximum(hits + rng.integers(0, 10, classes), 1)
     recall, precision = hits / support, hits / predicted
     worst = int(np.argmin(recall))
+    metrics: dict[str, dict[str, Any]] = {
+        name: {"value": float(rng.random()), "classes": [worst] if name.startswith("W") else [], "ci": [0.1, 0.9]}
+        for name in METRICS
+    }
+    metrics["A"]["value"] = float(hits.sum() / support.sum())
+    metrics["WCA"]["value"] = float(recall[worst])
     document = {
         "n_samples": int(support.sum()),
         "n_classes": classes,
         "label_view": "original",
         "class_names": [f"class {c}" for c in range(classes)],
-        "metrics": {
-            name: {"value": float(rng.random()), "classes": [worst] if name.startswith("W") else [], "ci": [0.1, 0.9]}
-            for name in METRICS
-        },
+        "metrics": metrics,
         "bootstrap": {"replicates": 1000, "confidence": 0.95, "seed": 0},
     }
-    document["metrics"]["A"]["value"] = float(hits.sum() / support.sum())
-    document["metrics"]["WCA"]["value"] = float(recall[worst])
     files = output("worst_class_metrics").files_of(str(out), wildcards)
     per_class_path = Path(output("per_class_numbers").files_of(str(out), wildcards)["per_class"])
     per_class_path.parent.mkdir(parents=True, exist_ok=True)
