@@ -73,8 +73,8 @@ def test_a_failed_job_prints_its_cause_once_and_its_log(tmp_path: Path) -> None:
         lines[3],
         f"Snakemake's full log: {lines[-1].split(': ', 1)[1]}",
     ], "\n".join(lines)
-    assert lines[0].startswith("Running 10 jobs on 2 cores; ")
-    assert lines[3].startswith("Stopped: 1 job failed (above); 0 of 10 jobs done in ")
+    assert lines[0].startswith("Running 11 jobs on 2 cores; ")
+    assert lines[3].startswith("Stopped: 1 job failed (above); 0 of 11 jobs done in ")
     assert Path(lines[-1].split(": ", 1)[1]).is_file()  # .snakemake/log/<time>.snakemake.log
 
 

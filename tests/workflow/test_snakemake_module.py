@@ -54,8 +54,8 @@ def _user_config(root: Path) -> dict:
     config = _config()
     dataset = config["datasets"]["contrast"]
     dataset["path"] = f"data/{dataset['path']}"
-    files = dataset["shift_sets"]["contrast"]["files"]
-    dataset["shift_sets"]["contrast"]["files"] = {condition: f"data/{path}" for condition, path in files.items()}
+    for shift_set in dataset["shift_sets"].values():
+        shift_set["files"] = {condition: f"data/{path}" for condition, path in shift_set["files"].items()}
     for model, entry in config["models"].items():
         for shift, path in entry["files"].items():
             (root / "data" / path).rename(root / "data" / f"{model}_{shift}.csv")
@@ -121,8 +121,8 @@ def test_a_deployment_by_snakedeploy_runs_classwise_as_a_module_to_the_end(tmp_p
     result = _snakemake(user)
     assert result.returncode == 0, result.stderr[-4000:]
     summary = pd.read_csv(user / "results/tables/contrast/robustness/shift_summary.csv")
-    assert set(summary["shift"]) == {"clean", "contrast_c50", "contrast_c30"}
-    assert set(summary["model"]) == {"s01", "s02"}
+    assert set(summary["shift"]) == {"clean", "contrast_c50", "contrast_c30", "sketch_s"}
+    assert set(summary["model"]) == {"s01", "s02", "s03"}
     # the caption follows the rule under its prefixed name
     caption = (user / "results/tables/contrast/robustness/shift_summary.md").read_text().splitlines()[0]
     assert caption.startswith("contrast: accuracy A and worst-class accuracy WCA")
