@@ -168,6 +168,7 @@ CAPTION_SOURCES: dict[str, tuple[str, str, dict]] = {
     "worst_class_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
     "worst_class_intervals_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
     "model_comparison_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
+    "model_ranking_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
     "class_drops_table": ("medi2024", "Figure 3", {"settings": CLASS_DROPS, "shifts": ["SHIFT"]}),
     "class_drop_counts": ("medi2024", "Figure 3", {"settings": CLASS_DROPS, "shifts": ["SHIFT"]}),
     "decisiveness_table": ("george2020", "Table 1", {"bootstrap": BOOTSTRAP}),
@@ -181,6 +182,7 @@ CAPTIONS_WITH_SHIFTS = {key for key, (_, _, params) in CAPTION_SOURCES.items() i
     "worst_class_table",
     "worst_class_intervals_table",
     "model_comparison_table",
+    "model_ranking_table",
     "decisiveness_table",
     "decisiveness_intervals_table",
     "gamma_sweep_table",
@@ -241,6 +243,7 @@ REPORT_SOURCES = {
     "gamma_sweep_table": "george2020",
     "mean_confusion": "medi2024",
     "model_comparison_table": "bitterwolf2022",
+    "model_ranking_table": "bitterwolf2022",
     "class_drop_counts": "medi2024",
     "class_drops_figure": "medi2024",
     "per_class_cfps": "medi2024",
@@ -327,6 +330,7 @@ def _render(caption: Path, shift: str, tmp_path: Path) -> str:
                     "corruption_errors_csv",
                     "severity_curves_csv",
                     "counts_csv",
+                    "ranking_csv",
                     "rows",
                 )
             }

@@ -576,3 +576,29 @@ def drop_counts_display(counts: pd.DataFrame, *, listed: int = LISTED_CLASSES) -
             "largest drop (pp)": [percent(x, signed=True) for x in rows["largest_drop"]],
         }
     ).set_index(["model", "class"])
+
+
+def _rank_range(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def model_ranking_display(ranking: pd.DataFrame) -> pd.DataFrame:
+    """The display rows of :func:`classwise.metrics.ranking.model_ranking` (per metric, best
+    first): the value in percent, the rank (``2.5 (2 tied)`` where models share a value) with its
+    percentile interval, the group letters and the pairwise ranks."""
+
+    def rank(row: Mapping[Any, Any]) -> str:
+        tied = f" ({int(row['n_tied'])} tied)" if int(row["n_tied"]) > 1 else ""
+        return f"{float(row['rank']):g}{tied} [{float(row['rank_low']):g}, {float(row['rank_high']):g}]"
+
+    rows = ranking.to_dict("records")
+    return pd.DataFrame(
+        {
+            "metric": [str(row["metric"]) for row in rows],
+            "model": [str(row["model"]) for row in rows],
+            "value %": [percent(float(row["value"])) for row in rows],
+            "rank [interval]": [rank(row) for row in rows],
+            "group": [str(row["group"]) for row in rows],
+            "pairwise ranks": [_rank_range(int(row["rank_low_pairwise"]), int(row["rank_high_pairwise"])) for row in rows],
+        }
+    ).set_index(["metric", "model"])

@@ -35,6 +35,7 @@ WITHOUT_READER = {
     "gates": "pass or fail of the table's numbers against the config's bounds",
     "image_features": "per-sample image features, the subset tests' input",
     "model_comparison_table": "differences of two models: not yet in the table",
+    "model_ranking_table": "ranks of the models on the samples they share: not yet in the table",
     "class_drop_counts": "class_drops.csv's significant rows counted per class (the table holds every test)",
     "subset_tests": "the analyses' tests: not yet in the table",
     "subset_tests_all": "the analyses' tests: not yet in the table",
