@@ -63,17 +63,18 @@ def _class_drop_tests(p: Mapping[str, Any]) -> str:
 
     settings = p["settings"]
     unpaired = {"fisher": "Fisher's", "boschloo": "Boschloo's"}[settings["unpaired_test"]]
+    name, controls = ADJUSTMENTS[settings["adjustment"]].split(": ", 1)
     return (
         f"two-sided exact tests, McNemar's on the samples clean and the shift share (matched by sample id) and "
-        f"{unpaired} for a set of other images; {ADJUSTMENTS[settings['adjustment']]} at q = {settings['q']:g} over "
-        "every tested (shift, class) of the model"
+        f"{unpaired} for a set of other images; {name} ({controls}) at q = {settings['q']:g} over every tested "
+        "(shift, class) of the model"
     )
 
 
 def _class_drops_caption(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
     return with_source(
         f"Classes whose accuracy changed significantly under a shift on {w['dataset']} ({w['labels']} labels), the "
-        "largest drop first: per (model, shift, class), the class's accuracy on clean images and under the shift on "
+        "drops first (the largest first), then the rises: per (model, shift, class), the class's accuracy on clean images and under the shift on "
         "the samples compared (n), the change in percentage points with its "
         f"{100 * p['settings']['confidence']:g} % interval (per class, not adjusted) and the adjusted p-value; "
         f"{_class_drop_tests(p)}. class_drops.csv holds every (model, shift, class).",
@@ -87,7 +88,8 @@ def _class_drop_counts_caption(w: Mapping[str, str], p: Mapping[str, Any]) -> st
     return with_source(
         f"Per model and class on {w['dataset']} ({w['labels']} labels): the shifts tested, under how many of them "
         "the class's accuracy drops significantly and under how many it rises, and its largest significant drop "
-        f"(a fraction); {_class_drop_tests(p)}. Classes that drop under most shifts first.",
+        f"(percentage points; a fraction in the CSV); {_class_drop_tests(p)}. Classes that drop under most shifts "
+        "first.",
         "medi2024",
         "Figure 3 (class-wise accuracy under corruption), counted over the shifts",
         *p.get("shifts", ()),
