@@ -151,6 +151,7 @@ def test_only_the_registry_s_corruption_shifts_are_made_on_the_fly() -> None:
 # --- the table captions (classwise.pipeline.captions) -----------------------------------------
 
 BOOTSTRAP = {"replicates": 200, "confidence": 0.95, "seed": 0}
+CLASS_DROPS = {"q": 0.05, "adjustment": "bh", "unpaired_test": "fisher", "confidence": 0.95}
 #: Each caption's source and locator, and the parameters its job has.
 CAPTION_SOURCES: dict[str, tuple[str, str, dict]] = {
     "subset_tests": (
@@ -167,6 +168,9 @@ CAPTION_SOURCES: dict[str, tuple[str, str, dict]] = {
     "worst_class_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
     "worst_class_intervals_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
     "model_comparison_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
+    "model_ranking_table": ("bitterwolf2022", "Table 1", {"bootstrap": BOOTSTRAP}),
+    "class_drops_table": ("medi2024", "Figure 3", {"settings": CLASS_DROPS, "shifts": ["SHIFT"]}),
+    "class_drop_counts": ("medi2024", "Figure 3", {"settings": CLASS_DROPS, "shifts": ["SHIFT"]}),
     "decisiveness_table": ("george2020", "Table 1", {"bootstrap": BOOTSTRAP}),
     "decisiveness_intervals_table": ("george2020", "Table 1", {"bootstrap": BOOTSTRAP}),
     "gamma_sweep_table": ("george2020", "Table 2", {"bootstrap": BOOTSTRAP}),
@@ -178,6 +182,7 @@ CAPTIONS_WITH_SHIFTS = {key for key, (_, _, params) in CAPTION_SOURCES.items() i
     "worst_class_table",
     "worst_class_intervals_table",
     "model_comparison_table",
+    "model_ranking_table",
     "decisiveness_table",
     "decisiveness_intervals_table",
     "gamma_sweep_table",
@@ -238,6 +243,9 @@ REPORT_SOURCES = {
     "gamma_sweep_table": "george2020",
     "mean_confusion": "medi2024",
     "model_comparison_table": "bitterwolf2022",
+    "model_ranking_table": "bitterwolf2022",
+    "class_drop_counts": "medi2024",
+    "class_drops_figure": "medi2024",
     "per_class_cfps": "medi2024",
     "per_class_recall": "medi2024",
     "prediction_similarity": "medi2024",
@@ -307,6 +315,7 @@ def _render(caption: Path, shift: str, tmp_path: Path) -> str:
                 "models": ["linear"],
                 "corruptions": None,
                 "severities": [3],
+                "settings": CLASS_DROPS,
             }
         ),
         output=Namedlist(
@@ -320,6 +329,8 @@ def _render(caption: Path, shift: str, tmp_path: Path) -> str:
                     "shift_summary_csv",
                     "corruption_errors_csv",
                     "severity_curves_csv",
+                    "counts_csv",
+                    "ranking_csv",
                     "rows",
                 )
             }

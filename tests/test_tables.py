@@ -405,15 +405,26 @@ def test_a_model_of_hard_predictions_gets_intervals_and_n_a_where_scores_are_nee
     assert shown.loc["W2CA", "hard"] == "n/a" and shown.loc["W2CA", "soft"].endswith("]")
     assert shown.loc["WCA", "hard"] == shown.loc["WCA", "soft"]
     compared = {name: tmp_path / f"compared.{name}" for name in tables.TABLE_FORMATS}
+    ranked = {name: tmp_path / f"ranked.{name}" for name in tables.TABLE_FORMATS}
     compare_models_step(
         logits_paths={"soft": tmp_path / "soft.npz", "hard": tmp_path / "hard.npz"}, label_view="original",
         view_labels_path=None, superclasses={}, k=2, ns=[2], bootstrap=settings, caption="C.", table_paths=compared,
+        ranking_paths=ranked, ranking_caption="R.",
     )  # fmt: skip
     markdown = compared["markdown"].read_text()
     assert "| W2CA | n/a |" in markdown and "| A@2 | n/a |" in markdown
     assert "| A | +0.00 [+0.00, +0.00] |" in markdown  # the same predictions, paired by id
     data = pd.read_csv(compared["csv"])
     assert set(data["metric"]) == {"A", "WCA", "WCP", "W2CR"} and (data["difference"] == 0).all()
+    # the same job ranks them: equal predictions tie, share their average rank and a group, and say so
+    ranking = pd.read_csv(ranked["csv"])
+    assert set(ranking["metric"]) == {"A", "WCA", "W2CR"} and (ranking["rank"] == 1.5).all() and (ranking["n_tied"] == 2).all()
+    assert (ranking["group"] == "a").all() and (ranking["n_samples"] == labels.size).all() and (ranking["replicates"] == 30).all()
+    assert (
+        "| A | soft | " in ranked["markdown"].read_text()
+        and "1.5 (2 tied) [1.5, 1.5] | a | 1-2 |" in ranked["markdown"].read_text()
+    )
+    assert ranked["markdown"].read_text().startswith(f"R. n = {labels.size} samples, 3 classes with samples.")
 
 
 def test_every_display_cell_reads_a_numpy_nan_as_undefined() -> None:

@@ -516,3 +516,89 @@ def gamma_sweep_table(documents: Mapping[str, Mapping[str, Any]]) -> pd.DataFram
     frame.columns = [f"{model}: {metric}" for model, block in blocks.items() for metric in block.columns]
     frame.index.name = "gamma"
     return frame
+
+
+# ---------------------------------------------------------------------------------------- class drops and ranks
+#: How many significant changes the Markdown and LaTeX of the class-drop table list (the CSV
+#: holds every test): at ImageNet's scale there can be tens of thousands.
+LISTED_CHANGES = 200
+#: How many classes of each model the Markdown and LaTeX of the drop counts list.
+LISTED_CLASSES = 20
+
+
+def _change_cell(change: Any, low: Any, high: Any) -> str:
+    """``"-12.00 [-20.31, -4.02]"``: a change and its interval in percentage points."""
+    return f"{percent(change, signed=True)} [{percent(low, signed=True)}, {percent(high, signed=True)}]"
+
+
+def class_drops_display(significant: pd.DataFrame, *, listed: int = LISTED_CHANGES) -> pd.DataFrame:
+    """The display rows of the significant class changes (rows of
+    :func:`classwise.metrics.class_drops.class_drops`, in the order given: the largest first),
+    the first ``listed`` of them: model, shift, class, pairing, n clean / shift, the accuracies in
+    percent, the change in percentage points with its interval, the p-values. A note row when
+    there is none."""
+    if significant.empty:
+        return pd.DataFrame({"note": ["no class changed significantly"]})
+    rows = significant.head(listed)
+    return pd.DataFrame(
+        {
+            "model": rows["model"].astype(str).to_numpy(),
+            "shift": rows["shift"].astype(str).to_numpy(),
+            "class": rows["class_name"].astype(str).to_numpy(),
+            "pairing": rows["pairing"].astype(str).to_numpy(),
+            "n clean / shift": [f"{int(a)} / {int(b)}" for a, b in zip(rows["n_clean"], rows["n_shift"])],
+            "clean %": [percent(x) for x in rows["accuracy_clean"]],
+            "shift %": [percent(x) for x in rows["accuracy_shift"]],
+            "change (pp) [interval]": [
+                _change_cell(c, lo, hi) for c, lo, hi in zip(rows["change"], rows["change_low"], rows["change_high"])
+            ],
+            "p": [p_value(x) for x in rows["p_value"]],
+            "p adjusted": [p_value(x) for x in rows["p_adjusted"]],
+        }
+    ).set_index(["model", "shift", "class"])
+
+
+def drop_counts_display(counts: pd.DataFrame, *, listed: int = LISTED_CLASSES) -> pd.DataFrame:
+    """The display rows of :func:`classwise.metrics.class_drops.drop_counts`: per model, its
+    ``listed`` first classes (those dropping under most shifts) among those with a significant
+    change; a note row when no class has one."""
+    changed = counts[(counts["n_shifts_dropped"] > 0) | (counts["n_shifts_rose"] > 0)]
+    if changed.empty:
+        return pd.DataFrame({"note": ["no class changed significantly under any shift"]})
+    rows = changed.groupby("model", sort=False).head(listed)
+    return pd.DataFrame(
+        {
+            "model": rows["model"].astype(str).to_numpy(),
+            "class": rows["class_name"].astype(str).to_numpy(),
+            "shifts tested": rows["n_shifts_tested"].astype(int).to_numpy(),
+            "dropped": rows["n_shifts_dropped"].astype(int).to_numpy(),
+            "rose": rows["n_shifts_rose"].astype(int).to_numpy(),
+            "largest drop (pp)": [percent(x, signed=True) for x in rows["largest_drop"]],
+        }
+    ).set_index(["model", "class"])
+
+
+def _rank_range(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def model_ranking_display(ranking: pd.DataFrame) -> pd.DataFrame:
+    """The display rows of :func:`classwise.metrics.ranking.model_ranking` (per metric, best
+    first): the value in percent, the rank (``2.5 (2 tied)`` where models share a value) with its
+    percentile interval, the group letters and the pairwise ranks."""
+
+    def rank(row: Mapping[Any, Any]) -> str:
+        tied = f" ({int(row['n_tied'])} tied)" if int(row["n_tied"]) > 1 else ""
+        return f"{float(row['rank']):g}{tied} [{float(row['rank_low']):g}, {float(row['rank_high']):g}]"
+
+    rows = ranking.to_dict("records")
+    return pd.DataFrame(
+        {
+            "metric": [str(row["metric"]) for row in rows],
+            "model": [str(row["model"]) for row in rows],
+            "value %": [percent(float(row["value"])) for row in rows],
+            "rank [interval]": [rank(row) for row in rows],
+            "group": [str(row["group"]) for row in rows],
+            "pairwise ranks": [_rank_range(int(row["rank_low_pairwise"]), int(row["rank_high_pairwise"])) for row in rows],
+        }
+    ).set_index(["metric", "model"])

@@ -30,6 +30,7 @@ from classwise.explorer import (
     top_confusions,
     view_payload,
     worst_class_lists,
+    write_explorer,
 )
 from classwise.metrics.intervals import clopper_pearson
 from classwise.outputs import Planned, listed_file, output
@@ -376,3 +377,109 @@ def test_the_benchmark_writes_the_size_and_the_time_to_interactive(tmp_path: Pat
     assert 0 < result["seconds_to_interactive"] == result["seconds_to_interactive_max"]
     assert result["meets_goals"] == {"bytes": True, "seconds_to_interactive": result["seconds_to_interactive"] < 3.0}
     assert "load_average_1min_at_start" in result["machine"] and len(result["machine"]["cores_used"]) <= 2
+
+
+# --- the class-drop tests and the ranks of the models -------------------------------------------
+
+
+def _with_tests(tmp_path: Path) -> ViewFiles:
+    """A view of 2 models x (clean, fog, snow) x 5 classes with its class-drop tests (m1's class
+    2 drops under fog, m2's class 0 rises under snow, class 4 untested under snow) and a ranking
+    of the models under each shift."""
+    from classwise.metrics.class_drops import COLUMNS, EXTRA_COLUMNS
+
+    names = ["ant", "bee", "cat", "dog", "eel"]
+    files = _write_view(tmp_path, names, _confusions(names, ["m1", "m2"], ["clean", "fog", "snow"], seed=5))
+    rows = []
+    for model in ("m1", "m2"):
+        for shift in ("fog", "snow"):
+            for c, name in enumerate(names):
+                drop, rise, untested = (
+                    (model, shift, c) == ("m1", "fog", 2),
+                    (model, shift, c) == ("m2", "snow", 0),
+                    (shift, c) == ("snow", 4),
+                )
+                change = -0.42 if drop else 0.31 if rise else 0.01
+                p = np.nan if untested else 0.001 if drop or rise else 0.6
+                rows.append(
+                    {
+                        **dict.fromkeys(COLUMNS + EXTRA_COLUMNS, 0),
+                        "model": model, "shift": shift, "class": c, "class_name": name, "pairing": "paired",
+                        "change": change, "change_low": change - 0.1, "change_high": change + 0.1, "p_value": p,
+                        "p_adjusted": p, "significant": drop or rise, "test": "none" if untested else "mcnemar_exact",
+                        "adjustment": "bh", "q": 0.05, "confidence": 0.95, "family_size": 9 if model == "m2" else 10,
+                    }
+                )  # fmt: skip
+    drops = tmp_path / "class_drops.csv"
+    pd.DataFrame(rows).to_csv(drops, index=False)
+    rankings = {}
+    for shift in ("clean", "fog", "snow"):
+        path = tmp_path / f"ranking_{shift}.csv"
+        pd.DataFrame(
+            [
+                {"metric": metric, "model": model, "value": 0.5, "rank": rank, "rank_low": 1, "rank_high": 2, "group": group,
+                 "rank_low_pairwise": 1, "rank_high_pairwise": 2, "n_tied": 1, "n_samples": 100, "n_classes": 5}
+                for metric in ("A", "WCA", "W2CR")
+                for model, rank, group in (("m1", 1.0, "a"), ("m2", 2.0, "ab"))
+            ]
+        ).to_csv(path, index=False)  # fmt: skip
+        rankings[shift] = str(path)
+    return ViewFiles(
+        files.dataset, files.labels, files.models, files.shifts, files.files, files.shift_summary,
+        class_drops=str(drops), rankings=rankings,
+    )  # fmt: skip
+
+
+def test_the_class_drop_tests_and_the_ranks_reach_the_page_s_data(tmp_path: Path) -> None:
+    view = _with_tests(tmp_path)
+    payload = view_payload(read_view(view))
+    drops = payload["drops"]
+    assert drops["codes"][0] == ["00000", "11211", "11110"]  # m1: clean untested, class 2 drops under fog
+    assert drops["codes"][1] == ["00000", "11111", "31110"]  # m2: class 0 rises under snow, class 4 untested
+    cells = drops["significant"]
+    assert list(zip(cells["m"], cells["s"], cells["c"])) == [(0, 1, 2), (1, 2, 0)] and cells["change"] == [-0.42, 0.31]
+    assert (drops["q"], drops["adjustment"], drops["tests"]) == (0.05, "bh", ["mcnemar_exact"])
+    assert drops["family_size"] == {"m1": 10, "m2": 9}
+    summary = payload["summary"]
+    row = next(r for r in range(len(summary["shift"])) if (summary["shift"][r], summary["model"][r]) == (1, 1))  # fog, m2
+    assert {metric: payload["ranks"][metric]["group"][row] for metric in ("A", "WCA")} == {"A": "ab", "WCA": "ab"}
+    assert set(payload["ranks"]) == {"A", "WCA"} and payload["sources"]["class_drops"].endswith("robustness/class_drops.csv")
+    bad = pd.read_csv(view.class_drops)
+    bad.loc[3, "model"] = "m9"
+    bad.to_csv(view.class_drops, index=False)
+    with pytest.raises(InputError, match=r"class_drops\.csv: a row of model 'm9'.* is not of this view"):
+        read_view(view)
+
+
+def test_the_heatmap_marks_the_significant_changes_and_says_q_and_the_method(tmp_path: Path) -> None:
+    data = read_view(_with_tests(tmp_path))
+    payload = view_payload(data)
+    path = tmp_path / "explorer.html"
+    write_explorer(path, explorer_payload([payload], title="t"))
+    row = payload["classOrder"].index(2)
+    col = payload["shiftOrder"].index(1)  # class 2 under fog: m1's significant drop
+    with browser("explorer class-drop test") as launched:
+        visit = open_offline(launched, path)
+        page = visit.page
+        assert visit.errors == visit.requests == []
+        note = page.locator("#heatmap-note").text_content()
+        assert "Benjamini-Hochberg (false discovery rate) at q = 0.05 over each model's 9-10 tests" in note
+        assert "McNemar's exact test" in note and page.locator("#heatmap").get_attribute("data-marked") == "1"
+        assert page.locator("#summary-table td[data-column=rank_A]").first.text_content() in ("1 [1, 2] a", "2 [1, 2] ab")
+        page.locator("#heatmap-value").select_option("drops")
+        shot = tmp_path / "drops.png"
+        page.locator("#heatmap").screenshot(path=str(shot))  # scrolled into view
+        box = page.locator("#heatmap").bounding_box()
+        plot_w, plot_h = box["width"] - 170 - 12, box["height"] - 110 - 14
+        x, y = 170 + (col + 0.5) * plot_w / 3, 110 + (row + 0.5) * plot_h / 5
+        page.mouse.move(box["x"] + x, box["y"] + y)
+        tip = page.locator("#heatmap-tooltip").text_content()
+        assert "significant drop: -42.00 pp [-52.00, -32.00], adjusted p = 0.001" in tip
+        page.locator("#class-search").fill("cat")
+        marks = page.locator("#class-table tr[data-shift=fog] td[data-model=m1] [data-field=drop]")
+        assert marks.text_content() == "\u25bc" and page.locator("#class-table [data-field=drop]").count() == 1
+    from PIL import Image
+
+    with Image.open(shot) as image:
+        ratio = image.width / box["width"]
+        assert image.convert("RGB").getpixel((int(x * ratio), int(y * ratio))) == (192, 57, 43)  # a drop: red

@@ -167,6 +167,22 @@ def test_unpaired_shifts_use_every_sample_of_each_side(test):
     assert (table["n_clean"] == 12).all() and (table["n_shift"] == 9).all()
 
 
+def test_a_set_named_unpaired_is_compared_unpaired_whatever_its_sample_ids():
+    """ImageNet-V2 numbers its images as a set of its own might: ids equal to clean's are other
+    images all the same, which the caller says with ``unpaired``."""
+    rng = np.random.default_rng(5)
+    clean = _clean(rng, per_class=12)
+    other = _clean(rng, per_class=9, prefix="o")
+    renumbered = SampleOutcomes.from_correct(np.char.replace(other.sample_ids, "o", "s"), other.labels, other.correct)
+    assert np.isin(renumbered.sample_ids, clean.sample_ids).all()
+    with pytest.raises(InputError, match="has label"):  # paired by id, the labels disagree
+        class_drops({"m": clean}, {"v2": {"m": renumbered}})
+    table = class_drops({"m": clean}, {"v2": {"m": renumbered}}, unpaired=["v2"])
+    expected = class_drops({"m": clean}, {"v2": {"m": other}})
+    pd.testing.assert_frame_equal(table, expected)
+    assert set(table["pairing"]) == {"unpaired"}
+
+
 def test_abstentions_are_errors_and_classes_without_samples_are_not_tested():
     ids = np.array([f"s{i}" for i in range(12)])
     labels = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2])

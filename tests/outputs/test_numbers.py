@@ -35,6 +35,8 @@ WITHOUT_READER = {
     "gates": "pass or fail of the table's numbers against the config's bounds",
     "image_features": "per-sample image features, the subset tests' input",
     "model_comparison_table": "differences of two models: not yet in the table",
+    "model_ranking_table": "ranks of the models on the samples they share: not yet in the table",
+    "class_drop_counts": "class_drops.csv's significant rows counted per class (the table holds every test)",
     "subset_tests": "the analyses' tests: not yet in the table",
     "subset_tests_all": "the analyses' tests: not yet in the table",
     "reference_tests": "the analyses' tests: not yet in the table",
@@ -179,6 +181,75 @@ def test_the_views_across_shifts_read_the_metrics_step_s_numbers_of_a_model_that
     # the shift summary's pairing joins the metrics step's row of the same number
     row = table[(table["metric"] == "A") & (table["shift"] == "attack")].iloc[0]
     assert row["pairing"] == "subset" and row["reference_n"] == 160 and row["source"].endswith("worst_class.json")
+
+
+def test_the_class_drop_tests_hold_the_recall_every_other_file_holds_on_the_same_samples(tmp_path: Path) -> None:
+    """class_drops.csv's class accuracies are numbers of the table: under a shift paired on every
+    clean sample both sides are per_class.csv's recall (n the evaluation's, samples all), clean on
+    a subset shift's samples is the class x shift matrix's ``clean on attack`` (samples of
+    attack), other images are compared with all of clean; one value each."""
+    from classwise.steps.robustness import class_drops_step
+
+    rng = np.random.default_rng(43)
+    ids = np.array([f"t{i:03d}" for i in range(160)])
+    clean = _outputs(rng, 160, 0.85, 0.05)
+    contrast = (clean[0], _outputs(rng, 160, 0.6, 0.1)[1])
+    subset = np.sort(rng.choice(160, 40, replace=False))
+    attacked = (clean[0][subset], _outputs(rng, 40, 0.3, 0.1)[1])
+    other = _outputs(rng, 60, 0.7, 0.0)
+    evaluations = {
+        "clean": {"s01": (ids, *clean)},
+        "contrast": {"s01": (ids, *contrast)},
+        "attack": {"s01": (ids[subset], *attacked)},
+        "sketch": {"s01": (np.array([f"o{i:02d}" for i in range(60)]), *other)},
+    }
+    tables = _robustness(tmp_path, evaluations, unpaired_shifts=["sketch"])
+    view = tmp_path / "tables/d/original/robustness"
+    view.mkdir(parents=True)
+    figure = tmp_path / "figures/d/original/robustness/class_drops.png"
+    figure.parent.mkdir(parents=True)
+
+    def table_paths(stem: str) -> dict[str, Path]:
+        return {key: view / f"{stem}.{suffix}" for key, suffix in (("markdown", "md"), ("csv", "csv"), ("latex", "tex"))}
+
+    class_drops_step(
+        outputs={"s01": {shift: tmp_path / "metrics/d/original/s01" / shift / "outputs.npz" for shift in evaluations}},
+        label_view="original",
+        view_labels_path=None,
+        unpaired_shifts=["sketch"],
+        settings={"q": 0.05, "adjustment": "holm", "unpaired_test": "fisher", "confidence": 0.9},
+        families={},
+        captions={"drops": "", "counts": ""},
+        title="d",
+        drops_paths=table_paths("class_drops"),
+        counts_paths=table_paths("class_drop_counts"),
+        figure_path=figure,
+    )
+    drops = rows_of_file(view / "class_drops.csv", tmp_path)
+    assert list(drops.columns) == list(COLUMNS)
+    files = [
+        *sorted((tmp_path / "metrics").rglob("per_class.csv")),
+        tables / "class_shift_accuracy.csv",
+        tables / "classwise.csv",
+    ]
+    table = number_table([*(rows_of_file(path, tmp_path) for path in files), drops])  # one value per key, or an error
+    recall = table[table["metric"] == "recall"].set_index(["shift", "samples", "class"])
+    assert len(recall) == len(table[table["metric"] == "recall"].drop_duplicates(list(KEY)))
+    from_drops = drops[drops["metric"] == "recall"].set_index(["shift", "samples", "class"]).sort_index()
+    # nothing new: every class accuracy of the tests is a number another file holds, with its n
+    assert set(from_drops.index) <= set(recall[~recall["source"].str.endswith("class_drops.csv")].index)
+    assert from_drops.loc[("clean", "of attack"), "n"].eq(40).all() and from_drops.loc[("sketch", "all"), "n"].eq(60).all()
+    assert from_drops.loc[("clean", "all"), "n"].eq(160).all()
+    change = drops[drops["metric"] == "recall_change"].set_index("shift")
+    assert set(change["pairing"]) == {"same samples", "subset", "unpaired"} and (change["reference_n"] == 160).all()
+    assert change.loc["attack", "samples"].eq("all").all() and change.loc["attack", "n"].eq(40).all()
+    assert change["ci_method"].str.endswith(", 90 %").all() and (change["ci_low"] <= change["value"]).all()
+    adjusted = drops[drops["metric"] == "recall_change_p_adjusted"]
+    assert adjusted["ci_method"].eq("Holm over the model's 9 tests, q = 0.05").all()
+    tests = drops[drops["metric"] == "recall_change_p_value"].set_index("shift")["ci_method"]
+    assert set(tests.loc["sketch"]) == {"Fisher's exact test, two-sided"} and set(tests.loc["contrast"]) == {
+        "McNemar's exact test, two-sided"
+    }
 
 
 def test_two_values_of_one_number_are_refused_naming_their_files() -> None:

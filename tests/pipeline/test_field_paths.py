@@ -49,6 +49,27 @@ def test_the_schema_check_names_list_entries_in_brackets(shifts: dict[str, Any],
     assert f"c.yaml: field '{field}': " in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("class_drops", "field", "message"),
+    [
+        ({"q": 1.5}, "robustness.class_drops.q", "expected a value < 1, got 1.5"),
+        ({"adjustment": "bonferroni"}, "robustness.class_drops.adjustment", "expected one of ['bh', 'holm']"),
+        ({"unpaired_test": "chi2"}, "robustness.class_drops.unpaired_test", "expected one of ['fisher', 'boschloo']"),
+        ({"alpha": 0.05}, "robustness.class_drops.alpha", "unknown key 'alpha'"),
+    ],
+)
+def test_a_section_checked_against_its_own_schema_names_the_field_from_the_top(
+    class_drops: dict[str, Any], field: str, message: str
+) -> None:
+    from classwise.pipeline.config_checks import section_schema
+
+    schema = section_schema("robustness", REPO / "workflow" / "schemas" / "robustness.schema.yaml")
+    check_schema({"robustness": {"class_drops": {"q": 0.1, "adjustment": "holm"}}}, schema, source="c.yaml")
+    with pytest.raises(InputError) as error:
+        check_schema({"robustness": {"class_drops": class_drops}}, schema, source="c.yaml")
+    assert (error.value.path, error.value.field) == ("c.yaml", field) and message in str(error.value)
+
+
 def test_the_schema_and_the_library_name_the_same_field_alike() -> None:
     shifts = {"pgd": [{"norm": "linf", "eps": 0.1, "shards": 0}]}
     with pytest.raises(InputError) as schema:

@@ -419,6 +419,8 @@ def test_robustness_runs_each_analysis_over_the_shifts_it_reads() -> None:
     assert (
         runs.classwise and runs.corruption_grid and runs.transformation_tests and runs.transfer_matrix and runs.targeted_attacks
     )
+    # per label view: every shift of the view but clean, each class tested against clean
+    assert runs.class_drops == {"original": ["gaussian_noise_s3", attack, transfer]}
     assert plan.notes == []
 
 
@@ -426,13 +428,57 @@ def test_without_clean_the_analyses_comparing_with_it_are_skipped_with_a_note() 
     plan, runs = _robustness({**ROBUST_SHIFTS, "clean": False}, ["mlp"])
     assert runs.classwise and runs.corruption_grid  # these read no clean images
     assert runs.robust_fairness == [] and not runs.transformation_tests and not runs.transfer_matrix and not runs.targeted_attacks
+    assert runs.class_drops == {}
     assert [note.split(":")[0] for note in plan.notes] == [
+        "class-drop tests on digits (original labels)",
         "transformation tests on digits",
         "robust fairness on digits",
         "transfer matrix on digits",
         "targeted attacks on digits",
     ]
     assert all("clean is not evaluated on it" in note or "which is not evaluated on it" in note for note in plan.notes)
+
+
+class _ClassSubset:
+    """A shift whose logits score a class subset (ImageNet-R), otherwise ``spec``."""
+
+    restricted = True
+
+    def __init__(self, spec: Any) -> None:
+        self._spec = spec
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._spec, name)
+
+
+def test_class_drops_run_per_label_view_over_its_shifts_of_every_class_and_say_why_not() -> None:
+    """A view with clean and another shift scoring every class is tested; a class-subset shift
+    (ImageNet-R) is left out as the class-wise analysis leaves it out; a view of label sets
+    (ReaL) or without clean gets a note; a view of clean alone has nothing to test."""
+    plan, _ = _robustness(ROBUST_SHIFTS, [])
+    shifts = expand_shifts(ROBUST_SHIFTS)
+    specs = {**shifts, "imagenet_r": _ClassSubset(shifts["clean"])}
+    plan.view_shifts = {
+        ("digits", "original"): ["clean", "gaussian_noise_s3", "imagenet_r"],
+        ("digits", "cleaned"): ["clean", "gaussian_noise_s3"],
+        ("digits", "real"): ["clean", "gaussian_noise_s3"],
+        ("digits", "no_clean"): ["gaussian_noise_s3"],
+        ("digits", "clean_only"): ["clean"],
+    }
+    plan.label_set_views = {("digits", "real")}
+    plan.notes = []
+    runs = resolve_robustness(
+        plan, {"targeted_models": [], "class_drops": {"enabled": True}}, shifts=specs, models=["lin", "mlp"]
+    )
+    assert runs["digits"].class_drops == {"original": ["gaussian_noise_s3"], "cleaned": ["gaussian_noise_s3"]}
+    assert [note for note in plan.notes if note.startswith("class-drop")] == [
+        "class-drop tests on digits (real labels): skipped, they need one true class per image",
+        "class-drop tests on digits (no_clean labels): skipped, they compare each shift with clean, which is not evaluated on it",
+    ]
+    plan.notes = []
+    off = resolve_robustness(plan, {"targeted_models": [], "class_drops": {"enabled": False}}, shifts=specs, models=["lin"])
+    assert off["digits"].class_drops == {}
+    assert "class-drop tests: off (robustness.class_drops.enabled is false)" in plan.notes
 
 
 def test_targeted_attacks_without_a_targeted_model_are_skipped_and_an_unknown_one_is_an_error() -> None:

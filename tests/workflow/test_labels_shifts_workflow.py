@@ -10,7 +10,9 @@ shift, each file in a shuffled row order. The numbers of ``contrast_c50`` in the
 tables are checked against pandas on the files the test wrote: accuracy, worst-class accuracy,
 per-class accuracy, the clean accuracy on the same samples, the flip rate and ``n``; and every
 number of the run has one value wherever it appears, the observer's abstentions errors in each
-(issue 39).
+(issue 39). The class-drop tests of each shift (issue 43) are checked against scipy on the
+discordant samples counted with pandas (paired shifts) and on each side's counts (the unpaired
+one), the models' ranking against pandas' accuracies.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ MODELS = ("s01", "s02", "s03")
 #: The observer who sometimes answers "na": an abstention, an error of its class everywhere.
 ABSTAINING = "s03"
 ROBUSTNESS = Path("results/tables/contrast/robustness")
+DROPS = Path("results/tables/contrast/original/robustness")
 SHIFT = "contrast_c50"
 
 
@@ -234,6 +237,65 @@ def test_every_number_of_a_study_with_abstentions_has_one_value(run: Path) -> No
     assert tests.loc[SHIFT, "flip_rate_n"] == len(answered) < len(both)
     assert tests.loc[SHIFT, "flip_rate"] == pytest.approx(float((answered["answer"] != answered["clean"]).mean()))
     assert tests.loc[SHIFT, "clean_accuracy"] == pytest.approx(float((both["clean"] == both["label"]).mean()))
+
+
+def _right(workdir: Path, model: str, condition: str) -> pd.DataFrame:
+    """Per sample of ``condition``: its label and whether ``model`` got it right (an abstention:
+    wrong), from the files the test wrote."""
+    if model == ABSTAINING:
+        answers = _answers(workdir, condition)
+        return pd.DataFrame({"label": answers["label"], "right": answers["answer"] == answers["label"]})
+    name = {"c100": "contrast_c100", "c50": "contrast_c50", "c30": "contrast_c30", "s": "sketch_s"}[condition]
+    labels = pd.read_csv(workdir / f"{name}.csv", dtype={"sample_id": str}).set_index("sample_id")["label"]
+    predicted = _predicted(workdir, model, condition).reindex(labels.index)
+    return pd.DataFrame({"label": labels, "right": predicted == labels})
+
+
+def test_the_class_drop_tests_agree_with_scipy_on_the_files_the_test_wrote(run: Path) -> None:
+    from scipy.stats import binomtest, fisher_exact
+
+    from classwise.metrics.class_drops import COLUMNS
+
+    table = pd.read_csv(run / DROPS / "class_drops.csv", dtype={"class_name": str})
+    assert list(table.columns[: len(COLUMNS)]) == list(COLUMNS)
+    assert set(table["shift"]) == {"contrast_c50", "contrast_c30", "sketch_s"} and len(table) == 3 * 3 * len(NAMES)
+    for model in MODELS:
+        clean = _right(run, model, "c100")
+        for shift, condition, pairing in (("contrast_c50", "c50", "paired_subset"), ("contrast_c30", "c30", "paired")):
+            both = _right(run, model, condition).join(clean["right"].rename("clean"))
+            rows = table[(table["model"] == model) & (table["shift"] == shift)].set_index("class")
+            assert (rows["pairing"] == pairing).all() and rows["n_clean"].sum() == len(both)
+            for c, group in both.groupby("label"):
+                lost, gained = int((group["clean"] & ~group["right"]).sum()), int((~group["clean"] & group["right"]).sum())
+                expected = binomtest(lost, lost + gained, 0.5).pvalue if lost + gained else 1.0
+                assert rows.loc[c, "p_value"] == pytest.approx(expected, rel=1e-9), (model, shift, c)
+                assert rows.loc[c, "change"] == pytest.approx(group["right"].mean() - group["clean"].mean())
+        other = _right(run, model, "s")
+        rows = table[(table["model"] == model) & (table["shift"] == "sketch_s")].set_index("class")
+        assert (rows["pairing"] == "unpaired").all() and (rows["test"] == "fisher_exact").all()
+        for c in range(len(NAMES)):
+            k, n = int(other[other["label"] == c]["right"].sum()), int((other["label"] == c).sum())
+            k0, n0 = int(clean[clean["label"] == c]["right"].sum()), int((clean["label"] == c).sum())
+            assert rows.loc[c, "p_value"] == pytest.approx(fisher_exact([[k, n - k], [k0, n0 - k0]]).pvalue, rel=1e-6)
+        # one family per model: its 3 shifts x 4 classes, Benjamini-Hochberg at the default q
+        mine = table[table["model"] == model]
+        assert (mine["family_size"] == 3 * len(NAMES)).all() and (mine["adjustment"] == "bh").all() and (mine["q"] == 0.05).all()
+    markdown = (run / DROPS / "class_drops.md").read_text()
+    assert "Benjamini-Hochberg" in markdown and "q = 0.05" in markdown and "contrast_c50 (n = 200 of 240)" in markdown
+    assert (run / DROPS / "class_drop_counts.csv").is_file()
+    assert (run / "results/figures/contrast/original/robustness/class_drops.png").stat().st_size > 0
+    readme = (run / "results/README.md").read_text()
+    assert "`tables/contrast/original/robustness/class_drops.md`" in readme
+
+
+def test_the_models_are_ranked_on_the_samples_they_share(run: Path) -> None:
+    ranking = pd.read_csv(run / f"results/tables/contrast/original/{SHIFT}/model_ranking.csv")
+    a = ranking[ranking["metric"] == "A"].set_index("model")
+    assert set(a.index) == set(MODELS) and (a["n_samples"] == 200).all() and (a["replicates"] == 1000).all()
+    for model in MODELS:
+        assert a.loc[model, "value"] == pytest.approx(_right(run, model, "c50")["right"].mean())
+        assert a.loc[model, "rank_low"] <= a.loc[model, "rank"] <= a.loc[model, "rank_high"]
+    assert list(a.sort_values("value", ascending=False)["rank"]) == sorted(a["rank"])
 
 
 def _files(root: Path) -> dict[str, bytes]:

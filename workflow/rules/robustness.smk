@@ -11,6 +11,10 @@
 #   results/tables/{dataset}/robustness/robust_fairness_{shift}.*      robust fairness, each attack
 #   results/figures/{dataset}/robustness/robust_fairness_{shift}.png   class-wise clean vs robust
 #   results/tables/{dataset}/robustness/transfer_matrix.*              source x target, transfer attacks
+#   results/tables/{dataset}/{labels}/robustness/class_drops.*         each class's change from clean,
+#                                                                      tested (CSV: every test; .md: the significant)
+#   results/tables/{dataset}/{labels}/robustness/class_drop_counts.*   per class: under how many shifts it drops
+#   results/figures/{dataset}/{labels}/robustness/class_drops.png      change against adjusted p, per family
 rule analyse_classwise_robustness:
     input:
         # the metrics step's numbers, and the outputs files: every comparison is made on the
@@ -34,6 +38,37 @@ rule analyse_classwise_robustness:
         ].severity_steps,
     script:
         "../../scripts/analyse_classwise_robustness.py"
+
+
+# One job per (dataset, label view): the adjustment's family is every (shift, class) of a model,
+# so every shift's outputs are read in one job (the predictions only, one model at a time).
+rule test_class_drops:
+    input:
+        unpack(class_drop_inputs),
+    output:
+        **outputs_of_rule("test_class_drops"),
+    log:
+        f"{OUT}/logs/test_class_drops/{{dataset}}/{{labels}}.log",
+    conda:
+        "../../envs/metrics.yaml"
+    params:
+        files=class_drop_files,
+        shifts=class_drop_shifts,
+        # natural shift sets: other images, compared unpaired whatever their sample ids
+        unpaired=lambda wildcards: [
+            s for s in class_drop_shifts(wildcards) if not SHIFTS[s].paired
+        ],
+        settings={
+            key: value
+            for key, value in ROBUSTNESS["class_drops"].items()
+            if key != "enabled"
+        },
+        # shift -> its family: one panel of the figure each
+        families=lambda wildcards: {
+            s: SHIFTS[s].family for s in class_drop_shifts(wildcards)
+        },
+    script:
+        "../../scripts/test_class_drops.py"
 
 
 rule run_transformation_tests:

@@ -5,8 +5,17 @@
 from snakemake.utils import validate
 
 from classwise.outputs import Scope, plan_scopes
+from classwise.pipeline.config_checks import check_schema, section_schema
 from classwise.pipeline.plan import resolve_robustness
 
+# One line naming the field (robustness.class_drops.q) before validate's schema dump.
+check_schema(
+    {"robustness": config["robustness"]},
+    section_schema(
+        "robustness", workflow.source_path("../schemas/robustness.schema.yaml")
+    ),
+    source=CONFIG_SOURCE,
+)
 validate(
     config["robustness"], workflow.source_path("../schemas/robustness.schema.yaml")
 )
@@ -97,6 +106,36 @@ def unpaired_shifts(dataset):
     ]
 
 
+def class_drop_shifts(wildcards):
+    """The shifts whose change from clean the class-drop tests of a (dataset, label view) test,
+    class by class (classwise.pipeline.plan.RobustnessRuns.class_drops)."""
+    return ROBUSTNESS_RUNS[wildcards.dataset].class_drops[wildcards.labels]
+
+
+def class_drop_files(wildcards):
+    """Model -> shift -> the outputs file the class-drop tests read, clean first."""
+    shifts = ["clean", *class_drop_shifts(wildcards)]
+    return {
+        model: {shift: logits_path(wildcards.dataset, model, shift) for shift in shifts}
+        for model in dataset_models(wildcards.dataset)
+    }
+
+
+def class_drop_inputs(wildcards):
+    """Every outputs file of class_drop_files and, for a label view other than the original,
+    its labels file (the metrics step's view of the same samples)."""
+    inputs = {
+        "outputs": [
+            path
+            for by_shift in class_drop_files(wildcards).values()
+            for path in by_shift.values()
+        ]
+    }
+    if wildcards.labels != "original":
+        inputs["labels"] = f"{OUT}/labels/{wildcards.dataset}/{wildcards.labels}.csv"
+    return inputs
+
+
 def targeted_runs(wildcards):
     return {
         model: {
@@ -118,13 +157,16 @@ def robustness_scopes():
     """Where each robustness analysis runs, in plan order, dataset by dataset (the plan of
     classwise.pipeline.plan.resolve_robustness): the class-wise analysis and its mean confusion
     figure per attack, the corruption grid, the robust fairness per attack, the transformation
-    tests per model, the transfer matrix, the targeted attacks."""
+    tests per model, the transfer matrix, the targeted attacks; and per label view the
+    class-drop tests."""
     for dataset, runs in ROBUSTNESS_RUNS.items():
         each = {"dataset": dataset}
         if runs.classwise:
             yield Scope(each, {"classwise"})
             for shift in runs.attacked:
                 yield Scope({**each, "shift": shift}, {"classwise", "attacked"})
+        for labels in runs.class_drops:
+            yield Scope({**each, "labels": labels}, {"class_drops"})
         if runs.corruption_grid:
             yield Scope(each, {"corruption_grid"})
         for shift in runs.robust_fairness:

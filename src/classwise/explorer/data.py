@@ -11,13 +11,18 @@
   class and ties, and both changes from clean on the same samples, matched by sample id, with
   ``n`` and the pairing. Where a view has no shift summary (a label view, a shift over a class
   subset) the explorer shows A and WCA of ``worst_class.json`` and no change from clean: a
-  change needs the pairing of samples, which only the robustness step knows.
+  change needs the pairing of samples, which only the robustness step knows;
+* ``class_drops.csv`` (the class-drop tests of the view, where they run): which (model, shift,
+  class) changed significantly from clean, with the change, its interval and adjusted p-value,
+  and how (the tests, the adjustment, q);
+* ``model_ranking.csv`` (per shift, where two models or more are compared with the bootstrap
+  on): each model's rank on A and WCA with its interval and group.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +31,17 @@ import pandas as pd
 
 from classwise.errors import InputError, field_path
 
-__all__ = ["PER_CLASS_COLUMNS", "SUMMARY_COLUMNS", "ViewData", "ViewFiles", "read_view", "top_confusions"]
+__all__ = [
+    "DROP_CODES",
+    "PER_CLASS_COLUMNS",
+    "RANKED_METRICS",
+    "SUMMARY_COLUMNS",
+    "ClassDrops",
+    "ViewData",
+    "ViewFiles",
+    "read_view",
+    "top_confusions",
+]
 
 #: The columns of ``per_class.csv`` the explorer reads.
 PER_CLASS_COLUMNS = ("class", "name", "support", "recall", "cfps", "recall_ci_low", "recall_ci_high")
@@ -55,6 +70,39 @@ INTERVAL_COLUMNS = ("accuracy_low", "accuracy_high", "worst_class_low", "worst_c
 #: The columns of ``shift_summary.csv`` the explorer reads besides ``shift`` and ``model``.
 SHIFT_SUMMARY_COLUMNS = tuple(column for column in SUMMARY_COLUMNS if column not in INTERVAL_COLUMNS)
 
+#: The code of each (model, shift, class) of :attr:`ClassDrops.codes`.
+DROP_CODES = {"no test": 0, "not significant": 1, "drop": 2, "rise": 3}
+#: The columns of ``class_drops.csv`` the explorer reads.
+DROP_COLUMNS = (
+    "model",
+    "shift",
+    "class",
+    "change",
+    "change_low",
+    "change_high",
+    "p_adjusted",
+    "significant",
+    "test",
+    "adjustment",
+    "q",
+    "confidence",
+    "family_size",
+)
+#: The metrics of ``model_ranking.csv`` the models x shifts table shows.
+RANKED_METRICS = ("A", "WCA")
+#: The columns of ``model_ranking.csv`` the explorer reads.
+RANKING_COLUMNS = (
+    "metric",
+    "model",
+    "rank",
+    "rank_low",
+    "rank_high",
+    "group",
+    "n_tied",
+    "rank_low_pairwise",
+    "rank_high_pairwise",
+)
+
 #: How many confusions of each class (true -> predicted) the explorer keeps per model and shift.
 DEFAULT_CONFUSIONS = 3
 
@@ -79,6 +127,10 @@ class ViewFiles:
     #: The view's shifts over a class subset (ImageNet-R, -A), left out: their classes are not the
     #: dataset's (the page names them).
     left_out: tuple[str, ...] = ()
+    #: The view's ``class_drops.csv`` (``None`` where the class-drop tests do not run).
+    class_drops: str | None = None
+    #: Shift -> its ``model_ranking.csv`` (the shifts where models are ranked).
+    rankings: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, entry: Mapping[str, Any]) -> ViewFiles:
@@ -91,6 +143,8 @@ class ViewFiles:
             files=entry["files"],
             shift_summary=entry.get("shift_summary"),
             left_out=tuple(entry.get("left_out", ())),
+            class_drops=entry.get("class_drops"),
+            rankings=dict(entry.get("rankings") or {}),
         )
 
     def path(self, model: str, shift: str, kind: str) -> str:
@@ -101,6 +155,21 @@ class ViewFiles:
                 f"no {kind} file given for model {model!r} under shift {shift!r}",
                 field=field_path("views", f"{self.dataset}/{self.labels}", "files", model, shift, kind),
             ) from None
+
+
+@dataclass
+class ClassDrops:
+    """The class-drop tests of a view, over (model, shift, class) in the view's order."""
+
+    #: ``(M, S, C)`` int8 codes of :data:`DROP_CODES` (0 where nothing was tested: clean, a class
+    #: without samples on a side).
+    codes: np.ndarray
+    #: The significant cells, one row each: ``m``, ``s``, ``c`` (indices), ``change``,
+    #: ``change_low``, ``change_high``, ``p_adjusted``.
+    significant: pd.DataFrame
+    #: What the tests were: ``tests`` (the names of the tests used), ``adjustment``, ``q``,
+    #: ``confidence`` and ``family_size`` (per model: its tests).
+    method: dict[str, Any]
 
 
 @dataclass
@@ -129,6 +198,11 @@ class ViewData:
     summary: pd.DataFrame
     #: The shifts left out (:attr:`ViewFiles.left_out`).
     left_out: list[str] = field(default_factory=list)
+    #: The class-drop tests, where they run.
+    drops: ClassDrops | None = None
+    #: One row per (shift, model, metric of :data:`RANKED_METRICS`) of the rankings, where the
+    #: models are ranked: the columns of :data:`RANKING_COLUMNS` and ``shift``.
+    ranking: pd.DataFrame | None = None
 
 
 def top_confusions(confusion: np.ndarray, k: int = DEFAULT_CONFUSIONS) -> tuple[np.ndarray, np.ndarray]:
@@ -260,6 +334,71 @@ def _read_summary(path: str) -> dict[tuple[str, str], dict[str, Any]]:
     return rows
 
 
+def _read_table(path: str, columns: Sequence[str], what: str, **kwargs: Any) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""], **kwargs)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"cannot read the {what}: {error}", path=path) from error
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise InputError(f"expected the columns {list(columns)}, missing {missing}", path=path)
+    return frame
+
+
+def read_class_drops(path: str, models: Sequence[str], shifts: Sequence[str], n_classes: int) -> ClassDrops:
+    """The class-drop tests of ``class_drops.csv`` on the view's models, shifts and classes (a
+    row of another model, shift or class is an :class:`InputError`: the file is of another view)."""
+    frame = _read_table(path, DROP_COLUMNS, "class-drop tests", dtype={"model": str, "shift": str, "test": str})
+    m = frame["model"].map({name: i for i, name in enumerate(models)})
+    s = frame["shift"].map({name: i for i, name in enumerate(shifts)})
+    c = pd.to_numeric(frame["class"], errors="coerce")
+    bad = m.isna() | s.isna() | c.isna() | (c < 0) | (c >= n_classes)
+    if bad.any():
+        row = frame[bad].iloc[0]
+        raise InputError(
+            f"a row of model {row['model']!r}, shift {row['shift']!r}, class {row['class']!r} is not of this view "
+            f"(models {list(models)}, shifts {list(shifts)}, {n_classes} classes)",
+            path=path,
+        )
+    mi, si, ci = m.to_numpy(dtype=np.int64), s.to_numpy(dtype=np.int64), c.to_numpy(dtype=np.int64)
+    tested = frame["p_adjusted"].notna().to_numpy()
+    significant = frame["significant"].astype(str).str.lower().isin(["true", "1"]).to_numpy() & tested
+    change = frame["change"].to_numpy(dtype=np.float64)
+    codes = np.zeros((len(models), len(shifts), n_classes), dtype=np.int8)
+    code = np.where(significant, np.where(change < 0, DROP_CODES["drop"], DROP_CODES["rise"]), DROP_CODES["not significant"])
+    codes[mi[tested], si[tested], ci[tested]] = code[tested]
+    details = pd.DataFrame(
+        {
+            "m": mi,
+            "s": si,
+            "c": ci,
+            **{key: frame[key].to_numpy(dtype=np.float64) for key in ("change", "change_low", "change_high", "p_adjusted")},
+        }
+    )[significant].reset_index(drop=True)
+    sizes = frame[tested].groupby("model", sort=False)["family_size"].first()
+    first = frame[tested].iloc[0] if tested.any() else frame.iloc[0]
+    method = {
+        "tests": sorted(set(frame.loc[tested, "test"].astype(str))),
+        "adjustment": str(first["adjustment"]),
+        "q": float(first["q"]),
+        "confidence": float(first["confidence"]),
+        "family_size": {str(model): int(size) for model, size in sizes.items()},
+    }
+    return ClassDrops(codes, details, method)
+
+
+def read_rankings(paths: Mapping[str, str], models: Sequence[str]) -> pd.DataFrame:
+    """The rows of each shift's ``model_ranking.csv`` of :data:`RANKED_METRICS`, with ``shift``."""
+    parts = []
+    for shift, path in paths.items():
+        frame = _read_table(path, RANKING_COLUMNS, "model ranking", dtype={"metric": str, "model": str, "group": str})
+        frame = frame[frame["metric"].isin(RANKED_METRICS) & frame["model"].isin(list(models))]
+        parts.append(frame[list(RANKING_COLUMNS)].assign(shift=shift))
+    if not parts:
+        return pd.DataFrame(columns=["shift", *RANKING_COLUMNS])
+    return pd.concat(parts, ignore_index=True)
+
+
 def read_view(view: ViewFiles, *, confusions: int = DEFAULT_CONFUSIONS) -> ViewData:
     """Read every file of ``view`` (:class:`ViewFiles`) into :class:`ViewData`. A file that
     cannot be read, lacks a column or disagrees with the others on the class names is an
@@ -331,6 +470,8 @@ def read_view(view: ViewFiles, *, confusions: int = DEFAULT_CONFUSIONS) -> ViewD
         confused_count=arrays["confused_count"],
         summary=frame[list(SUMMARY_COLUMNS)],
         left_out=list(view.left_out),
+        drops=read_class_drops(view.class_drops, models, shifts, len(names)) if view.class_drops else None,
+        ranking=read_rankings(view.rankings, models) if view.rankings else None,
     )
 
 

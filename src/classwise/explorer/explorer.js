@@ -64,8 +64,53 @@
         return low;
       })
     );
+    if (v.drops) {
+      const cells = v.drops.significant;
+      v.dropAt = new Map();
+      for (let i = 0; i < cells.m.length; i++) v.dropAt.set(cells.m[i] + "/" + cells.s[i] + "/" + cells.c[i], i);
+    }
     v.prepared = true;
     return v;
+  }
+
+  // ---------------------------------------------------------------- class-drop tests
+  const DROP = { none: 0, notSignificant: 1, drop: 2, rise: 3 };
+  const TEST_NAMES = {
+    mcnemar_exact: "McNemar's exact test on the samples clean and the shift share",
+    fisher_exact: "Fisher's exact test for other images",
+    boschloo_exact: "Boschloo's exact test for other images",
+  };
+  const ADJUSTMENT_NAMES = { bh: "Benjamini-Hochberg (false discovery rate)", holm: "Holm (family-wise error rate)" };
+
+  // The code of a (model, shift, class): 0 no test, 1 not significant, 2 a significant drop, 3 a rise.
+  function dropCode(v, m, s, c) {
+    return v.drops ? v.drops.codes[m][s].charCodeAt(c) - 48 : DROP.none;
+  }
+
+  // How the cells were tested, in one sentence (q and the method).
+  function dropMethod(v) {
+    const d = v.drops;
+    const tests = d.tests.map((t) => TEST_NAMES[t] || t).join("; ");
+    const sizes = Object.values(d.family_size);
+    const family = sizes.length ? Math.min(...sizes) + (Math.max(...sizes) > Math.min(...sizes) ? "-" + Math.max(...sizes) : "") : "0";
+    return (
+      "two-sided " + (tests || "no test") + "; " + (ADJUSTMENT_NAMES[d.adjustment] || d.adjustment) + " at q = " + d.q +
+      " over each model's " + family + " tests (every shift x class)"
+    );
+  }
+
+  // A cell's test result as text ("" where nothing was tested).
+  function dropText(v, m, s, c) {
+    const code = dropCode(v, m, s, c);
+    if (code === DROP.none) return "";
+    if (code === DROP.notSignificant) return "change from clean: not significant at q = " + v.drops.q;
+    const d = v.drops.significant;
+    const i = v.dropAt.get(m + "/" + s + "/" + c);
+    const what = code === DROP.drop ? "significant drop" : "significant rise";
+    return (
+      what + ": " + change(d.change[i]) + " pp " + "[" + change(d.change_low[i]) + ", " + change(d.change_high[i]) + "], adjusted p = " +
+      d.p_adjusted[i]
+    );
   }
 
   function recall(v, m, s, c) {
@@ -158,6 +203,7 @@
             el("span", { "data-field": "accuracy", text: percent(recall(v, m, s, c)) }),
             " ",
             el("span", { className: "interval", "data-field": "interval", text: interval(low, high) }),
+            ...dropMark(v, m, s, c),
           ]),
           el("td", { "data-model": model, "data-field": "n", text: n }),
           el("td", { "data-model": model, "data-field": "cfps", text: score(v.cfps[m][s][c]) }),
@@ -182,13 +228,21 @@
         text:
           "Class " + c + " of " + v.C + " of " + v.dataset + " (" + v.labels + " labels). Accuracy: the recall of the class, in %, with its " +
           level + " % Clopper-Pearson interval; n: its samples under the shift; CFPS: the share of the model's errors that predict this class " +
-          "(Medi et al., 2024, Eq. 1); taken for: its most frequent confusions, true \u2192 predicted, as a share of its samples.",
+          "(Medi et al., 2024, Eq. 1); taken for: its most frequent confusions, true \u2192 predicted, as a share of its samples." +
+          (v.drops ? " \u25bc / \u25b2: a significant drop / rise from clean (" + dropMethod(v) + ")." : ""),
       }),
       worstWhere(v, c),
       el("div", { className: "scroll" }, [table])
     );
     panel.hidden = false;
     panel.dataset.class = String(c);
+  }
+
+  // A significant change's mark beside a class's accuracy (nothing otherwise).
+  function dropMark(v, m, s, c) {
+    const code = dropCode(v, m, s, c);
+    if (code !== DROP.drop && code !== DROP.rise) return [];
+    return [" ", el("span", { className: code === DROP.drop ? "drop" : "rise", "data-field": "drop", title: dropText(v, m, s, c), text: code === DROP.drop ? "\u25bc" : "\u25b2" })];
   }
 
   const HARDEST_SHIFTS = 5;
@@ -279,7 +333,23 @@
         text: (r) => (reference(r) ? "" : change(t.worst_class_accuracy_change[r])),
         sort: (r) => t.worst_class_accuracy_change[r],
       },
+      ...rankColumns(v),
     ];
+  }
+
+  // Each ranked metric's column: "1 [1, 2] a" (rank, its interval, its group), "2.5 (2 tied) ..."
+  // where models share the value; empty where the shift's models are not ranked.
+  function rankColumns(v) {
+    if (!v.ranks) return [];
+    return Object.entries(v.ranks).map(([metric, k]) => ({
+      key: "rank_" + metric,
+      label: metric + " rank [interval] group",
+      text: (r) =>
+        k.rank[r] === null
+          ? ""
+          : k.rank[r] + (k.tied[r] > 1 ? " (" + k.tied[r] + " tied)" : "") + " [" + k.low[r] + ", " + k.high[r] + "] " + k.group[r],
+      sort: (r) => k.rank[r],
+    }));
   }
 
   const summaryState = { column: null, descending: false };
@@ -316,6 +386,12 @@
       note.push(" No change from clean here: the robustness step pairs the samples of each shift with clean's on the original labels only.");
     }
     note.push(" Intervals: A's bootstrap percentile interval and WCA's exact bound, where the run has them (metrics.bootstrap on).");
+    if (v.ranks) {
+      note.push(
+        " Ranks: 1 is the highest value, equal values share their average rank; the interval is the 95 % percentile interval of" +
+          " the ranks over paired bootstrap replicates; models that share a group letter cannot be told apart (per pair, not adjusted)."
+      );
+    }
     byId("summary-note").textContent = note.join("");
   }
 
@@ -377,6 +453,14 @@
     return heat.kind === "accuracy" ? recall(v, m, s, c) : v.cfps[m][s][c];
   }
 
+  // The "significant changes" map: a colour per test result, readable at any zoom.
+  const DROP_COLOURS = { 0: MISSING, 1: [238, 238, 238], 2: [192, 57, 43], 3: [46, 111, 209] };
+
+  function cellColour(v, m, s, c) {
+    if (heat.kind === "drops") return DROP_COLOURS[dropCode(v, m, s, c)];
+    return colour(heatValue(v, m, s, c) / heat.max);
+  }
+
   function setHeatmap(v, model, kind) {
     heat.v = v;
     heat.model = model;
@@ -393,7 +477,7 @@
     const pixels = ctx.createImageData(v.S, v.C);
     v.classOrder.forEach((c, row) => {
       v.shiftOrder.forEach((s, col) => {
-        const rgb = colour(heatValue(v, model, s, c) / heat.max);
+        const rgb = cellColour(v, model, s, c);
         const at = 4 * (row * v.S + col);
         pixels.data[at] = rgb[0];
         pixels.data[at + 1] = rgb[1];
@@ -405,11 +489,16 @@
     heat.image = image;
     resetZoom();
     drawLegend();
+    const what = { accuracy: "accuracy (recall) of each class", cfps: "CFPS of each class", drops: "each class's change from clean, tested" }[kind];
+    const tested = v.drops
+      ? " Significant changes from clean (" + dropMethod(v) + ")" +
+        (kind === "drops" ? ": red a drop, blue a rise, light grey not significant." : ": marked \u25bc (a drop) and \u25b2 (a rise) once the cells are large enough; the value \u201csignificant changes\u201d shows them at any size.")
+      : "";
     byId("heatmap-note").textContent =
-      v.models[model] + ": " + (kind === "accuracy" ? "accuracy (recall) of each class" : "CFPS of each class") +
+      v.models[model] + ": " + what +
       " under each shift. Rows: the " + v.C + " classes, lowest mean accuracy first (over every model and shift); columns: the " + v.S +
       " shifts, highest mean accuracy first. Scroll to zoom the classes (shift + scroll: the shifts), drag to move, double-click to reset;" +
-      " names appear once they fit. Click a cell to look its class up. Grey: no samples.";
+      " names appear once they fit. Click a cell to look its class up. Grey: no samples." + tested;
   }
 
   function resetZoom() {
@@ -452,6 +541,7 @@
     // averaging when a pixel holds several cells, crisp cells once zoomed in
     ctx.imageSmoothingEnabled = rowPx < 1 || colPx < 1;
     ctx.drawImage(heat.image, heat.c0, heat.r0, heat.c1 - heat.c0, heat.r1 - heat.r0, p.x, p.y, p.w, p.h);
+    drawDropMarks(ctx, v, p, rowPx, colPx);
     ctx.strokeStyle = "#888";
     ctx.strokeRect(p.x - 0.5, p.y - 0.5, p.w + 1, p.h + 1);
     ctx.fillStyle = "#222";
@@ -493,11 +583,60 @@
     canvas.dataset.kind = heat.kind;
   }
 
+  const MARK_MIN = 7; // px per cell before the significant changes are marked on the accuracy map
+
+  // A triangle on each visible cell whose change from clean is significant (down: a drop, up: a
+  // rise), once the cells are large enough to hold one; the "significant changes" map shows
+  // them at any zoom.
+  function drawDropMarks(ctx, v, p, rowPx, colPx) {
+    let marked = 0;
+    if (v.drops && heat.kind !== "drops" && rowPx >= MARK_MIN && colPx >= MARK_MIN) {
+      const size = Math.min(rowPx, colPx) * 0.32;
+      ctx.lineWidth = 1;
+      for (let row = Math.floor(heat.r0); row < Math.ceil(heat.r1); row++) {
+        const c = v.classOrder[row];
+        for (let col = Math.floor(heat.c0); col < Math.ceil(heat.c1); col++) {
+          const code = dropCode(v, heat.model, v.shiftOrder[col], c);
+          if (code !== DROP.drop && code !== DROP.rise) continue;
+          const x = p.x + (col + 0.5 - heat.c0) * colPx;
+          const y = p.y + (row + 0.5 - heat.r0) * rowPx;
+          if (x < p.x || x > p.x + p.w || y < p.y || y > p.y + p.h) continue;
+          const tip = code === DROP.drop ? 1 : -1;
+          ctx.beginPath();
+          ctx.moveTo(x - size, y - tip * size * 0.8);
+          ctx.lineTo(x + size, y - tip * size * 0.8);
+          ctx.lineTo(x, y + tip * size * 0.9);
+          ctx.closePath();
+          ctx.fillStyle = "#fff";
+          ctx.fill();
+          ctx.strokeStyle = "#000";
+          ctx.stroke();
+          marked++;
+        }
+      }
+    }
+    byId("heatmap").dataset.marked = String(marked);
+  }
+
   function drawLegend() {
     const canvas = byId("heatmap-legend");
     const ctx = canvas.getContext("2d");
     ctx.clearRect(0, 0, canvas.width, canvas.height);
     const width = canvas.width - 40;
+    if (heat.kind === "drops") {
+      const items = [[2, "drop"], [3, "rise"], [1, "not significant"], [0, "no test"]];
+      ctx.font = "11px system-ui, sans-serif";
+      ctx.textBaseline = "top";
+      items.forEach(([code, label], i) => {
+        const x = 20 + (i * width) / items.length;
+        ctx.fillStyle = "rgb(" + DROP_COLOURS[code].join(",") + ")";
+        ctx.fillRect(x, 2, 14, 14);
+        ctx.fillStyle = "#222";
+        ctx.textAlign = "left";
+        ctx.fillText(label, x + 18, 3);
+      });
+      return;
+    }
     for (let x = 0; x < width; x++) {
       const rgb = colour(x / (width - 1));
       ctx.fillStyle = "rgb(" + rgb.join(",") + ")";
@@ -550,6 +689,8 @@
       "CFPS: " + score(v.cfps[m][s][c]),
       "n = " + n,
     ];
+    const tested = v.drops ? dropText(v, m, s, c) : "";
+    if (tested) lines.push(tested);
     tip.replaceChildren(...lines.map((line) => el("div", { text: line })));
     tip.dataset.class = String(c);
     tip.dataset.shift = v.shifts[s];
@@ -702,6 +843,9 @@
       v.C + " classes, " + v.M + (v.M === 1 ? " model, " : " models, ") + v.S + (v.S === 1 ? " shift" : " shifts") + leftOut;
     renderSummary(v);
     options(byId("heatmap-model"), v.models);
+    const values = [["accuracy", "accuracy (recall)"], ["cfps", "CFPS"]];
+    if (v.drops) values.push(["drops", "significant changes"]);
+    byId("heatmap-value").replaceChildren(...values.map(([value, text]) => el("option", { value, text })));
     byId("heatmap-value").value = "accuracy";
     setHeatmap(v, 0, "accuracy");
     options(byId("worst-model"), v.models);
@@ -718,6 +862,8 @@
       el("code", { text: sources.worst_class }),
     ];
     if (sources.shift_summary) lines.push(", the models x shifts table ", el("code", { text: sources.shift_summary }));
+    if (sources.class_drops) lines.push(", the class-drop tests ", el("code", { text: sources.class_drops }));
+    if (sources.ranking) lines.push(", the ranks ", el("code", { text: sources.ranking }));
     lines.push(". Written by classwise from the cached metric outputs (never the logits); one file, nothing loaded from elsewhere.");
     byId("sources").replaceChildren(...lines);
     search();

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from classwise.errors import InputError
-from classwise.explorer.data import SUMMARY_COLUMNS, ViewData
+from classwise.explorer.data import RANKED_METRICS, SUMMARY_COLUMNS, ViewData
 from classwise.outputs import output
 from classwise.robustness.across_shifts import REFERENCE_SHIFT, shifts_by_accuracy, worst_classes
 
@@ -102,6 +102,53 @@ def _summary(data: ViewData) -> dict[str, list[Any]]:
     return columns
 
 
+def _drops(data: ViewData) -> dict[str, Any] | None:
+    """The class-drop tests as the page holds them: per (model, shift) one string of a digit
+    per class (:data:`~classwise.explorer.data.DROP_CODES`: 1 char a cell, 100,000 a shift of
+    ImageNet's 4 models), the significant cells' change, interval and adjusted p-value column by
+    column, and how they were tested."""
+    if data.drops is None:
+        return None
+    codes = data.drops.codes.astype(np.uint8) + ord("0")
+    cells = data.drops.significant
+    return {
+        "codes": [[bytes(codes[m, s]).decode("ascii") for s in range(codes.shape[1])] for m in range(codes.shape[0])],
+        "significant": {
+            "m": cells["m"].astype(int).tolist(),
+            "s": cells["s"].astype(int).tolist(),
+            "c": cells["c"].astype(int).tolist(),
+            **{key: _significant(cells[key].to_numpy()) for key in ("change", "change_low", "change_high", "p_adjusted")},
+        },
+        **data.drops.method,
+    }
+
+
+def _ranks(data: ViewData) -> dict[str, dict[str, list[Any]]] | None:
+    """Per metric of :data:`~classwise.explorer.data.RANKED_METRICS`, each row of the models x
+    shifts table's rank, its interval, group, ties and pairwise ranks (``None`` where the shift's
+    models are not ranked)."""
+    if data.ranking is None or data.ranking.empty:
+        return None
+    keyed = {(str(r["shift"]), str(r["model"]), str(r["metric"])): r for r in data.ranking.to_dict("records")}
+    rows = list(data.summary.index)
+    out: dict[str, dict[str, list[Any]]] = {}
+    for metric in RANKED_METRICS:
+        columns: dict[str, list[Any]] = {
+            key: [] for key in ("rank", "low", "high", "group", "tied", "pairwise_low", "pairwise_high")
+        }
+        for shift, model in rows:
+            row = keyed.get((str(shift), str(model), metric))
+            columns["rank"].append(None if row is None else float(row["rank"]))
+            columns["low"].append(None if row is None else float(row["rank_low"]))
+            columns["high"].append(None if row is None else float(row["rank_high"]))
+            columns["group"].append(None if row is None else str(row["group"]))
+            columns["tied"].append(None if row is None else int(row["n_tied"]))
+            columns["pairwise_low"].append(None if row is None else int(row["rank_low_pairwise"]))
+            columns["pairwise_high"].append(None if row is None else int(row["rank_high_pairwise"]))
+        out[metric] = columns
+    return out
+
+
 def _sources(data: ViewData, has_summary: bool) -> dict[str, str]:
     """The files behind the view's numbers, below the run's output directory (from the output
     records: the page names them)."""
@@ -113,6 +160,10 @@ def _sources(data: ViewData, has_summary: bool) -> dict[str, str]:
     }
     if has_summary:
         sources["shift_summary"] = output("shift_summary_table").fill(wildcards) + ".csv"
+    if data.drops is not None:
+        sources["class_drops"] = output("class_drops_table").fill(wildcards) + ".csv"
+    if data.ranking is not None:
+        sources["ranking"] = output("model_ranking_table").fill(wildcards) + ".csv"
     return sources
 
 
@@ -149,6 +200,8 @@ def view_payload(data: ViewData, *, listed: int = LISTED_WORST) -> dict[str, Any
         "summary": _summary(data),
         "hasShiftSummary": bool((data.summary["pairing"] != "").any()),
         "leftOut": list(data.left_out),
+        "drops": _drops(data),
+        "ranks": _ranks(data),
         "sources": _sources(data, bool((data.summary["pairing"] != "").any())),
     }
 

@@ -40,7 +40,7 @@ classes; Python loops over models and shifts only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -123,8 +123,15 @@ INTERVAL_METHODS: dict[str, str] = {
 }
 
 
-def _pairing(clean: SampleOutcomes, shift: SampleOutcomes, clean_index: pd.Index) -> tuple[str, np.ndarray, np.ndarray]:
-    """``(pairing, clean rows, shift rows)`` of the compared samples (empty rows: unpaired)."""
+def _pairing(
+    clean: SampleOutcomes, shift: SampleOutcomes, clean_index: pd.Index, *, other_images: bool = False
+) -> tuple[str, np.ndarray, np.ndarray]:
+    """``(pairing, clean rows, shift rows)`` of the compared samples (empty rows: unpaired).
+    ``other_images``: the caller knows the shift's images are not clean's (a natural shift set),
+    so it is unpaired whatever its ids (two sets may number their images alike)."""
+    if other_images:
+        rows = np.zeros(0, dtype=np.int64)
+        return "unpaired", rows, rows
     if clean.sample_ids.shape == shift.sample_ids.shape and np.array_equal(clean.sample_ids, shift.sample_ids):
         rows = np.arange(clean.n_samples)
         return "paired", rows, rows
@@ -149,10 +156,11 @@ def _changes(
     unpaired_test: str,
     confidence: float,
     clean_index: pd.Index | None = None,
+    other_images: bool = False,
 ) -> dict[str, Any]:
     """The per-class columns of one (model, shift), unadjusted."""
     index = clean_index if clean_index is not None else id_index(clean)
-    kind, clean_rows, shift_rows = _pairing(clean, shift, index)
+    kind, clean_rows, shift_rows = _pairing(clean, shift, index, other_images=other_images)
     clean_support = np.bincount(clean.labels, minlength=n_classes)
     shift_support = np.bincount(shift.labels, minlength=n_classes)
     if kind == "unpaired":
@@ -302,6 +310,7 @@ def class_drops(
     adjustment: str = "bh",
     unpaired_test: str = "fisher",
     confidence: float = 0.95,
+    unpaired: Collection[str] = (),
 ) -> pd.DataFrame:
     """One row per (model, shift, class): is the class's change from clean real?
 
@@ -311,8 +320,10 @@ def class_drops(
     model of a shift needs clean outputs. The reference itself does not belong in ``shifted``
     (it would be compared with itself). Paired or unpaired by sample id, tested, and adjusted
     over each model's family (see the module docstring); ``n_classes`` and ``class_names``
-    default to what the outputs carry. Rows: models in the order of ``clean``, then shifts in
-    the order of ``shifted``, then classes ascending.
+    default to what the outputs carry. The shifts named in ``unpaired`` are sets of other
+    images (ImageNet-V2, -Sketch): compared unpaired whatever their sample ids, which may
+    number other images as clean's are numbered. Rows: models in the order of ``clean``, then
+    shifts in the order of ``shifted``, then classes ascending.
     """
     conf = check_confidence(confidence)
     check_level(q)
@@ -338,7 +349,15 @@ def class_drops(
         index = id_index(reference)
         for shift, by_model in shift_outcomes.items():
             if model in by_model:
-                changes = _changes(reference, by_model[model], c, unpaired_test=test, confidence=conf, clean_index=index)
+                changes = _changes(
+                    reference,
+                    by_model[model],
+                    c,
+                    unpaired_test=test,
+                    confidence=conf,
+                    clean_index=index,
+                    other_images=shift in unpaired,
+                )
                 parts.append((model, shift, changes))
     return adjust_families(_frame(parts, names, conf), q=q, adjustment=adjustment)
 

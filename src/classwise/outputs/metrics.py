@@ -72,6 +72,23 @@ def _model_comparison_caption(w: Mapping[str, str], p: Mapping[str, Any]) -> str
     )
 
 
+def _model_ranking_caption(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
+    b = p["bootstrap"]
+    level = f"{100 * b['confidence']:g} %"
+    return with_source(
+        f"Ranks of the models on {w['dataset']} ({w['labels']} labels, shift {w['shift']}) on A, WCA and WnCR, on the "
+        "samples every model holds (matched by sample id): the value in percent; rank 1 the highest value, models "
+        f"of equal value sharing their average rank (tied); the {level} percentile interval of the ranks over "
+        f"{b['replicates']} paired stratified bootstrap replicates (seed {b['seed']}); group: models that share a "
+        f"letter cannot be told apart (no {level} interval of their paired difference excludes 0; per pair, not "
+        "adjusted); pairwise ranks: the ranks those decisions leave open, which hold for every model at once far more "
+        "often than the percentile intervals (docs/uncertainty.md): read them for a statement about several models.",
+        "bitterwolf2022",
+        "Table 1 metrics (the ranking is not in the paper)",
+        w["shift"],
+    )
+
+
 def _decisiveness_caption(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
     return with_source(
         f"Decisiveness, geometric accuracy and robustness on {w['dataset']} ({w['labels']} labels, shift {w['shift']}), "
@@ -352,6 +369,40 @@ Compares the models on the metrics of **Table 1** of :classwise-cite:`bitterwolf
         category="bitterwolf2022",
         labels=_all_models("model comparison (Table 1 metrics)"),
         caption=_model_comparison_caption,
+    ),
+    Output(
+        name="model_ranking_table",
+        rule="compare_models",
+        when=("compared", "one_label"),
+        path=f"{TABLES}/model_ranking",
+        files=table_files("ranking_"),
+        mirrors=(None, "the models ranked on A, WCA and WnCR with bootstrap rank intervals and groups (not in the paper)"),
+        shown="ranking_csv",
+        report="""\
+The models of **{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}`` labels,
+shift ``{{ snakemake.wildcards.shift }}``) ranked on A, WCA and WnCR, on the samples every model
+holds (``n_samples``, matched by sample id; ``n_classes`` of them with samples): per metric and
+model its ``value`` (a fraction), ``rank`` (1 the highest; equal values share their average rank,
+``n_tied`` says how many), the
+{{ "%g" | format(snakemake.config["metrics"]["bootstrap"]["confidence"] * 100) }} % percentile
+interval of its rank over {{ snakemake.config["metrics"]["bootstrap"]["replicates"] }} paired
+stratified bootstrap replicates (``rank_low``, ``rank_high``; the same draws for every model),
+its ``group`` (a compact letter display: models that share a letter cannot be told apart, no
+interval of their paired difference excluding 0, per pair, not adjusted) and the ranks those
+pairwise decisions leave open (``rank_low_pairwise``, ``rank_high_pairwise``), which hold for
+every model at once far more often than the percentile intervals: read them for a statement
+about several models at once (docs/uncertainty.md).
+
+Ranks the models on the metrics of **Table 1** of :classwise-cite:`bitterwolf2022` (not in the paper).
+
+.. classwise-corruption-note:: {{ snakemake.wildcards.shift }}
+
+.. classwise-table:: {{ snakemake.output.ranking_csv }}
+""",
+        category="bitterwolf2022",
+        labels=_all_models("model ranking (Table 1 metrics)"),
+        caption=_model_ranking_caption,
+        part="ranking",
     ),
     Output(
         name="confusion_figure",

@@ -417,6 +417,95 @@ def _answered(answered: int, n: int) -> str:
     return "all" if answered == n else "answered by both"
 
 
+#: A class-drop table's ``pairing`` -> the table's (the robustness step's words, so that a merged
+#: row keeps one), and which samples each side's numbers are on.
+_DROP_PAIRINGS = {"paired": "same samples", "paired_subset": "subset", "paired_overlap": "subset", "unpaired": "unpaired"}
+_TEST_NAMES = {
+    "mcnemar_exact": "McNemar's exact test, two-sided",
+    "fisher_exact": "Fisher's exact test, two-sided",
+    "boschloo_exact": "Boschloo's exact test, two-sided",
+    "none": "",
+}
+_INTERVAL_NAMES = {"newcombe_paired_score": "Newcombe paired hybrid score", "newcombe_hybrid_score": "Newcombe hybrid score"}
+_ADJUSTMENT_NAMES = {"bh": "Benjamini-Hochberg", "holm": "Holm"}
+
+
+def class_drop_rows(path: Path, w: Mapping[str, str]) -> pd.DataFrame:
+    """The class-drop tests (``class_drops.csv``): per (model, shift, class) the class's accuracy
+    (``recall``) under the shift and on clean on the samples compared, its change
+    (``recall_change``, with its interval) and the test's p-value before and after the model's
+    adjustment (``recall_change_p_value``, ``recall_change_p_adjusted``; ``ci_method`` names the
+    test, the adjustment, its family and q). ``n`` is the evaluation's: the samples compared over
+    every class, as ``per_class.csv`` counts them, so a shift paired on every clean sample gives
+    the recall of both sides' ``per_class.csv``, and a subset shift clean's recall ``of <shift>``."""
+    frame = _read_csv(path, dtype={"model": str, "shift": str, "class_name": str, "pairing": str, "test": str})
+    if frame.empty:
+        return pd.DataFrame(columns=list(COLUMNS))
+    groups = frame.groupby(["model", "shift"], sort=False)
+    n_shift = groups["n_shift"].transform("sum").to_numpy()
+    n_clean = groups["n_clean"].transform("sum").to_numpy()
+    whole_clean = n_clean + groups["clean_left_out"].transform("sum").to_numpy()
+    whole_shift = n_shift + groups["shift_left_out"].transform("sum").to_numpy()
+    pairing = frame["pairing"].to_numpy(dtype=object)
+    shift = frame["shift"].to_numpy(dtype=object)
+    # the shift's side: all of its samples unless clean holds only some of them
+    shift_samples = np.where(n_shift == whole_shift, "all", "shared with clean")
+    clean_samples = np.where(n_clean == whole_clean, "all", np.char.add("of ", shift.astype(str)))
+    table_pairing = np.array([_DROP_PAIRINGS.get(p, p) for p in pairing], dtype=object)
+    table_pairing = np.where((table_pairing == "subset") & (n_clean == whole_clean), "same samples", table_pairing)
+    confidence = frame["confidence"].to_numpy(dtype=np.float64)
+    interval = [
+        f"{_INTERVAL_NAMES.get(m, m)}, {100 * c:g} %" if m in _INTERVAL_NAMES else ""
+        for m, c in zip(frame["interval_method"].astype(str), confidence)
+    ]
+    adjusted = [
+        f"{_ADJUSTMENT_NAMES.get(a, a)} over the model's {int(f)} tests, q = {q:g}" if t != "none" else ""
+        for a, f, q, t in zip(frame["adjustment"].astype(str), frame["family_size"], frame["q"], frame["test"].astype(str))
+    ]
+    common = {
+        **_wildcards(w),
+        "model": frame["model"].to_numpy(),
+        "class": frame["class"].to_numpy(),
+        "class_name": frame["class_name"].to_numpy(dtype=object),
+    }
+    own = {**common, "shift": shift, "n": n_shift, "samples": shift_samples}
+    compared = {**own, "reference_shift": "clean", "pairing": table_pairing, "reference_n": whole_clean}
+    parts = [
+        _frame(own, {"metric": "recall", "value": frame["accuracy_shift"].to_numpy(dtype=np.float64)}),
+        _frame(
+            {**common, "shift": "clean", "n": n_clean, "samples": clean_samples},
+            {"metric": "recall", "value": frame["accuracy_clean"].to_numpy(dtype=np.float64)},
+        ),
+        _frame(
+            compared,
+            {
+                "metric": "recall_change",
+                "value": frame["change"].to_numpy(dtype=np.float64),
+                "ci_low": frame["change_low"].to_numpy(dtype=np.float64),
+                "ci_high": frame["change_high"].to_numpy(dtype=np.float64),
+                "ci_method": interval,
+            },
+        ),
+        _frame(
+            compared,
+            {
+                "metric": "recall_change_p_value",
+                "value": frame["p_value"].to_numpy(dtype=np.float64),
+                "ci_method": [_TEST_NAMES.get(t, t) for t in frame["test"].astype(str)],
+            },
+        ),
+        _frame(
+            compared,
+            {
+                "metric": "recall_change_p_adjusted",
+                "value": frame["p_adjusted"].to_numpy(dtype=np.float64),
+                "ci_method": adjusted,
+            },
+        ),
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
 #: Record name -> the reader of its data file. A record of numbers without a reader is listed in
 #: tests/outputs/test_numbers.py's known exceptions, with why.
 READERS: Mapping[str, Reader] = {
@@ -430,6 +519,7 @@ READERS: Mapping[str, Reader] = {
     "severity_curves_table": severity_curve_rows,
     "corruption_errors_table": corruption_error_rows,
     "transformation_tests": transformation_test_rows,
+    "class_drops_table": class_drop_rows,
 }
 
 #: The named file of each record its reader reads (the CSV of a table).
@@ -444,6 +534,7 @@ READ_FILES: Mapping[str, str] = {
     "severity_curves_table": "severity_curves_csv",
     "corruption_errors_table": "corruption_errors_csv",
     "transformation_tests": "csv",
+    "class_drops_table": "drops_csv",
 }
 
 

@@ -63,6 +63,8 @@ CONDITIONS: Mapping[str, str] = {
     "simulation": "the extrapolation simulation runs (analyses.simulation)",
     # the robustness analyses of a dataset (classwise.pipeline.plan.RobustnessRuns)
     "classwise": "the class-wise robustness analysis runs (a shift scoring every class)",
+    # a (dataset, label view) of the robustness stage
+    "class_drops": "the class-drop tests run on the view (clean and another shift scoring every class, one true class per image)",
     "attacked": "an untargeted attack whose images attack a model (a mean confusion figure each)",
     "corruption_grid": "the corruption grid is drawn (corruptions made on the fly)",
     "robust_fairness": "an attack of the model itself compared with clean (a robust-fairness table each)",

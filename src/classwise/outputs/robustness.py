@@ -12,6 +12,9 @@ from classwise.outputs.text import with_source
 
 TABLES = "tables/{dataset}/robustness"
 FIGURES = "figures/{dataset}/robustness"
+#: The robustness outputs of one dataset and label view (the class-drop tests).
+VIEW_TABLES = "tables/{dataset}/{labels}/robustness"
+VIEW_FIGURES = "figures/{dataset}/{labels}/robustness"
 
 
 def _labels(result: str, shift: str = "all", model: str = "all", view: str = "original") -> dict[str, str]:
@@ -49,6 +52,46 @@ def _transformation_caption(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
         "and prediction flip rate against clean, per corruption.",
         "test_catalogue",
         "Transformations",
+        *p.get("shifts", ()),
+    )
+
+
+def _class_drop_tests(p: Mapping[str, Any]) -> str:
+    """What the class-drop tests of a job were (its ``settings`` parameter): the tests, the
+    adjustment and its level."""
+    from classwise.metrics.multiple_testing import ADJUSTMENTS
+
+    settings = p["settings"]
+    unpaired = {"fisher": "Fisher's", "boschloo": "Boschloo's"}[settings["unpaired_test"]]
+    name, controls = ADJUSTMENTS[settings["adjustment"]].split(": ", 1)
+    return (
+        f"two-sided exact tests, McNemar's on the samples clean and the shift share (matched by sample id) and "
+        f"{unpaired} for a set of other images; {name} ({controls}) at q = {settings['q']:g} over every tested "
+        "(shift, class) of the model"
+    )
+
+
+def _class_drops_caption(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
+    return with_source(
+        f"Classes whose accuracy changed significantly under a shift on {w['dataset']} ({w['labels']} labels), the "
+        "drops first (the largest first), then the rises: per (model, shift, class), the class's accuracy on clean images and under the shift on "
+        "the samples compared (n), the change in percentage points with its "
+        f"{100 * p['settings']['confidence']:g} % interval (per class, not adjusted) and the adjusted p-value; "
+        f"{_class_drop_tests(p)}. class_drops.csv holds every (model, shift, class).",
+        "medi2024",
+        "Figure 3 (class-wise accuracy under corruption), each class's change tested",
+        *p.get("shifts", ()),
+    )
+
+
+def _class_drop_counts_caption(w: Mapping[str, str], p: Mapping[str, Any]) -> str:
+    return with_source(
+        f"Per model and class on {w['dataset']} ({w['labels']} labels): the shifts tested, under how many of them "
+        "the class's accuracy drops significantly and under how many it rises, and its largest significant drop "
+        f"(percentage points; a fraction in the CSV); {_class_drop_tests(p)}. Classes that drop under most shifts "
+        "first.",
+        "medi2024",
+        "Figure 3 (class-wise accuracy under corruption), counted over the shifts",
         *p.get("shifts", ()),
     )
 
@@ -339,6 +382,75 @@ severities.
 """,
         category="medi2024",
         labels=_labels("severity curves figure"),
+    ),
+    Output(
+        name="class_drops_table",
+        rule="test_class_drops",
+        when=("class_drops",),
+        path=f"{VIEW_TABLES}/class_drops",
+        # the Markdown and LaTeX hold the significant rows, the CSV every (model, shift, class):
+        # a million rows at ImageNet's scale, so the report shows the counts and the figure
+        files=table_files("drops_"),
+        mirrors=("medi2024", "Figure 3, each class's change from clean tested (exact tests, adjusted per model)"),
+        caption=_class_drops_caption,
+    ),
+    Output(
+        name="class_drop_counts",
+        rule="test_class_drops",
+        when=("class_drops",),
+        path=f"{VIEW_TABLES}/class_drop_counts",
+        files=table_files("counts_"),
+        mirrors=("medi2024", "Figure 3, counted per class: under how many shifts it drops significantly"),
+        shown="counts_csv",
+        report="""\
+Per model and class of **{{ snakemake.wildcards.dataset }}** (``{{ snakemake.wildcards.labels }}``
+labels): under how many of the {{ snakemake.params.shifts | length }} shifts the class's accuracy
+drops significantly from clean, under how many it rises, and its largest significant drop (a
+fraction). Each (model, shift, class) is an exact two-sided test of the class's change on the
+samples compared: McNemar's on the samples clean and the shift share (matched by sample id),
+{{ "Fisher's" if snakemake.params.settings.unpaired_test == "fisher" else "Boschloo's" }} for a set
+of other images; the p-values of a model are adjusted together
+({{ "Benjamini-Hochberg" if snakemake.params.settings.adjustment == "bh" else "Holm" }}, q =
+{{ snakemake.params.settings.q }}). An abstention is an error. Every test, with its change,
+interval and p-values, is in ``class_drops.csv`` beside this table (docs/uncertainty.md says
+how much a class must drop to be found).
+
+Extends **Figure 3** of :classwise-cite:`medi2024` (class-wise accuracy under the corruptions)
+with a test of each class's change.
+
+.. classwise-corruption-note:: {{ snakemake.params.shifts | join(" ") }}
+
+.. classwise-table:: {{ snakemake.output.counts_csv }}
+""",
+        category="medi2024",
+        labels=_labels("class drops counted per class", view="{labels}"),
+        caption=_class_drop_counts_caption,
+        part="counts",
+    ),
+    Output(
+        name="class_drops_figure",
+        rule="test_class_drops",
+        when=("class_drops",),
+        path=f"{VIEW_FIGURES}/class_drops",
+        files={"figure": ".png"},
+        mirrors=("medi2024", "Figure 3 as a volcano plot: each class's change against its adjusted p-value"),
+        shown="figure",
+        report="""\
+Each class's change of accuracy under each shift of **{{ snakemake.wildcards.dataset }}**
+(``{{ snakemake.wildcards.labels }}`` labels) against -log10 of its adjusted p-value, one panel
+per shift family, every model in the panel (its colour); filled points are significant at q =
+{{ snakemake.params.settings.q }} (the dashed line), grey ones are not. Past a few thousand
+points a panel draws the non-significant ones as a density (hexagons) and the significant ones
+on top. The numbers are in ``class_drops.csv`` and ``class_drop_counts.csv`` of this category.
+
+Extends **Figure 3** of :classwise-cite:`medi2024` (class-wise accuracy under the corruptions)
+with a test of each class's change.
+
+.. classwise-corruption-note:: {{ snakemake.params.shifts | join(" ") }}
+""",
+        category="medi2024",
+        labels=_labels("class drops (change against adjusted p-value)", view="{labels}"),
+        title=lambda w, p: f"{w['dataset']} ({w['labels']} labels): class drops",
     ),
     Output(
         name="transformation_tests",

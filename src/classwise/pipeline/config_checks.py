@@ -85,6 +85,17 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
     raise InputError(message, path=source, field=field_path(*where) or "(top level)")
 
 
+def section_schema(section: str, schema_path: str | Path) -> dict[str, Any]:
+    """The schema of one section of the config (``robustness``, validated against its own
+    file) as a schema of the whole config, so that :func:`check_schema` names a field from the
+    top (``robustness.class_drops.q``)."""
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema.pop("$schema", None)  # a draft named once, at the top
+    return {"type": "object", "properties": {section: schema}}
+
+
 def check_models(config: Mapping[str, Any], *, source: str = "config", check_names: bool = True) -> dict[str, ModelSpec]:
     """Each ``models:`` entry must parse, and a model fetched from a zoo or a file must name a
     model that timm / torchvision (/ RobustBench, when installed) know, offline, so a typo stops

@@ -1,6 +1,7 @@
 """What the explorer of a run reads (rule build_explorer, workflow/rules/explorer.smk): per
-dataset and label view, the metric outputs of every model and shift, and the shift summary of
-the class-wise robustness step where it runs. The paths come from the output records."""
+dataset and label view, the metric outputs of every model and shift, the shift summary of the
+class-wise robustness step where it runs, the class-drop tests where they run and the models'
+ranking of each shift where they are ranked. The paths come from the output records."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ def explorer_views(plan: Plan, robustness: Mapping[str, RobustnessRuns], *, out:
     """One entry per dataset and label view with shifts (datasets in config order, ``original``
     first): its models and shifts, per model and shift the ``per_class`` CSV, ``confusion`` CSV
     and ``worst_class`` JSON, the ``shift_summary`` CSV of the original labels when the
-    class-wise robustness step runs on the dataset (``None`` otherwise), and ``left_out``, the
-    shifts over a class subset (their classes are not the dataset's), as
+    class-wise robustness step runs on the dataset (``None`` otherwise), ``left_out``, the
+    shifts over a class subset (their classes are not the dataset's), ``class_drops``, the
+    view's class-drop CSV where the tests run (``None`` otherwise), and ``rankings``, shift ->
+    its model-ranking CSV where the dataset's models are compared (``plan.compared``: the
+    bootstrap on, two models or more) and the view has one true class per image, as
     :meth:`classwise.explorer.ViewFiles.from_json` reads them."""
     views = []
     for (dataset, labels), planned in plan.view_shifts.items():
@@ -48,6 +52,16 @@ def explorer_views(plan: Plan, robustness: Mapping[str, RobustnessRuns], *, out:
         summary = None
         if labels == "original" and runs is not None and runs.classwise:
             summary = output("shift_summary_table").files_of(out, {"dataset": dataset})["shift_summary_csv"]
+        drops = None
+        if runs is not None and labels in runs.class_drops:
+            drops = output("class_drops_table").files_of(out, {"dataset": dataset, "labels": labels})["drops_csv"]
+        rankings = {}
+        if dataset in plan.compared and (dataset, labels) not in plan.label_set_views:
+            record = output("model_ranking_table")
+            rankings = {
+                shift: record.files_of(out, {"dataset": dataset, "labels": labels, "shift": shift})["ranking_csv"]
+                for shift in shifts
+            }
         views.append(
             {
                 "dataset": dataset,
@@ -57,6 +71,8 @@ def explorer_views(plan: Plan, robustness: Mapping[str, RobustnessRuns], *, out:
                 "files": files,
                 "shift_summary": summary,
                 "left_out": [shift for shift in planned if shift in subset_only],
+                "class_drops": drops,
+                "rankings": rankings,
             }
         )
     order = {dataset: i for i, dataset in enumerate(plan.models)}
@@ -77,4 +93,7 @@ def explorer_inputs(views: Iterable[Mapping[str, Any]]) -> list[str]:
                 paths.extend(by_kind.values())
         if view["shift_summary"]:
             paths.append(view["shift_summary"])
+        if view.get("class_drops"):
+            paths.append(view["class_drops"])
+        paths.extend((view.get("rankings") or {}).values())
     return list(dict.fromkeys(paths))

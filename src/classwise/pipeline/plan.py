@@ -617,6 +617,10 @@ class RobustnessRuns:
     targeted: list[str]
     targeted_models: list[str]
     has_clean: bool
+    #: Label view -> the shifts its class-drop tests compare with clean, each class of each model
+    #: (``robustness.class_drops``): the view's shifts but clean that score every class. A view
+    #: is absent where the tests do not run (off, no clean, nothing else, label sets).
+    class_drops: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def classwise(self) -> bool:
@@ -656,6 +660,7 @@ def resolve_robustness(
         raise InputError(
             f"names models {unknown}, expected some of {list(models)}", path=source, field="robustness.targeted_models"
         )
+    drops = robustness.get("class_drops") or {}
     resolved = {}
     for dataset, evaluated in plan.models.items():
         original = plan.view_shifts[(dataset, "original")]
@@ -676,10 +681,38 @@ def resolve_robustness(
             targeted=[s for s in plan.shifts[dataset] if shifts[s].target is not None],
             targeted_models=[model for model in robustness["targeted_models"] if model in evaluated],
             has_clean="clean" in original,
+            class_drops=_class_drop_views(plan, dataset, shifts, enabled=bool(drops.get("enabled", True))),
         )
         _robustness_notes(plan.notes, dataset, runs, restricted=[s for s in original if shifts[s].restricted])
         resolved[dataset] = runs
+    if not drops.get("enabled", True):
+        plan.notes.append("class-drop tests: off (robustness.class_drops.enabled is false)")
     return resolved
+
+
+def _class_drop_views(plan: Plan, dataset: str, shifts: Mapping[str, Any], *, enabled: bool) -> dict[str, list[str]]:
+    """Label view of ``dataset`` -> the shifts its class-drop tests compare with clean: the view's
+    shifts but clean over the dataset's classes (a class-subset shift such as ImageNet-R has
+    classes of its own, as the class-wise robustness step leaves it out). A view without such a
+    shift has nothing to test; one without clean, or of several correct labels per image, gets a
+    note in ``plan.notes``."""
+    views: dict[str, list[str]] = {}
+    if not enabled:
+        return views
+    for (name, view), covered in plan.view_shifts.items():
+        if name != dataset:
+            continue
+        tested = [s for s in covered if s != "clean" and not shifts[s].restricted]
+        if not tested:
+            continue
+        where = f"class-drop tests on {dataset} ({view} labels)"
+        if "clean" not in covered:
+            plan.notes.append(f"{where}: skipped, they compare each shift with clean, which is not evaluated on it")
+        elif (dataset, view) in plan.label_set_views:
+            plan.notes.append(f"{where}: skipped, they need one true class per image")
+        else:
+            views[view] = tested
+    return views
 
 
 def _robustness_notes(notes: list[str], dataset: str, runs: RobustnessRuns, *, restricted: Sequence[str]) -> None:

@@ -104,10 +104,15 @@ def compare_models_step(
     caption: str,
     table_paths: Mapping[str, str | Path],
     workers: int | None = None,
+    ranking_paths: Mapping[str, str | Path] | None = None,
+    ranking_caption: str = "",
 ) -> None:
     """Every pair of models on one (dataset, label view, shift), compared on the rows of the
     worst-class table (:func:`classwise.metrics.compare.compare_models`: paired by sample id,
-    the same bootstrap draws for every model); written as :func:`tables.comparison_tables`."""
+    the same bootstrap draws for every model); written as :func:`tables.comparison_tables`.
+    With ``ranking_paths``, the models ranked on A, WCA and the worst-class table's W{n}CR
+    (:func:`classwise.metrics.ranking.model_ranking`, the same samples and seed, so the same
+    draws) from the same files: one job start for both."""
     from classwise.logits_io import ScoresFile
     from classwise.metrics.catalogue import unavailable_for_hard_predictions
     from classwise.metrics.compare import compare_models
@@ -142,7 +147,25 @@ def compare_models_step(
         unavailable={(a, b): set(skipped[a]) | set(skipped[b]) for a, b in comparisons},
     )
     n = next(iter(comparisons.values())).n_samples  # every model matched to the first: the same samples
+    ranking = None
+    if ranking_paths is not None:
+        from classwise.metrics.outcomes import SampleOutcomes
+        from classwise.metrics.ranking import model_ranking
+
+        ranking = model_ranking(
+            {model: SampleOutcomes.from_scores_file(scores) for model, scores in files.items()},
+            ns=ns, n_classes=n_classes, replicates=bootstrap.replicates, confidence=bootstrap.confidence,
+            seed=bootstrap.seed, workers=workers,
+        )  # fmt: skip
     tables.write_tables(display, _with_note(f"{caption} n = {n} samples.", note), table_paths, data=data)
+    if ranking is not None and ranking_paths is not None:
+        first = ranking.iloc[0]
+        tables.write_tables(
+            tables.model_ranking_display(ranking),
+            f"{ranking_caption} n = {int(first['n_samples'])} samples, {int(first['n_classes'])} classes with samples.",
+            ranking_paths,
+            data=ranking,
+        )
 
 
 def decisiveness_tables_step(

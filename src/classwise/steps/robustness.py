@@ -3,7 +3,7 @@ transformation tests (the model-testing catalogue), over cached logits and confu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,7 @@ from classwise.atomic import write_json, write_text
 from classwise.references import cite
 
 if TYPE_CHECKING:
+    from classwise.metrics.outcomes import SampleOutcomes
     from classwise.robustness.classwise import Confusions
     from classwise.robustness.pairing import CachedOutputs
 from classwise.shifts.corruptions import own_definitions_note
@@ -463,3 +464,173 @@ def transfer_matrix_step(
         table_paths,
         data=cells,
     )
+
+
+def view_outcomes(path: str | Path, label_view: str, view_labels_path: str | Path | None) -> SampleOutcomes:
+    """A model's outcome on each sample of one outputs file under a label view: its top-1
+    prediction as the metrics step ranks the scores (so that each class's accuracy is
+    ``per_class.csv``'s), ``-1`` where it abstained (an error), the view's labels and samples."""
+    from classwise.metrics.outcomes import SampleOutcomes
+    from classwise.metrics.suite import argmax_scores
+    from classwise.steps.metrics import load_view
+
+    view = load_view(path, label_view, view_labels_path, hard_predictions=True)
+    predicted = argmax_scores(view.scores, view.kind).argmax(axis=1).astype(np.int64)
+    if view.abstained is not None:
+        predicted[view.abstained] = -1
+    return SampleOutcomes.from_predictions(
+        view.sample_ids,
+        view.labels,
+        predicted,
+        class_names=view.class_names,
+        n_classes=int(view.scores.shape[1]),
+        source=str(path),
+    )
+
+
+def class_drop_table(
+    outputs: Mapping[str, Mapping[str, str | Path]],
+    *,
+    label_view: str = "original",
+    view_labels_path: str | Path | None = None,
+    unpaired_shifts: Collection[str] = (),
+    settings: Mapping[str, Any],
+) -> pd.DataFrame:
+    """:func:`classwise.metrics.class_drops.class_drops` of the outputs files ``outputs`` (model
+    -> shift -> file, ``clean`` among the shifts) under a label view, each model's family its
+    shifts x classes; ``settings``: ``q``, ``adjustment``, ``unpaired_test``, ``confidence``.
+    Read one model at a time (a family is one model's), each shift's samples numbered as clean's
+    kept as clean's array. A shift not in ``unpaired_shifts`` that shares no sample with clean is
+    an :class:`InputError` naming its file (the robustness step refuses it too)."""
+    from classwise.errors import InputError
+    from classwise.metrics.class_drops import class_drops
+    from classwise.metrics.outcomes import SampleOutcomes
+
+    parts = []
+    for model, by_shift in outputs.items():
+        if "clean" not in by_shift:
+            raise InputError(f"model {model!r} has no clean outputs to compare with", field=f"outputs.{model}")
+        clean = view_outcomes(by_shift["clean"], label_view, view_labels_path)
+        shifted = {}
+        for shift, path in by_shift.items():
+            if shift == "clean":
+                continue
+            outcomes = view_outcomes(path, label_view, view_labels_path)
+            if np.array_equal(outcomes.sample_ids, clean.sample_ids):  # 50,000 ids per shift, held once
+                outcomes = SampleOutcomes(clean.sample_ids, *(getattr(outcomes, f) for f in _OUTCOME_FIELDS))
+            shifted[shift] = {model: outcomes}
+        table = class_drops(
+            {model: clean},
+            shifted,
+            n_classes=clean.n_classes,
+            class_names=None if clean.class_names is None else list(clean.class_names),
+            q=float(settings["q"]),
+            adjustment=str(settings["adjustment"]),
+            unpaired_test=str(settings["unpaired_test"]),
+            confidence=float(settings["confidence"]),
+            unpaired=unpaired_shifts,
+        )
+        other = table[(table["pairing"] == "unpaired") & ~table["shift"].isin(list(unpaired_shifts))]
+        if len(other):
+            shift = str(other["shift"].iloc[0])
+            raise InputError(
+                f"shift {shift!r} shares no sample id with clean; a set of other images is compared unpaired "
+                "(paired: false in its shift set)",
+                path=str(by_shift[shift]),
+                field="sample_ids",
+            )
+        parts.append(table)
+    return pd.concat(parts, ignore_index=True)
+
+
+#: The fields of a :class:`~classwise.metrics.outcomes.SampleOutcomes` after its sample ids.
+_OUTCOME_FIELDS = ("labels", "correct", "class_names", "n_classes", "source")
+
+
+def _count(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
+def _pairing_sentence(table: pd.DataFrame) -> str:
+    """Which shifts were compared how, for a caption: ``"Paired on every sample: fog, snow.
+    Paired on a subset of clean's samples: autoattack (n = 20 of 899)."``"""
+    by_shift = table.groupby("shift", sort=False).agg(
+        pairing=("pairing", "first"),
+        n=("n_shift", "sum"),
+        clean=("n_clean", "sum"),
+        left_out=("clean_left_out", "sum"),
+        models=("model", "nunique"),
+    )
+    sentences = []
+    for pairing, text in (
+        ("paired", "Paired on every clean sample"),
+        ("paired_subset", "Paired on a subset of the clean samples"),
+        ("paired_overlap", "Paired on the samples shared with clean"),
+        ("unpaired", "Unpaired, other images against every clean sample"),
+    ):
+        rows = by_shift[by_shift["pairing"] == pairing]
+        if rows.empty:
+            continue
+        names = []
+        for shift, row in rows.iterrows():
+            per_model = int(row["models"])
+            n, whole = int(row["n"]) // per_model, int(row["clean"] + row["left_out"]) // per_model
+            if pairing == "unpaired":
+                names.append(f"{shift} (n = {n})")
+            elif pairing == "paired":
+                names.append(str(shift))
+            else:
+                names.append(f"{shift} (n = {n} of {whole})")
+        sentences.append(f"{text}: {', '.join(names)}.")
+    return " ".join(sentences)
+
+
+def class_drops_step(
+    *,
+    outputs: Mapping[str, Mapping[str, str | Path]],
+    label_view: str,
+    view_labels_path: str | Path | None,
+    unpaired_shifts: Collection[str],
+    settings: Mapping[str, Any],
+    families: Mapping[str, str],
+    captions: Mapping[str, str],
+    title: str,
+    drops_paths: Mapping[str, str | Path],
+    counts_paths: Mapping[str, str | Path],
+    figure_path: str | Path,
+) -> None:
+    """The class-drop tests of one dataset and label view (:func:`class_drop_table`): the table
+    of every (model, shift, class) as CSV, its significant rows (drops first, the largest first,
+    then rises) as Markdown and LaTeX (``drops_paths``); per model and class under how many
+    shifts it drops (``counts_paths``); the figure of the changes against their adjusted
+    p-values, one panel per shift family (``families``: shift -> family). ``captions``: the
+    ``drops`` and ``counts`` captions of the job, to which the counts of tests are added."""
+    from classwise.metrics.class_drops import drop_counts, significant_changes
+    from classwise.plots import save_png
+    from classwise.plots.class_drops import class_drops_figure
+
+    table = class_drop_table(
+        outputs, label_view=label_view, view_labels_path=view_labels_path, unpaired_shifts=unpaired_shifts, settings=settings
+    )
+    significant = pd.concat([significant_changes(table, direction="drop"), significant_changes(table, direction="rise")])
+    tested = int(table["p_value"].notna().sum())
+    drops, rises = int((significant["change"] < 0).sum()), int((significant["change"] > 0).sum())
+    counts = drop_counts(table)
+    figure = class_drops_figure(table, families=families, q=float(settings["q"]), title=title)
+    # everything computed before anything is written
+    found = (
+        f" {tested} tests ({table['model'].nunique()} models x {table['shift'].nunique()} shifts x the classes with "
+        f"samples on both sides): {_count(drops, 'significant drop')} and {_count(rises, 'rise')}."
+    )
+    listed = "" if len(significant) <= tables.LISTED_CHANGES else f" The first {tables.LISTED_CHANGES} are listed."
+    classes = counts[(counts["n_shifts_dropped"] > 0) | (counts["n_shifts_rose"] > 0)]
+    shown = classes.groupby("model", sort=False).head(tables.LISTED_CLASSES)
+    listed_classes = "" if len(shown) == len(classes) else f" Each model's first {tables.LISTED_CLASSES} classes are listed."
+    sentence = _sentence(_pairing_sentence(table))
+    tables.write_tables(
+        tables.class_drops_display(significant), captions["drops"] + found + listed + sentence, drops_paths, data=table
+    )
+    tables.write_tables(
+        tables.drop_counts_display(counts), captions["counts"] + found + listed_classes + sentence, counts_paths, data=counts
+    )
+    save_png(figure, figure_path)
