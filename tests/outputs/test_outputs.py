@@ -61,7 +61,10 @@ def test_a_rule_declares_a_record_only_where_its_run_wide_conditions_hold() -> N
     assert names == ["worst_class_table", "worst_class_intervals_table"]
     assert [record.name for record in declared_outputs("aggregate_worst_class_tables", [])] == ["worst_class_table"]
     # a condition that varies from job to job (scores on the shift) leaves the declaration alone
-    assert [record.name for record in declared_outputs("compute_decisiveness_metrics", [])] == ["reliability_figure", "decisiveness_metrics"]
+    assert [record.name for record in declared_outputs("compute_decisiveness_metrics", [])] == [
+        "reliability_figure",
+        "decisiveness_metrics",
+    ]
     assert {condition for record in OUTPUTS.values() for condition in record.when} <= set(CONDITIONS)
     with pytest.raises(ValueError, match="unknown conditions"):
         Output(name="x", rule="r", path="x", files={"csv": ".csv"}, mirrors=(None, ""), when=("bootstrapped",))

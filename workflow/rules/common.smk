@@ -7,6 +7,8 @@ import re
 
 from snakemake.utils import validate
 
+from classwise.pipeline.snakemake_internals import literal_resources, rule_named
+
 from classwise.pipeline.config_checks import (
     check_models,
     check_references,
@@ -294,16 +296,7 @@ def inherited_resources(rule):
     job takes infer's). Resources given as expressions (the default tmpdir, mem_mb and disk_mb,
     or `2*input.size_mb`) are evaluated per job and left to the rule's own defaults and settings.
     """
-    # used as a module (use rule * from classwise as classwise_*), the rule has its new name
-    resources = workflow.get_rule(workflow.modifier.modify_rulename(rule)).resources
-    own = {
-        key: value.value
-        for key, value in resources.items()
-        if not value.is_evaluable() and value.value is not None
-    }
-    return own.pop("_cores", 1), {
-        key: value for key, value in own.items() if not key.startswith("_")
-    }
+    return literal_resources(rule_named(workflow, rule))
 
 
 def logit_shards(wildcards):

@@ -32,7 +32,9 @@ SAMPLES_PER_CLASS = 50
 METRICS = ("A", "A@5", "CFPS_max", "W2CA", "W2CR", "W5CR", "W10CR", "WCA", "WCA@5", "WCP", "WSupCR", "W5CR@5")
 
 
-def _write_evaluation(out: Path, wildcards: dict[str, str], rng: np.random.Generator, accuracy: float, classes: int) -> list[Path]:
+def _write_evaluation(
+    out: Path, wildcards: dict[str, str], rng: np.random.Generator, accuracy: float, classes: int
+) -> list[Path]:
     """One (model, shift)'s worst_class.json and per_class.csv, in the metrics step's format."""
     support = np.full(classes, SAMPLES_PER_CLASS)
     hits = rng.binomial(SAMPLES_PER_CLASS, np.clip(accuracy + rng.normal(0, 0.1, classes), 0, 1))
