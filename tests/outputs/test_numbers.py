@@ -30,6 +30,7 @@ WITHOUT_READER = {
     "gamma_sweep_table": "decisiveness.json's gamma sweep, rounded",
     "confusion_counts": "counts of (true, predicted) pairs: C x C per evaluation, the explorer's and figures' input",
     "label_view": "labels, not numbers",
+    "cached_outputs": "a model's outputs per sample, which every number is computed from",
     "explorer": "a page of the table's numbers (tests/numbers_invariant.py checks them)",
     "numbers": "the table itself",
     "gates": "pass or fail of the table's numbers against the config's bounds",

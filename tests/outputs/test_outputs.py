@@ -53,7 +53,7 @@ def test_every_record_is_declared_by_the_rule_it_names_and_by_no_other() -> None
         names += [record.name for named in re.findall(r'outputs_of_rule\("(\w+)"\)', block) for record in rule_outputs(named)]
         for name in names:
             declared.setdefault(name, []).append(rule)
-    assert declared == {name: [record.rule] for name, record in OUTPUTS.items()}
+    assert declared == {name: [record.rule, *record.also_written_by] for name, record in OUTPUTS.items()}
 
 
 def test_a_rule_declares_a_record_only_where_its_run_wide_conditions_hold() -> None:

@@ -385,3 +385,12 @@ def test_the_severity_curves_figure_draws_a_panel_per_family_and_two_lines_per_m
     assert [ax.get_title() for ax in panels] == ["blur", "noise"]
     assert all(len(ax.lines) == 6 for ax in panels)
     np.testing.assert_allclose(panels[1].lines[0].get_ydata(), curves.loc[("a", "noise"), "accuracy"])
+    assert len(fig.legends) == 1  # no empty cell: beside the panels
+    # five families: three a row, the legend in the grid's empty sixth cell, not far below it
+    families = pd.MultiIndex.from_tuples(
+        [(m, f, s) for m in ("a", "b") for f in "vwxyz" for s in (0, 3)], names=["model", "family", "severity"]
+    )
+    fig = severity_curves_figure(pd.DataFrame({"accuracy": 0.5, "worst_class_accuracy": 0.4}, index=families), title="t")
+    legends = [ax for ax in fig.axes if ax.get_legend() is not None]
+    assert len(legends) == 1 and not legends[0].lines and not fig.legends
+    assert fig.axes.index(legends[0]) == 5 and fig.get_size_inches()[0] < 12

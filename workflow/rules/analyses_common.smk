@@ -102,7 +102,7 @@ def view_labels(wildcards):
     """The label file of a view other than `original` (nothing for `original`)."""
     if wildcards.labels == "original":
         return []
-    return f"{OUT}/labels/{wildcards.dataset}/{wildcards.labels}.csv"
+    return view_labels_path(wildcards)
 
 
 def metadata_file(wildcards):

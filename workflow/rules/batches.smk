@@ -9,10 +9,14 @@
 import hashlib
 import os
 
-from snakemake.io import AnnotatedString, strip_wildcard_constraints
-from snakemake.iocontainers import Wildcards
-
 from classwise.pipeline.shift_batches import BATCHED_RULES, as_entries
+from classwise.pipeline.snakemake_internals import (
+    expanded_job,
+    flagged_path,
+    named_output_templates,
+    rule_named,
+    script_path,
+)
 
 assert set(SHIFT_RULE_INPUTS) == set(
     BATCHED_RULES
@@ -29,9 +33,7 @@ def _batched_rule(batch):
     """The per-shift rule a batch runs (under a module, its prefixed name; looked up while the
     Snakefile is read, when the module's renaming applies, and kept for the jobs)."""
     if batch.name not in _PER_SHIFT_RULE:
-        _PER_SHIFT_RULE[batch.name] = workflow.get_rule(
-            workflow.modifier.modify_rulename(batch.rule)
-        )
+        _PER_SHIFT_RULE[batch.name] = rule_named(workflow, batch.rule)
     return _PER_SHIFT_RULE[batch.name]
 
 
@@ -73,18 +75,11 @@ def _expanded_jobs(batch):
     batched = _batched_rule(batch)
     jobs = []
     for shift in batch.shifts:
-        item = Wildcards(fromdict=batch.item_wildcards(shift))
-        input, _, _, _ = batched.expand_input(item)
-        output, _ = batched.expand_output(item)
-        params, _ = batched.expand_params(item, input, output, None)
+        job = expanded_job(batched, batch.item_wildcards(shift))
         jobs.append(
             {
                 "rule": batched.name,
-                "wildcards": as_entries(item),
-                "input": as_entries(input),
-                "output": as_entries(output),
-                "params": as_entries(params),
-                "log": as_entries(batched.expand_log(item)),
+                **{key: as_entries(value) for key, value in job.items()},
             }
         )
     return jobs
@@ -114,29 +109,22 @@ def _batch_outputs(batch):
     """The per-shift rule's named outputs for each shift, named <output>:<shift>, with their
     flags but report(): the report's captions and labels are templates of one job's wildcards,
     which a batch's rule does not have (docs/pipeline.md#many-shifts-of-predictions)."""
-    batched = _batched_rule(batch)
+    templates = named_output_templates(_batched_rule(batch))
     outputs = {}
     for shift in batch.shifts:
         wildcards = batch.item_wildcards(shift)
-        for name, (start, end) in batched.output._names.items():
-            declared = batched.output[start]
-            path = strip_wildcard_constraints(str(declared))
+        for name, (path, flags) in templates.items():
             for key, value in wildcards.items():
                 path = path.replace(f"{{{key}}}", value)
-            annotated = AnnotatedString(path)
-            annotated.flags = {
-                flag: value
-                for flag, value in getattr(declared, "flags", {}).items()
-                if flag != "report"
-            }
-            outputs[f"{name}:{shift}"] = annotated
+            outputs[f"{name}:{shift}"] = flagged_path(
+                path, {flag: value for flag, value in flags.items() if flag != "report"}
+            )
     return outputs
 
 
 def _script_digest(batch):
     """The sha256 of the script the batch runs per shift (empty where it is no local file)."""
-    batched = _batched_rule(batch)
-    path = batched.basedir.join(batched.script).get_path_or_uri(secret_free=True)
+    path = script_path(_batched_rule(batch))
     if not os.path.isfile(path):
         return ""
     with open(path, "rb") as stream:

@@ -7,6 +7,8 @@ import re
 
 from snakemake.utils import validate
 
+from classwise.pipeline.snakemake_internals import literal_resources, rule_named
+
 from classwise.pipeline.config_checks import (
     check_models,
     check_references,
@@ -28,7 +30,7 @@ from classwise.labels.real import REAL_URL
 from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
 from classwise.models.sources.base import PipelineSource
-from classwise.outputs import Planned, Scope, plan_scopes
+from classwise.outputs import Planned, Scope, file_of, output, plan_scopes
 from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
 from classwise.pipeline.decode_groups import decode_groups
 from classwise.references import REFERENCES  # the report's categories, one per source
@@ -115,7 +117,6 @@ LABEL_VIEWS = sorted({view for dataset in DATASETS for view in views_of(dataset)
 
 VIEW_SHIFT = "{dataset}/{labels}/{shift}"
 VIEW_MODEL_SHIFT = "{dataset}/{labels}/{model}/{shift}"
-METRICS = f"{OUT}/metrics/{VIEW_MODEL_SHIFT}"
 TABLES = f"{OUT}/tables/{VIEW_SHIFT}"
 FIGURES = f"{OUT}/figures/{VIEW_SHIFT}"
 
@@ -269,10 +270,9 @@ def group_outputs(group):
     """
     outputs = {}
     for name in group.models:
-        logits = logits_path(group.dataset, name, "{shift}")
-        outputs[f"logits:{name}"] = logits
-        # its sidecar (classwise.logits_io.sidecar_path), as a string: a Path would drop a "./"
-        outputs[f"metadata:{name}"] = logits.removesuffix(".npz") + ".json"
+        wildcards = {"dataset": group.dataset, "model": name, "shift": "{shift}"}
+        for key, path in output("cached_outputs").files_of(OUT, wildcards).items():
+            outputs[f"{key}:{name}"] = path
     return outputs
 
 
@@ -294,16 +294,7 @@ def inherited_resources(rule):
     job takes infer's). Resources given as expressions (the default tmpdir, mem_mb and disk_mb,
     or `2*input.size_mb`) are evaluated per job and left to the rule's own defaults and settings.
     """
-    # used as a module (use rule * from classwise as classwise_*), the rule has its new name
-    resources = workflow.get_rule(workflow.modifier.modify_rulename(rule)).resources
-    own = {
-        key: value.value
-        for key, value in resources.items()
-        if not value.is_evaluable() and value.value is not None
-    }
-    return own.pop("_cores", 1), {
-        key: value for key, value in own.items() if not key.startswith("_")
-    }
+    return literal_resources(rule_named(workflow, rule))
 
 
 def logit_shards(wildcards):
@@ -483,7 +474,17 @@ def label_view_inputs(wildcards):
 
 
 def logits_path(dataset, model, shift):
-    return f"{OUT}/logits/{dataset}/{model}/{shift}.npz"
+    """The cached outputs of (dataset, model, shift): the record cached_outputs' file."""
+    return file_of(
+        "cached_outputs", OUT, {"dataset": dataset, "model": model, "shift": shift}
+    )
+
+
+def view_labels_path(wildcards):
+    """The labels file of the job's label view (the record label_view's)."""
+    return file_of(
+        "label_view", OUT, {"dataset": wildcards.dataset, "labels": wildcards.labels}
+    )
 
 
 def metric_inputs(wildcards):
@@ -493,7 +494,7 @@ def metric_inputs(wildcards):
         "logits": logits_path(wildcards.dataset, wildcards.model, wildcards.shift)
     }
     if wildcards.labels != "original":
-        inputs["labels"] = f"{OUT}/labels/{wildcards.dataset}/{wildcards.labels}.csv"
+        inputs["labels"] = view_labels_path(wildcards)
     return inputs
 
 
@@ -513,36 +514,45 @@ def comparison_inputs(wildcards):
         ]
     }
     if wildcards.labels != "original":
-        inputs["labels"] = f"{OUT}/labels/{wildcards.dataset}/{wildcards.labels}.csv"
+        inputs["labels"] = view_labels_path(wildcards)
     return inputs
 
 
-def per_model_metrics(wildcards, filename, models=None):
-    """One metrics file per model (default every model of the dataset), keyed by model name,
-    for the aggregating rules."""
+def per_model_metrics(wildcards, record, models=None):
+    """The file of output `record` of each model (default every model of the dataset) on the
+    job's dataset, view and shift, keyed by model name, for the aggregating rules."""
     return {
-        model: f"{OUT}/metrics/{wildcards.dataset}/{wildcards.labels}/{model}/{wildcards.shift}/{filename}"
+        model: file_of(
+            record,
+            OUT,
+            {
+                "dataset": wildcards.dataset,
+                "labels": wildcards.labels,
+                "model": model,
+                "shift": wildcards.shift,
+            },
+        )
         for model in (dataset_models(wildcards.dataset) if models is None else models)
     }
 
 
 def worst_class_table_inputs(wildcards):
     """Every model's worst-class metrics of (dataset, view, shift), keyed by model."""
-    return per_model_metrics(wildcards, "worst_class.json")
+    return per_model_metrics(wildcards, "worst_class_metrics")
 
 
 def decisiveness_table_inputs(wildcards):
     """The decisiveness metrics of the models with scores on the shift, keyed by model."""
     scored = scored_models(wildcards.dataset, [wildcards.shift])
-    return per_model_metrics(wildcards, "decisiveness.json", scored)
+    return per_model_metrics(wildcards, "decisiveness_metrics", scored)
 
 
 def figure_inputs(wildcards):
     """What the per-class figures of (dataset, view, shift) read: every model's per-class CSV
     and worst-class metrics, in model order."""
     return {
-        "per_class": list(per_model_metrics(wildcards, "per_class.csv").values()),
-        "metrics": list(per_model_metrics(wildcards, "worst_class.json").values()),
+        "per_class": list(per_model_metrics(wildcards, "per_class_numbers").values()),
+        "metrics": list(per_model_metrics(wildcards, "worst_class_metrics").values()),
     }
 
 

@@ -19,12 +19,16 @@ def gate_checks():
     for hard predictions)."""
     checks = []
     for run in GATE_RUNS:
-        metrics = f"{OUT}/metrics/{run['dataset']}/{run['labels']}/{run['model']}/{run['shift']}"
-        decisiveness = f"{metrics}/decisiveness.json" if run["scored"] == "yes" else ""
+        wildcards = {key: run[key] for key in ("dataset", "labels", "model", "shift")}
+        decisiveness = (
+            file_of("decisiveness_metrics", OUT, wildcards)
+            if run["scored"] == "yes"
+            else ""
+        )
         checks.append(
             {
                 **run,
-                "worst_class": f"{metrics}/worst_class.json",
+                "worst_class": file_of("worst_class_metrics", OUT, wildcards),
                 "decisiveness": decisiveness,
             }
         )

@@ -17,8 +17,7 @@ rule infer:
         unpack(source_weights),
         data=inference_data,
     output:
-        logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
-        metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",
+        **outputs_of("cached_outputs"),
     log:
         f"{OUT}/logs/infer/{{dataset}}/{{model}}/{{shift}}.log",
     benchmark:
@@ -76,8 +75,7 @@ rule merge_logit_shards:
     input:
         shards=logit_shards,
     output:
-        logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
-        metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",
+        **outputs_of("cached_outputs"),
     log:
         f"{OUT}/logs/merge_logit_shards/{{dataset}}/{{model}}/{{shift}}.log",
     wildcard_constraints:
@@ -130,8 +128,7 @@ rule import_predictions:
     input:
         unpack(import_inputs),
     output:
-        logits=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.npz",
-        metadata=f"{OUT}/logits/{{dataset}}/{{model}}/{{shift}}.json",
+        **outputs_of("cached_outputs"),
     log:
         f"{OUT}/logs/import_predictions/{{dataset}}/{{model}}/{{shift}}.log",
     wildcard_constraints:

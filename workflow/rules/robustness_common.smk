@@ -73,11 +73,20 @@ def classwise_files(wildcards):
         shift: {
             model: {
                 **{
-                    name: f"{OUT}/metrics/{wildcards.dataset}/original/{model}/{shift}/{name}{suffix}"
-                    for name, suffix in (
-                        ("worst_class", ".json"),
-                        ("per_class", ".csv"),
-                        ("confusion", ".csv"),
+                    name: file_of(
+                        record,
+                        OUT,
+                        {
+                            "dataset": wildcards.dataset,
+                            "labels": "original",
+                            "model": model,
+                            "shift": shift,
+                        },
+                    )
+                    for name, record in (
+                        ("worst_class", "worst_class_metrics"),
+                        ("per_class", "per_class_numbers"),
+                        ("confusion", "confusion_counts"),
                     )
                 },
                 "outputs": logits_path(wildcards.dataset, model, shift),

@@ -156,7 +156,7 @@ def _sources(data: ViewData, has_summary: bool) -> dict[str, str]:
     sources = {
         "per_class": output("per_class_numbers").fill(wildcards) + ".csv",
         "confusion": output("confusion_counts").fill(wildcards) + ".csv",
-        "worst_class": f"metrics/{data.dataset}/{data.labels}/{{model}}/{{shift}}/worst_class.json",
+        "worst_class": output("worst_class_metrics").fill(wildcards) + ".json",
     }
     if has_summary:
         sources["shift_summary"] = output("shift_summary_table").fill(wildcards) + ".csv"

@@ -31,6 +31,7 @@ __all__ = [
     "Scope",
     "Setting",
     "declared_outputs",
+    "file_of",
     "listed_file",
     "output",
     "plan_scopes",
@@ -108,6 +109,14 @@ def plan_scopes(stage: str, scopes: Iterable[Scope]) -> list[Planned]:
             seen.add(key)
             planned.append(Planned(record.name, dict(scope.wildcards)))
     return planned
+
+
+def file_of(name: str, out: str, wildcards: Mapping[str, str], key: str | None = None) -> str:
+    """The one path of an output: record ``name``'s file ``key`` (default its first) below
+    ``out`` for ``wildcards``. Rules, steps, the explorer, the table of every number and the
+    tests ask this (or the record) for a path, never spell it out."""
+    files = output(name).files_of(out, wildcards)
+    return files[key] if key is not None else next(iter(files.values()))
 
 
 def planned_files(planned: Planned, out: str) -> list[str]:

@@ -132,6 +132,17 @@ METRICS = "metrics/{dataset}/{labels}/{model}/{shift}"
 
 RECORDS = (
     Output(
+        name="cached_outputs",
+        rule="infer",
+        path="logits/{dataset}/{model}/{shift}",
+        files={"logits": ".npz", "metadata": ".json"},
+        also_written_by=("merge_logit_shards", "import_predictions"),
+        mirrors=(
+            None,
+            "a model's cached outputs on a shift (logits, probabilities or hard predictions) and their sidecar (docs/pipeline.md#the-logits-file-format)",
+        ),
+    ),
+    Output(
         name="worst_class_table",
         rule="aggregate_worst_class_tables",
         path=f"{TABLES}/worst_class",

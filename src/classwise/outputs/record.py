@@ -131,6 +131,10 @@ class Output:
     #: ``("bootstrap",)`` for an interval table. Its rule declares it only where the run-wide ones
     #: hold (:data:`RUN_CONDITIONS`); its stage plans it where all of them hold.
     when: tuple[str, ...] = ()
+    #: Other rules that write the same files, for other jobs (a model's cached outputs: a merge of
+    #: shards, a decode shared by several models, an import of a file of predictions); each
+    #: declares the record with ``outputs_of``.
+    also_written_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_conditions(self.when, owner=f"output {self.name!r}: ")

@@ -219,11 +219,12 @@ MAX_BOXED_SHIFTS = 20
 def severity_curves_figure(curves: pd.DataFrame, *, title: str) -> Figure:
     """A and WCA against severity (0: the reference shift), one panel per corruption family, one
     colour per model: accuracy solid, worst-class accuracy dashed
-    (:func:`classwise.robustness.across_shifts.severity_curves`)."""
-    import matplotlib.pyplot as plt
-
+    (:func:`classwise.robustness.across_shifts.severity_curves`). Laid out as the other figures
+    (constrained, no margin of its own): up to three panels a row, the legend in the first empty
+    cell of the grid, else beside the panels."""
     if curves.empty:
-        fig, ax = plt.subplots(figsize=(6, 2))
+        fig = Figure(figsize=(6, 1.6), layout="constrained")
+        ax = fig.subplots()
         ax.axis("off")
         ax.text(0.5, 0.5, "no shift with a severity is evaluated", ha="center", va="center")
         fig.suptitle(title)
@@ -232,13 +233,10 @@ def severity_curves_figure(curves: pd.DataFrame, *, title: str) -> Figure:
     families = list(dict.fromkeys(frame["family"]))
     models = list(dict.fromkeys(frame["model"]))
     colors = dict(zip(models, model_colors(len(models))))
-    columns = min(len(families), 4)
+    columns = min(len(families), 3)
     rows = -(-len(families) // columns)
-    legend_columns = 2 * columns  # a model's A and WCA side by side
-    legend_rows = -(-2 * len(models) // legend_columns)
-    legend_height = 0.3 * legend_rows + 0.2
-    height = 3.0 * rows + legend_height
-    fig, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, height), squeeze=False, sharey=True)
+    fig = Figure(figsize=(3.4 * columns + 0.6, 2.7 * rows + 0.7), layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False, sharey=True)
     for ax, family in zip(axes.flat, families):
         in_family = frame[frame["family"] == family]
         for model in models:
@@ -249,17 +247,21 @@ def severity_curves_figure(curves: pd.DataFrame, *, title: str) -> Figure:
             ax.plot(
                 line["severity"], line["worst_class_accuracy"], "--s", color=colors[model], label=f"{model} WCA", markersize=3
             )
-        ax.set_title(_short(str(family), 30))
+        ax.set_title(_short(str(family), 30), fontsize=10)
         ax.set_xlabel("severity (0: clean)")
         ax.set_xticks(sorted(set(in_family["severity"].astype(int))))
         ax.set_ylim(0, 1.02)
-    for ax in list(axes.flat)[len(families) :]:
-        ax.axis("off")
-    axes[0, 0].set_ylabel("accuracy")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("accuracy")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=legend_columns, fontsize="small", bbox_to_anchor=(0.5, 0))
+    spare = list(axes.flat)[len(families) :]
+    for ax in spare:
+        ax.axis("off")
+    if spare:
+        spare[0].legend(handles, labels, loc="center", fontsize="small", ncol=1 if len(models) <= 6 else 2, frameon=False)
+    else:
+        fig.legend(handles, labels, loc="outside right upper", fontsize="small")
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, legend_height / height, 1, 0.95))
     return fig
 
 
