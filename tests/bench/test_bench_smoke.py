@@ -42,7 +42,7 @@ def test_the_labels_shifts_benchmark_plans_a_study_of_its_shape(tmp_path: Path) 
     dry = json.loads(out.read_text())["dry_run"]
     assert dry["predictions_files"] == 2 * 4 and dry["wall_s"] > 0 and len(dry["load_average_before"]) == 3
     per_model = 2 * 2  # import and metrics
-    per_view = 3  # the worst-class table, the model comparison, the figures
+    per_view = 4  # the worst-class table, the model comparison, the figures, the class-drop tests
     # transformation tests per model, robustness, explorer, the table of every number, README, all
     per_dataset = 2 + 1 + 1 + 1 + 1 + 1
     assert dry["jobs"] == per_model + per_view + per_dataset
