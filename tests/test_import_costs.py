@@ -2,7 +2,7 @@
 begins, what a step imports while it runs, and what the workflow imports while it builds its DAG.
 
 Every job starts a Python process; the CPU it spends before its step (Snakemake's preamble,
-then the script's imports) is on every job's bill, 165 jobs in the demo. numpy, pandas, scipy
+then the script's imports) is on every job's bill, whatever its step. numpy, pandas, scipy
 and matplotlib cost 0.1 to 0.8 CPU-s each to import and torch about 2, so a script imports none
 of them: each step imports what it computes with when it runs (``python -m classwise.bench.demo``
 shows the CPU before and in the step per rule; docs/benchmarks.md the numbers). Each check runs
