@@ -47,7 +47,6 @@ import numpy as np
 
 from classwise.atomic import atomic_path, write_json
 from classwise.errors import InputError
-from classwise.sample_ids import sample_id_positions
 from classwise.validation import (
     PROB_ROW_TOLERANCE,
     ScoreKind,
@@ -538,6 +537,9 @@ def load_sample_ids(path: str | Path) -> np.ndarray:
     """The sample ids of an outputs file as strings (``0..N-1`` for a file without them), its
     scores left unread: what matching two files by sample id needs. :class:`InputError` naming
     the file when it is missing, not an archive, lacks ``labels`` or repeats an id."""
+    # pandas (through sample_ids) only here: loading scores, as every metric job does, needs none
+    from classwise.sample_ids import sample_id_positions
+
     p = Path(path)
     if not p.exists():
         raise InputError("file does not exist", path=p)

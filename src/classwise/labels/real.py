@@ -24,11 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from classwise.atomic import atomic_open
 from classwise.errors import InputError, field_path
-from classwise.sample_ids import sample_id_positions
 
 __all__ = [
     "REAL_CLASSES",
@@ -153,6 +151,10 @@ def real_file_ids(n_images: int) -> np.ndarray:
 
 def write_real_view(path: str | Path, sets: LabelSets) -> None:
     """The view file: ``sample_id,real`` (file name, space-separated set; empty = removed), atomically."""
+    # pandas here and in read_real_view, not above: the metric jobs use LabelSets (through
+    # labelled_scores) whether or not they read a ReaL view, and the workflow reads REAL_URL
+    import pandas as pd
+
     text = pd.Series([" ".join(map(str, s)) for s in sets.as_lists()], dtype=object)
     frame = pd.DataFrame({"sample_id": real_file_ids(len(sets)), SETS_COLUMN: text})
     with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
@@ -176,6 +178,10 @@ def is_sets_view_file(path: str | Path) -> bool:
 def read_real_view(path: str | Path, sample_ids: np.ndarray, *, n_classes: int) -> LabelSets:
     """The sets of the view file at ``path`` for ``sample_ids`` (in that order), matched by file
     name (the part after the last ``/``); an id without a row is an error naming the file."""
+    import pandas as pd
+
+    from classwise.sample_ids import sample_id_positions
+
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:

@@ -33,10 +33,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from classwise.errors import InputError
 from classwise.metrics import catalogue, kernels
@@ -48,6 +47,9 @@ from classwise.metrics.pair_losses import PairLosses
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricReplicates
 from classwise.metrics.stats import ClassificationStats
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "DEFAULT_REPLICATES",
@@ -165,6 +167,10 @@ class _Model:
 
 
 def _indicator(rows: np.ndarray, n_rows: int, keep: np.ndarray | None = None) -> sp.csr_matrix:
+    # scipy.sparse here, not above: the metric jobs import this module (through the suite) and only
+    # build sparse matrices when the bootstrap is on
+    import scipy.sparse as sp
+
     n = rows.shape[0]
     cols = np.arange(n)
     if keep is not None:
@@ -183,6 +189,8 @@ def _prepare(
     k: int,
     pairs: bool = True,
 ) -> _Model:
+    import scipy.sparse as sp
+
     n, c = stats.n_samples, stats.n_classes
     labels = stats.labels
     valid = np.flatnonzero(stats.support > 0)

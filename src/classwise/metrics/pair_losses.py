@@ -36,12 +36,15 @@ samples rank many classes ahead need most pairs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from classwise.metrics.stats import ClassificationStats
 from classwise.metrics.worst_class import pair_values
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 #: Pairs with the lowest full-sample values that every replicate evaluates from the start.
 INITIAL_CANDIDATES = 256
@@ -184,6 +187,8 @@ class PairLosses:
     def _matrix(self, pairs: np.ndarray, directions: tuple[int, ...]) -> sp.csr_matrix:
         """Rows: ``pairs``; columns: misclassified samples; 1 where the sample is in
         ``L_ab`` (direction 0) or ``L_ba`` (direction 1), for the directions asked for."""
+        import scipy.sparse as sp  # here, not above: only the bootstrap builds these matrices
+
         c = self.n_classes
         keys = [pairs[:, d] * c + pairs[:, 1 - d] for d in directions]
         key = np.stack(keys, axis=1).ravel()  # a pair's directions are adjacent

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from classwise.errors import InputError
 from classwise.metrics import bootstrap as boot
@@ -27,6 +26,9 @@ from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricResult
 from classwise.metrics.stats import ClassificationStats, compute_stats, ratio
 from classwise.validation import ScoreKind
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def argmax_scores(scores: np.ndarray, kind: ScoreKind) -> np.ndarray:
@@ -360,6 +362,8 @@ def per_class_table(
     out of the class's predictions), Clopper-Pearson (exact) or Wilson; empty where the
     ratio is undefined.  ``worst_shares`` (column name -> one share per class, e.g.
     :func:`worst_class_shares`) adds columns last."""
+    import pandas as pd  # here, not above: the decisiveness jobs use the suite and write no table
+
     names = list(class_names) if class_names is not None else [str(i) for i in range(stats.n_classes)]
     predicted = stats.predicted
     recall_low, recall_high = proportion_interval(stats.hits, stats.support, confidence, interval)

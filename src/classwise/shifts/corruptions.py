@@ -31,14 +31,13 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from classwise._extras import import_module
 from classwise.errors import InputError
 from classwise.shifts.severity import SEVERITIES, check_severity
 
 if TYPE_CHECKING:
     import albumentations as A
+    import numpy as np
 else:
 
     class _ImportedOnUse(ModuleType):
@@ -217,6 +216,9 @@ def corrupt_image(image: np.ndarray, name: str, severity: int, seed: int) -> np.
     Returns a new array of the same shape and dtype, clipped to ``[0, 1]``. Deterministic in
     ``(image, name, severity, seed)``.
     """
+    # numpy here, not above: every caption imports this module for its note (own_definitions_note)
+    import numpy as np
+
     corruption = get_corruption(name)
     check_severity(severity)
     array = np.asarray(image)
@@ -245,6 +247,8 @@ def corrupt_image(image: np.ndarray, name: str, severity: int, seed: int) -> np.
 
 def corrupt_batch(images: np.ndarray, name: str, severity: int, seeds: Sequence[int]) -> np.ndarray:
     """Corrupt ``(N, C, H, W)`` float32 images, image ``i`` seeded with ``seeds[i]``."""
+    import numpy as np
+
     array = np.asarray(images)
     if array.ndim != 4:
         raise InputError(f"expected (N, C, H, W) images, got shape {array.shape}", field="images")

@@ -17,16 +17,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
-from classwise import tables
 from classwise.atomic import write_json
 from classwise.errors import InputError
 from classwise.steps.metrics import load_view
 from classwise.steps.threads import limit_threads
 
+# numpy, pandas and the tables are imported where used: a job imports this module before its
+# step starts (the CPU before the step, python -m classwise.bench.demo).
 if TYPE_CHECKING:
+    import pandas as pd
+
     from classwise.extrapolation.methods import CleanexTraining
     from classwise.extrapolation.simulation import Evaluation
 
@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 def _k1_values(k1: int | Sequence[int]) -> list[int]:
     """``analyses.extrapolation.k1`` as a list: one value or several."""
+    import numpy as np
+
     return [int(k1)] if isinstance(k1, (int, np.integer)) else [int(k) for k in k1]
 
 
@@ -51,6 +53,8 @@ def _cleanex_training(max_steps: int, tolerance: float, patience: int) -> Cleane
 def _fits_cells(fits: pd.Series, converged: pd.Series) -> pd.Series:
     """``3/3`` (converged / fits) for a method that trains, with the mark when some did not;
     empty for the others (NaN fits)."""
+    import numpy as np
+    import pandas as pd
 
     def cell(n_fits: float, n_converged: float) -> str:
         if np.isnan(n_fits):
@@ -63,6 +67,9 @@ def _fits_cells(fits: pd.Series, converged: pd.Series) -> pd.Series:
 
 def _steps_cells(median: pd.Series, maximum: pd.Series) -> pd.Series:
     """``median (max)`` steps of a method's fits; empty for the methods that do not train."""
+    import numpy as np
+    import pandas as pd
+
     cells = ["" if np.isnan(m) else f"{m:g} ({int(x)})" for m, x in zip(median, maximum, strict=True)]
     return pd.Series(cells, index=median.index, dtype=object)
 
@@ -84,6 +91,10 @@ def _log_unconverged(evaluation: Evaluation, where: str) -> None:
 
 
 def _rmse_display(frame: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
+    from classwise import tables
+
     k_max = int(frame["k_max"].iloc[0])
     columns = {
         "RMSE mean": frame["rmse_mean"].map(tables.decimals),
@@ -148,6 +159,9 @@ def extrapolation_step(
     converged, and the log warns of those that did not. Writes the RMSE table (one block of
     rows per ``k1``), every curve (``curves_path``) and the Figure-3-shaped figure.
     """
+    import pandas as pd
+
+    from classwise import tables
     from classwise.extrapolation.results import curves_frame, rmse_table
     from classwise.extrapolation.rroc import check_ties, with_images_only
     from classwise.extrapolation.simulation import evaluate_methods
@@ -218,6 +232,10 @@ def extrapolation_summary_step(
     """RMSE per ``k1`` and method (rows) and model (columns) from the per-model tables:
     ``mean ± sd``; the CSV holds the means. A cell whose CleaneX fits did not all converge is
     marked ``†`` (with the count) and the caption says what the mark means."""
+    import pandas as pd
+
+    from classwise import tables
+
     means: dict[str, pd.Series] = {}
     cells: dict[str, pd.Series] = {}
     marked = False
@@ -281,6 +299,9 @@ def simulation_step(
     RMSE per (k1, method) as a table (with the CleaneX fits that converged), the settings,
     per-repetition RMSEs (and each CleaneX fit's steps, final loss and convergence) and run time
     as JSON, and the RMSE boxes (Figure 2 shape)."""
+    import pandas as pd
+
+    from classwise import tables
     from classwise.extrapolation.results import FIT_SUMMARY_COLUMNS
     from classwise.extrapolation.simulation import run_simulation_benchmark
     from classwise.plots.extrapolation import plot_simulation

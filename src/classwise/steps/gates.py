@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from classwise import tables
 from classwise.atomic import write_json, write_text
 from classwise.errors import InputError
-from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON, metric_names
-from classwise.metrics.gates import GateResult, applies, check, gates_from_config, results_table
+
+# The metrics' catalogue (numpy), the gates and the tables (pandas) are imported by check_gates,
+# which uses them: enforce_gates reads one JSON file.
+if TYPE_CHECKING:
+    from classwise.metrics.gates import GateResult
 
 RUN_KEYS = ("dataset", "labels", "model", "shift")
 
@@ -32,6 +34,8 @@ def _read_json(path: str | Path) -> dict[str, Any]:
 def _document(run: Mapping[str, str]) -> dict[str, Any]:
     """The run's worst-class and decisiveness metrics as one document; without decisiveness
     (hard predictions) its metrics are listed as skipped."""
+    from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON, metric_names
+
     worst = _read_json(run["worst_class"])
     metrics = dict(worst["metrics"])
     skipped = dict(worst.get("skipped") or {})
@@ -52,6 +56,9 @@ def check_gates_step(
     """Check each gate of the config on each run it applies to (``runs``: ``{dataset, labels,
     model, shift, worst_class, decisiveness}`` with the paths of its metrics JSON, decisiveness
     empty without scores); write the table of every check and the JSON summary."""
+    from classwise import tables
+    from classwise.metrics.gates import applies, check, gates_from_config, results_table
+
     results: list[GateResult] = []
     for run in runs:
         where = {key: run[key] for key in RUN_KEYS}

@@ -7,37 +7,24 @@ writes its outputs atomically.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from classwise.atomic import write_json
 from classwise.errors import InputError
-from classwise.labels.labelled_scores import LabelledScores, apply_label_sets, apply_label_view
-from classwise.logits_io import load_outputs, load_scores
-from classwise.metrics import decisiveness as nelson
-from classwise.metrics.probabilities import Probabilities
-from classwise.metrics.stats import ClassificationStats, compute_stats, with_label_sets
-from classwise.metrics.suite import (
-    BootstrapSettings,
-    argmax_scores,
-    bootstrap_metrics,
-    cfps_max_of_stats,
-    classes_with_samples,
-    coverage_json,
-    nelson_family,
-    per_class_table,
-    skipped_worst_class_metrics,
-    without_pair_metrics,
-    without_score_metrics,
-    worst_class_family,
-    worst_class_shares,
-)
-from classwise.superclasses import Superclasses, validate_superclasses
-from classwise.tables import write_csv
+
+# What a step computes with is imported by the step: a job imports this module before its step
+# starts, and numpy, pandas, scipy and matplotlib cost more CPU than most steps' own work
+# (python -m classwise.bench.demo: the CPU before the step, per rule).
+if TYPE_CHECKING:
+    import numpy as np
+
+    from classwise.labels.labelled_scores import LabelledScores
+    from classwise.metrics.stats import ClassificationStats
+    from classwise.metrics.suite import BootstrapSettings
+    from classwise.superclasses import Superclasses
 
 
 def load_view(
@@ -54,6 +41,9 @@ def load_view(
     flagged), else it is an error saying that scores are needed. A view of several correct
     labels per sample (``sample_id,real``: ImageNet ReaL) is read only by the steps that say so
     (``label_sets``); the others need one label per sample and refuse it."""
+    from classwise.labels.labelled_scores import apply_label_sets, apply_label_view
+    from classwise.logits_io import load_outputs, load_scores
+
     scores_file = load_outputs(logits_path) if hard_predictions else load_scores(logits_path)
     view_labels = None
     if view_labels_path is not None:
@@ -77,6 +67,8 @@ def load_view(
 def view_stats(view: LabelledScores, ranked: np.ndarray) -> ClassificationStats:
     """The sufficient statistics of a view: of its labels, or under several correct labels per
     sample (ReaL) with each sample's rank that of its best-ranked correct class."""
+    from classwise.metrics.stats import compute_stats, with_label_sets
+
     stats = compute_stats(ranked, view.labels, n_classes=view.scores.shape[1], abstained=view.abstained)
     if view.label_sets is None:
         return stats
@@ -88,6 +80,8 @@ def view_stats(view: LabelledScores, ranked: np.ndarray) -> ClassificationStats:
 def view_superclasses(view: LabelledScores, superclasses: Mapping[str, Sequence[int]]) -> Superclasses | None:
     """The configured superclasses checked against the scores' columns (None without any); a
     class-subset shift has its own columns, so its superclasses are restricted to them."""
+    from classwise.superclasses import validate_superclasses
+
     if superclasses and view.class_indices is not None:
         from classwise.class_subsets import restrict_superclasses
 
@@ -98,6 +92,8 @@ def view_superclasses(view: LabelledScores, superclasses: Mapping[str, Sequence[
 def bootstrap_settings(params: Mapping[str, Any] | None) -> BootstrapSettings | None:
     """The ``metrics.bootstrap`` section of the config as settings, None when it is off
     (no section, or 0 replicates)."""
+    from classwise.metrics.suite import BootstrapSettings
+
     if params is None or int(params["replicates"]) == 0:
         return None
     return BootstrapSettings.checked(params["replicates"], params["confidence"], params["seed"])
@@ -109,7 +105,7 @@ def _finite_or_none(value):
         return {key: _finite_or_none(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_finite_or_none(item) for item in value]
-    if isinstance(value, float) and not np.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
 
@@ -146,6 +142,25 @@ def worst_class_step(
     (``worst_probability``), the JSON a ``bootstrap`` block, and the CSV each class's share
     of replicates in which it is the worst (``worst_recall_probability``,
     ``worst_precision_probability``); the values and worst classes are the same either way."""
+    import numpy as np
+    import pandas as pd
+
+    from classwise.metrics.probabilities import Probabilities
+    from classwise.metrics.suite import (
+        argmax_scores,
+        bootstrap_metrics,
+        cfps_max_of_stats,
+        classes_with_samples,
+        coverage_json,
+        per_class_table,
+        skipped_worst_class_metrics,
+        without_pair_metrics,
+        without_score_metrics,
+        worst_class_family,
+        worst_class_shares,
+    )
+    from classwise.tables import write_csv
+
     view = load_view(logits_path, label_view, view_labels_path, hard_predictions=True, label_sets=True)
     n_classes = view.scores.shape[1]
     groups = view_superclasses(view, superclasses)
@@ -216,6 +231,12 @@ def decisiveness_step(
     With ``bootstrap`` settings, each metric gets its percentile interval (``ci``) and the
     accuracy its own (``accuracy_ci``), from the same stratified replicates as the worst-class
     metrics; the gamma sweep gets none."""
+    import numpy as np
+
+    from classwise.metrics import decisiveness as nelson
+    from classwise.metrics.probabilities import Probabilities
+    from classwise.metrics.stats import compute_stats
+    from classwise.metrics.suite import argmax_scores, bootstrap_metrics, nelson_family
     from classwise.plots.reliability import plot_reliability  # matplotlib only where drawn
 
     view = load_view(logits_path, label_view, view_labels_path)

@@ -11,17 +11,18 @@ import platform
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TextIO
 
 import classwise
-from classwise.data.sources import load_split, open_split
 from classwise.errors import InputError
-from classwise.logits_io import save_logits
 from classwise.models.sources.train import TRAINING_DEFAULTS
 from classwise.models.spec import ModelSpec
 from classwise.steps.threads import limit_threads
+
+# numpy and the datasets are imported by the steps that use them: merging shards and importing
+# predictions import this module too, before their step starts (python -m classwise.bench.demo).
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Training settings of ``source: train`` models that the config leaves out (documented in the
 #: config schema; kept here because they apply to one source only).
@@ -41,6 +42,7 @@ def train_step(
 
     ``threads`` caps torch's intra-op threads (the job's Snakemake threads)."""
     limit_threads(threads)
+    from classwise.data.sources import load_split
     from classwise.models.architectures import build_model
     from classwise.models.checkpoint import save_checkpoint
     from classwise.models.training import train_model
@@ -96,6 +98,7 @@ def finetune_step(
     ``base_weights`` is the download manifest of the starting weights (``None`` for
     ``weights: null``); ``threads`` caps torch's intra-op threads and the image decoders."""
     limit_threads(threads)
+    from classwise.data.sources import open_split
     from classwise.models.finetune import finetune, load_base_state, parse_finetune_spec, save_finetuned
 
     spec = parse_finetune_spec(model_cfg, key=model_name)
@@ -142,8 +145,10 @@ def prototypes_step(
     backbone's resize and crop for image files, in-memory sets as stored, then ``resize``), in
     batches, so the features of the whole split are never held at once."""
     limit_threads(threads)
+    import numpy as np
     from tqdm import tqdm
 
+    from classwise.data.sources import open_split
     from classwise.inference import predict_logits
     from classwise.models.prototypes import FeatureExtractor, add_class_sums, class_prototypes, save_prototypes
     from classwise.models.sources.prototype import load_backbone
@@ -215,6 +220,8 @@ def load_inference_model(
 def _batches(evaluation: Any, data_config: Any, batch_size: int, workers: int, *, chunk: int | None = None) -> tuple[Any, int]:
     """Image batches of the evaluation set (decoded lazily for image-file sets) and its size; an
     in-memory set comes whole, or in slices of ``chunk`` images when given."""
+    import numpy as np
+
     from classwise.data.imageset import ImageSet
 
     if isinstance(evaluation, ImageSet):
@@ -444,6 +451,7 @@ def _infer(
     """The inference of ``targets`` (one model, or several of one decoding) on one shift;
     ``loaded``: their models, loaded already (:func:`_load`)."""
     limit_threads(threads)
+    import numpy as np
     from tqdm import tqdm
 
     from classwise.execution import Execution
@@ -567,6 +575,8 @@ def _per_chunk(
     """The streamed batches put back together into the chunks they were cut from (an in-memory
     set is one chunk, an image-file set one per batch), with each model's logits on them: the
     outputs are checked per chunk, so an error counts a whole in-memory set's bad samples."""
+    import numpy as np
+
     from classwise.shifts.kinds import Batch
 
     done, pending, count = 0, [], 0
@@ -599,6 +609,8 @@ def _write_logits(
 ) -> None:
     """The cached logits file and sidecar, or a shard file (``position``)."""
     if position is None:
+        from classwise.logits_io import save_logits
+
         save_logits(path, **arrays, metadata=metadata, class_indices=subset)
         return
     from classwise.sharding import save_shard
@@ -620,6 +632,8 @@ class _DatasetImages:
         self.name, self.config = name, dict(config)
 
     def test_split(self) -> Any:
+        from classwise.data.sources import open_split
+
         return open_split(self.config, "test", name=self.name)
 
     def shift_set(self, spec: Any) -> tuple[Any, np.ndarray | None]:
@@ -693,6 +707,8 @@ class _Outputs:
         """What the logits file holds (restricted to ``subset``'s classes when given, before any
         argmax: :mod:`classwise.class_subsets`) and the input shape; a shard without a readable
         image has no rows, an unsharded set without one is an error."""
+        import numpy as np
+
         evaluation = self.evaluation
         if not self.logits:
             if not sharded:
@@ -745,6 +761,8 @@ def import_predictions_step(
     and checked against their labels and class count (:func:`classwise.predictions_io.import_outputs`;
     a set restricted to a class subset keeps its classes' columns, as inference does), written
     where inference would write it, with a sidecar JSON naming the file and its sha256."""
+    import numpy as np
+
     from classwise.predictions_io import import_outputs
     from classwise.shifts.spec import ShiftSpec
 
@@ -793,6 +811,8 @@ def _check_input_shape(
 def _check_outputs(logits: np.ndarray, batch: Any, model_name: str, weights: str | None, dataset: str, n_classes: int) -> None:
     """One logit per class of the dataset, all finite; else an :class:`InputError` naming the model
     (and its weights file) and, for non-finite logits, the first samples."""
+    import numpy as np
+
     if logits.ndim != 2 or logits.shape[1] != n_classes:
         raise InputError(
             f"model '{model_name}' gives {logits.shape[1:]} outputs per image, dataset '{dataset}' has "

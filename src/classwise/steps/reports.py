@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from classwise import tables
 from classwise.atomic import write_text
 from classwise.errors import InputError
-from classwise.metrics.catalogue import paper_rows
-from classwise.metrics.suite import BootstrapSettings, skipped_worst_class_metrics
 from classwise.outputs import record_of
 from classwise.references import REFERENCES, cite
 from classwise.shifts.corruptions import own_definitions_note
+
+# The tables (pandas), the metrics and the figures are imported by the steps that use them: the
+# README step uses none, and a job imports this module before its step starts.
+if TYPE_CHECKING:
+    from classwise.metrics.suite import BootstrapSettings
 
 
 def _read_json(path: str | Path) -> dict[str, Any]:
@@ -35,6 +34,9 @@ def worst_class_rows(
     on what is missing ("" if nothing). ``skipped`` maps each model to the metrics it left out,
     with why (:func:`skipped_worst_class_metrics`, or scores that hard predictions lack): a
     row every model skips is left out, a row some skip is ``n/a`` for them."""
+    from classwise import tables
+    from classwise.metrics.catalogue import paper_rows
+
     all_rows = paper_rows(ns, k, superclasses=superclasses, balanced_pairs=label_view != "original")
     first = next(iter(skipped.values()))
     everywhere = {row: why for row, why in first.items() if all(row in s for s in skipped.values())}
@@ -47,12 +49,13 @@ def _rows_of(documents: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], str
     """:func:`worst_class_rows` for the parameters the worst-class JSONs (model -> document)
     were computed with, and each model's skipped metrics: the metrics job says which rows were
     trivial for its data or need scores (older documents: from C alone)."""
+    from classwise.metrics.catalogue import skipped_for_class_count
+
     first = next(iter(documents.values()))
     parameters = first["parameters"]
     k, ns, n_classes = int(parameters["k"]), parameters["n"], int(first["n_classes"])
     skipped = {
-        model: document.get("skipped") or skipped_worst_class_metrics(n_classes, k=k, ns=ns)
-        for model, document in documents.items()
+        model: document.get("skipped") or skipped_for_class_count(n_classes, k=k, ns=ns) for model, document in documents.items()
     }
     rows, note = worst_class_rows(
         k=k,
@@ -81,6 +84,8 @@ def worst_class_table_step(
     """Table 1 of Bitterwolf et al., 2022 for one (dataset, label view, shift) and, with
     ``interval_paths`` (``markdown``, ``csv``, ``latex``), the same table with each number's
     interval (the metrics were computed with the bootstrap on)."""
+    from classwise import tables
+
     documents = {model: _read_json(path) for model, path in metrics_paths.items()}
     rows, note, skipped = _rows_of(documents)
     source = str(next(iter(metrics_paths.values())))
@@ -113,8 +118,11 @@ def compare_models_step(
     With ``ranking_paths``, the models ranked on A, WCA and the worst-class table's W{n}CR
     (:func:`classwise.metrics.ranking.model_ranking`, the same samples and seed, so the same
     draws) from the same files: one job start for both."""
+    import numpy as np
+
+    from classwise import tables
     from classwise.logits_io import ScoresFile
-    from classwise.metrics.catalogue import unavailable_for_hard_predictions
+    from classwise.metrics.catalogue import skipped_for_class_count, unavailable_for_hard_predictions
     from classwise.metrics.compare import compare_models
     from classwise.steps.metrics import load_view, view_superclasses
 
@@ -133,9 +141,7 @@ def compare_models_step(
         seed=bootstrap.seed, workers=workers,
     )  # fmt: skip
     # the same labels for every model: the same metrics trivial; hard predictions lack the score metrics
-    trivial = skipped_worst_class_metrics(
-        n_classes, k=k, ns=ns, with_samples=int(np.unique(next(iter(files.values())).labels).size)
-    )
+    trivial = skipped_for_class_count(n_classes, k=k, ns=ns, with_samples=int(np.unique(next(iter(files.values())).labels).size))
     skipped = {
         model: {**unavailable_for_hard_predictions(files[model].top_k, k=k, ns=ns), **trivial} if hard[model] else trivial
         for model in files
@@ -185,6 +191,8 @@ def decisiveness_tables_step(
     ``table_paths``, ``sweep_paths`` and ``interval_paths`` map ``markdown``, ``csv`` and
     ``latex`` to files.
     """
+    from classwise import tables
+
     documents = {model: _read_json(path) for model, path in metrics_paths.items()}
     gamma = next(iter(documents.values()))["parameters"]["gamma"]
     tables.write_tables(tables.decisiveness_table(documents), f"{caption} Computed at gamma = {gamma:g}.", table_paths)
@@ -208,7 +216,10 @@ def per_class_figures_step(
     bars across models; with ``worst_probability_path``, how often each class is the worst in
     the bootstrap replicates of the metrics that name one. (Each model's confusion heatmap
     comes with its worst-class metrics.)"""
-    # matplotlib only where drawn: the table jobs importing this module start faster
+    import numpy as np
+    import pandas as pd
+
+    from classwise import tables
     from classwise.plots.classwise import plot_class_bars, plot_worst_probabilities
 
     frames = {model: pd.read_csv(path) for model, path in per_class_paths.items()}
@@ -344,6 +355,7 @@ def numbers_step(
     """Every number of the run in one table (:mod:`classwise.outputs.numbers`), read from the
     output files, each number with one value: Parquet, and a CSV of the whole-set rows. The
     output directory the files' records are below is the one the table's record is below."""
+    from classwise import tables
     from classwise.atomic import atomic_path
     from classwise.outputs import output
     from classwise.outputs.numbers import read_number_table, whole_set_rows

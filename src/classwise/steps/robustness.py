@@ -8,22 +8,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from classwise import tables
 from classwise.atomic import write_json, write_text
 from classwise.references import cite
+from classwise.shifts.corruptions import own_definitions_note
 
+# numpy, pandas and the tables are imported by the steps that use them: a job imports this
+# module before its step starts (the CPU before the step, python -m classwise.bench.demo).
 if TYPE_CHECKING:
+    import pandas as pd
+
     from classwise.metrics.outcomes import SampleOutcomes
     from classwise.robustness.classwise import Confusions
     from classwise.robustness.pairing import CachedOutputs
-from classwise.shifts.corruptions import own_definitions_note
 
 
 def _write_tables(frame: pd.DataFrame, caption: str, paths: Mapping[str, str | Path]) -> None:
     """Markdown/LaTeX rounded to four decimals, the CSV at full precision."""
+    from classwise import tables
+
     tables.write_tables(tables.rounded_display(frame), caption, paths, data=frame)
 
 
@@ -206,6 +208,9 @@ def across_shifts_outputs(
     taken to hold the clean samples. With ``paths.severity_curves``, the severity curves too: A
     and WCA per corruption family and severity (``severity_steps``: shift -> ``(family,
     severity)``), clean as severity 0."""
+    import pandas as pd
+
+    from classwise import tables
     from classwise.plots import save_png
     from classwise.plots.many_classes import accuracy_spread_figure, worst_classes_by_shift_figure
     from classwise.robustness.across_shifts import (
@@ -279,6 +284,9 @@ def _severity_outputs(
     figure: str | Path,
 ) -> None:
     """The severity curves' table and figure (a note where no shift has a severity)."""
+    import pandas as pd
+
+    from classwise import tables
     from classwise.plots import save_png
     from classwise.plots.many_classes import severity_curves_figure
     from classwise.robustness.across_shifts import REFERENCE_SHIFT, severity_curves
@@ -332,6 +340,9 @@ def targeted_success_step(
 ) -> None:
     """Figure 5: the targeted attack's success rate per target class, per model; and its table.
     ``runs`` is ``{model: {target: logits.npz}}``."""
+    import numpy as np
+    import pandas as pd
+
     from classwise.plots.robustness import plot_targeted_success
     from classwise.robustness.targeted import targeted_success_table
 
@@ -404,6 +415,7 @@ def robust_fairness_step(
     (:mod:`classwise.metrics.robust_fairness`); ``clean_paths`` and ``attacked_paths`` map each
     model to its clean and attacked outputs, matched by sample id. The JSON holds, per model,
     the library's JSON with the overall ``accuracy`` and ``robust_accuracy`` beside it."""
+    from classwise import tables
     from classwise.logits_io import load_sample_ids
     from classwise.metrics.robust_fairness import robust_fairness_of_files
     from classwise.plots.robustness import plot_clean_vs_robust
@@ -445,6 +457,7 @@ def transfer_matrix_step(
     ``clean_paths`` maps each target model to its clean outputs, ``transfer_paths`` each (source,
     attack, target) to the target's outputs under the source's transfer attack. Markdown and LaTeX show
     the matrix, the CSV one row per pair at full precision."""
+    from classwise import tables
     from classwise.logits_io import load_sample_ids
     from classwise.robustness.transfer import transfer_matrix
 
@@ -470,6 +483,8 @@ def view_outcomes(path: str | Path, label_view: str, view_labels_path: str | Pat
     """A model's outcome on each sample of one outputs file under a label view: its top-1
     prediction as the metrics step ranks the scores (so that each class's accuracy is
     ``per_class.csv``'s), ``-1`` where it abstained (an error), the view's labels and samples."""
+    import numpy as np
+
     from classwise.metrics.outcomes import SampleOutcomes
     from classwise.metrics.suite import argmax_scores
     from classwise.steps.metrics import load_view
@@ -502,6 +517,9 @@ def class_drop_table(
     Read one model at a time (a family is one model's), each shift's samples numbered as clean's
     kept as clean's array. A shift not in ``unpaired_shifts`` that shares no sample with clean is
     an :class:`InputError` naming its file (the robustness step refuses it too)."""
+    import numpy as np
+    import pandas as pd
+
     from classwise.errors import InputError
     from classwise.metrics.class_drops import class_drops
     from classwise.metrics.outcomes import SampleOutcomes
@@ -605,6 +623,9 @@ def class_drops_step(
     shifts it drops (``counts_paths``); the figure of the changes against their adjusted
     p-values, one panel per shift family (``families``: shift -> family). ``captions``: the
     ``drops`` and ``counts`` captions of the job, to which the counts of tests are added."""
+    import pandas as pd
+
+    from classwise import tables
     from classwise.metrics.class_drops import drop_counts, significant_changes
     from classwise.plots import save_png
     from classwise.plots.class_drops import class_drops_figure

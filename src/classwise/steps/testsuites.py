@@ -19,14 +19,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from classwise import tables
 from classwise.errors import InputError
 from classwise.steps.metrics import load_view
-from classwise.testsuites.features import align_features, read_features
+
+# pandas, the tables and the tests are imported by the steps that use them: a job imports this
+# module before its step starts (the CPU before the step, python -m classwise.bench.demo).
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,9 @@ def image_features_step(
     preprocessing or shift. The columns of ``metadata_path`` (a CSV keyed by ``sample_id``)
     are appended.
     """
+    import pandas as pd
+
+    from classwise import tables
     from classwise.data.imageset import ImageSet
     from classwise.data.sources import open_split
     from classwise.testsuites.features import dataset_image_features, image_features, load_metadata
@@ -108,6 +112,10 @@ def subset_tests_step(
     worst subset of each (feature, metric) (:func:`~classwise.testsuites.subsets.worst_subsets`)
     as the table.
     """
+    import pandas as pd
+
+    from classwise import tables
+    from classwise.testsuites.features import align_features, read_features
     from classwise.testsuites.subsets import subset_performance_tests, worst_subsets
 
     view = load_view(logits_path, label_view, view_labels_path)
@@ -215,6 +223,9 @@ def reference_tests_step(
     (it is what :func:`reference_summary_step` reads back); the Markdown/LaTeX table the
     readable ones.
     """
+    import pandas as pd
+
+    from classwise import tables
     from classwise.testsuites.classification import check_label_set
     from classwise.testsuites.reference import reference_report
 
@@ -257,6 +268,8 @@ def reference_tests_step(
 
 def read_report(path: str | Path) -> pd.DataFrame:
     """A per-model reference report CSV written by :func:`reference_tests_step`."""
+    import pandas as pd
+
     try:
         report = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"status": str, "reason": str})
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
@@ -277,6 +290,7 @@ def reference_summary_step(
 ) -> None:
     """Summary across models (:func:`~classwise.testsuites.reference.summarise_reports`): per
     model, how many tests pass, warn, fail, the worst status and the failing/warning tests."""
+    from classwise import tables
     from classwise.testsuites.reference import summarise_reports
 
     reports = []
