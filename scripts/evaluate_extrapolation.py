@@ -2,23 +2,14 @@
 
 from classwise.pipeline.captions import caption_of, title_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.extrapolation import extrapolation_step
+from classwise.steps.extrapolation import ExtrapolationSettings, extrapolation_step
 
 with job_log(snakemake, exit_when_done=True) as log:
     extrapolation_step(
         logits_path=snakemake.input.logits,
         label_view=snakemake.wildcards.labels,
         view_labels_path=snakemake.input.labels or None,
-        k1=snakemake.params.k1,
-        k2=snakemake.params.k2,
-        repetitions=snakemake.params.repetitions,
-        methods=snakemake.params.methods,
-        cleanex_max_steps=snakemake.params.cleanex_max_steps,
-        cleanex_tolerance=snakemake.params.cleanex_tolerance,
-        cleanex_patience=snakemake.params.cleanex_patience,
-        ties=snakemake.params.ties,
-        device=snakemake.params.device,
-        seed=snakemake.params.seed,
+        settings=ExtrapolationSettings.from_config(dict(snakemake.params.items())),
         title=title_of(snakemake),
         caption=caption_of(snakemake),
         markdown_path=snakemake.output.markdown,

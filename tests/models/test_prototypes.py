@@ -342,7 +342,7 @@ def test_the_cifar100_config_s_protocol_runs_on_the_prototype_classifier_s_logit
     import pandas as pd
     import yaml
 
-    from classwise.steps.extrapolation import extrapolation_step
+    from classwise.steps.extrapolation import ExtrapolationSettings, extrapolation_step
     from classwise.steps.models import infer_step
 
     settings = yaml.safe_load((REPO / "config" / "extrapolation_cifar100.yaml").read_text())["analyses"]["extrapolation"]
@@ -369,16 +369,17 @@ def test_the_cifar100_config_s_protocol_runs_on_the_prototype_classifier_s_logit
         logits_path=logits,
         label_view="original",
         view_labels_path=None,
-        k1=settings["k1"],
-        k2=settings["k2"],
-        repetitions=2,
-        methods=settings["methods"],
-        cleanex_max_steps=20,
-        cleanex_tolerance=0.01,
-        cleanex_patience=100,
-        ties="random",
-        device="cpu",
-        seed=0,
+        # the paper config's k1, k2 and methods; 2 repetitions and short fits
+        settings=ExtrapolationSettings.from_config(
+            settings,
+            repetitions=2,
+            cleanex_max_steps=20,
+            cleanex_tolerance=0.01,
+            cleanex_patience=100,
+            ties="random",
+            device="cpu",
+            seed=0,
+        ),
         title="t",
         caption="c",
         curves_path=tmp_path / "curves.csv",

@@ -19,6 +19,7 @@ from classwise.logits_io import save_logits
 from classwise.plots.extrapolation import extrapolation_figure
 from classwise.steps import extrapolation as extrapolation_steps
 from classwise.steps import testsuites as testsuite_steps
+from classwise.steps.extrapolation import ExtrapolationSettings, SimulationSettings
 from classwise.testsuites.features import read_features
 
 SCHEMA = REPO / "workflow" / "schemas" / "analyses.schema.yaml"
@@ -348,15 +349,17 @@ def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
         logits_path=logits,
         label_view="original",
         view_labels_path=None,
-        k1=3,
-        repetitions=2,
-        methods=["naive", "kde", "cleanex"],
-        cleanex_max_steps=3,
-        cleanex_tolerance=0.01,
-        cleanex_patience=100,
-        ties="random",
-        device="cpu",
-        seed=1,
+        settings=ExtrapolationSettings(
+            k1=3,
+            repetitions=2,
+            methods=("naive", "kde", "cleanex"),
+            cleanex_max_steps=3,
+            cleanex_tolerance=0.01,
+            cleanex_patience=100,
+            ties="random",
+            device="cpu",
+            seed=1,
+        ),
         title="t",
         caption="Extrapolation.",
         curves_path=tmp_path / "curves.csv",
@@ -423,10 +426,10 @@ def _extrapolate(directory: Path, logits: Path, **settings: object) -> dict[str,
         logits_path=logits,
         label_view="original",
         view_labels_path=None,
+        settings=ExtrapolationSettings.from_config({**options, **settings}),
         title="t",
         caption="c",
         **outputs,
-        **{**options, **settings},
     )
     return outputs
 
@@ -570,15 +573,17 @@ def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: P
             logits_path=logits,
             label_view="original",
             view_labels_path=None,
-            k1=C,
-            repetitions=1,
-            methods=["naive"],
-            cleanex_max_steps=1,
-            cleanex_tolerance=0.01,
-            cleanex_patience=100,
-            ties="random",
-            device="cpu",
-            seed=0,
+            settings=ExtrapolationSettings(
+                k1=C,
+                repetitions=1,
+                methods=("naive",),
+                cleanex_max_steps=1,
+                cleanex_tolerance=0.01,
+                cleanex_patience=100,
+                ties="random",
+                device="cpu",
+                seed=0,
+            ),
             title="t",
             caption="c",
             curves_path=tmp_path / "curves.csv",
@@ -592,23 +597,22 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
     from classwise.extrapolation.simulation import run_simulation_benchmark
 
     outputs = _outputs(tmp_path, "simulation")
-    kwargs = dict(
-        k2=12,
-        sigma2=0.1,
-        repetitions=2,
-        methods=["naive", "kde"],
-        cleanex_max_steps=1,
-        cleanex_tolerance=0.01,
-        cleanex_patience=100,
-        device="cpu",
-        seed=0,
-    )
+    block = {
+        "k2": 12,
+        "sigma2": 0.1,
+        "repetitions": 2,
+        "methods": ["naive", "kde"],
+        "cleanex_max_steps": 1,
+        "cleanex_tolerance": 0.01,
+        "cleanex_patience": 100,
+        "device": "cpu",
+        "unused": "a key of the block the stage does not read",
+    }
     extrapolation_steps.simulation_step(
-        k1s=[4, 6],
+        settings=SimulationSettings.from_config({**block, "k1": [4, 6]}, seed=0),
         caption="Simulation.",
         json_path=tmp_path / "s.json",
         figure_path=tmp_path / "s.png",
-        **kwargs,
         **outputs,
         threads=2,
     )
@@ -622,29 +626,33 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
     assert "seconds" not in outputs["markdown_path"].read_text()  # tables hold no timings
     with pytest.raises(InputError, match="analyses.simulation.k1"):
         extrapolation_steps.simulation_step(
-            k1s=[12],
+            settings=SimulationSettings.from_config({**block, "k1": [12]}, seed=0),
             caption="c",
             json_path=tmp_path / "x.json",
             figure_path=tmp_path / "x.png",
-            **kwargs,
             **_outputs(tmp_path, "x"),
         )
+    with pytest.raises(InputError, match="field 'analyses.simulation.sigma2': missing setting 'sigma2'"):
+        without_sigma2 = {key: value for key, value in block.items() if key != "sigma2"}
+        SimulationSettings.from_config({**without_sigma2, "k1": [4]}, seed=0)
 
 
 def test_the_simulation_records_each_cleanex_fit(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     outputs = _outputs(tmp_path, "simulation")
     with caplog.at_level(logging.WARNING, logger="classwise.steps.extrapolation"):
         extrapolation_steps.simulation_step(
-            k1s=[4],
-            k2=12,
-            sigma2=0.1,
-            repetitions=2,
-            methods=["naive", "cleanex"],
-            cleanex_max_steps=3,
-            cleanex_tolerance=0.01,
-            cleanex_patience=100,
-            device="cpu",
-            seed=0,
+            settings=SimulationSettings(
+                k1=[4],
+                k2=12,
+                sigma2=0.1,
+                repetitions=2,
+                methods=("naive", "cleanex"),
+                cleanex_max_steps=3,
+                cleanex_tolerance=0.01,
+                cleanex_patience=100,
+                device="cpu",
+                seed=0,
+            ),
             caption="Simulation.",
             json_path=tmp_path / "s.json",
             figure_path=tmp_path / "s.png",

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, ClassVar
 
 from classwise.atomic import write_json
 from classwise.errors import InputError
+from classwise.settings import Settings
 from classwise.steps.metrics import load_view
 from classwise.steps.threads import limit_threads
 
@@ -44,10 +46,51 @@ def _k1_values(k1: int | Sequence[int]) -> list[int]:
 NOT_CONVERGED_MARK = "†"
 
 
-def _cleanex_training(max_steps: int, tolerance: float, patience: int) -> CleanexTraining:
-    from classwise.extrapolation.methods import CleanexTraining
+@dataclass(frozen=True, kw_only=True)
+class MethodsSettings(Settings):
+    """What both extrapolation stages share: ``repetitions`` seeded draws, the ``methods``
+    compared, how long CleaneX trains (:attr:`cleanex`), the ``device`` it trains on and the
+    run's ``seed``."""
 
-    return CleanexTraining(max_steps=int(max_steps), tolerance=float(tolerance), patience=int(patience))
+    repetitions: int
+    methods: tuple[str, ...]
+    cleanex_max_steps: int
+    cleanex_tolerance: float
+    cleanex_patience: int
+    device: str
+    seed: int
+
+    @property
+    def cleanex(self) -> CleanexTraining:
+        """CleaneX's training (validated there: the library's import is the step's, not the job's)."""
+        from classwise.extrapolation.methods import CleanexTraining
+
+        return CleanexTraining(
+            max_steps=int(self.cleanex_max_steps), tolerance=float(self.cleanex_tolerance), patience=int(self.cleanex_patience)
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtrapolationSettings(MethodsSettings):
+    """``analyses.extrapolation``: extrapolate from ``k1`` observed classes (one value or several)
+    to ``k2`` (``None``: every class that holds samples), ``ties`` broken as
+    :func:`classwise.extrapolation.rroc.check_ties` says."""
+
+    block: ClassVar[str] = "analyses.extrapolation"
+    k1: int | Sequence[int]
+    ties: str
+    k2: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulationSettings(MethodsSettings):
+    """``analyses.simulation``: the rROC paper's simulation, from each of ``k1`` observed classes
+    to ``k2``, the scores' noise ``sigma2``."""
+
+    block: ClassVar[str] = "analyses.simulation"
+    k1: Sequence[int]
+    k2: int
+    sigma2: float
 
 
 def _fits_cells(fits: pd.Series, converged: pd.Series) -> pd.Series:
@@ -122,15 +165,7 @@ def extrapolation_step(
     logits_path: str | Path,
     label_view: str,
     view_labels_path: str | Path | None,
-    k1: int | Sequence[int],
-    repetitions: int,
-    methods: Sequence[str],
-    cleanex_max_steps: int,
-    cleanex_tolerance: float,
-    cleanex_patience: int,
-    ties: str,
-    device: str,
-    seed: int,
+    settings: ExtrapolationSettings,
     title: str,
     caption: str,
     markdown_path: str | Path,
@@ -138,12 +173,11 @@ def extrapolation_step(
     latex_path: str | Path,
     curves_path: str | Path,
     figure_path: str | Path,
-    k2: int | None = None,
     threads: int | None = None,
     progress: IO[str] | None = None,
 ) -> None:
-    """Honest extrapolation on real logits: for each ``k1`` (one value or several),
-    ``repetitions`` seeded samples of ``k1`` of the ``C`` classes
+    """Honest extrapolation on real logits (``settings``: :class:`ExtrapolationSettings`): for
+    each ``k1`` (one value or several), ``repetitions`` seeded samples of ``k1`` of the ``C`` classes
     (:func:`classwise.extrapolation.simulation.evaluate_methods`), each method extrapolating from
     them to ``k2`` (default ``C``), against the exact expected accuracy among ``k`` of all ``C``
     classes, ``k = 2..k2``. Every ``k1`` draws its class samples from the same ``seed``, so the
@@ -167,6 +201,7 @@ def extrapolation_step(
     from classwise.extrapolation.simulation import evaluate_methods
     from classwise.plots.extrapolation import plot_extrapolation
 
+    k1, k2, methods = settings.k1, settings.k2, settings.methods
     if "cleanex" in methods:  # the other methods do not use torch
         limit_threads(threads)
     view = load_view(logits_path, label_view, view_labels_path)
@@ -190,20 +225,20 @@ def extrapolation_step(
         )
     if view.kind != "logits":
         log.warning("extrapolating from probabilities: the method assumes marginal scores such as logits")
-    checked_ties = check_ties(ties)
-    cleanex = _cleanex_training(cleanex_max_steps, cleanex_tolerance, cleanex_patience)
+    checked_ties = check_ties(settings.ties)
+    cleanex = settings.cleanex
     evaluations = [
         evaluate_methods(
             scores,
             labels,
             k,
             k_max,
-            int(repetitions),
-            int(seed),
+            int(settings.repetitions),
+            int(settings.seed),
             methods=tuple(methods),
             cleanex=cleanex,
             ties=checked_ties,
-            device=device,
+            device=settings.device,
             progress=progress,
         )
         for k in k1s
@@ -276,16 +311,7 @@ def _with_fits(evaluation: Evaluation) -> pd.DataFrame:
 
 def simulation_step(
     *,
-    k1s: Sequence[int],
-    k2: int,
-    sigma2: float,
-    repetitions: int,
-    methods: Sequence[str],
-    cleanex_max_steps: int,
-    cleanex_tolerance: float,
-    cleanex_patience: int,
-    device: str,
-    seed: int,
+    settings: SimulationSettings,
     caption: str,
     markdown_path: str | Path,
     csv_path: str | Path,
@@ -295,7 +321,8 @@ def simulation_step(
     threads: int | None = None,
     progress: IO[str] | None = None,
 ) -> None:
-    """The rROC paper's simulation (:func:`~classwise.extrapolation.simulation.run_simulation_benchmark`):
+    """The rROC paper's simulation (:func:`~classwise.extrapolation.simulation.run_simulation_benchmark`,
+    ``settings``: :class:`SimulationSettings`):
     RMSE per (k1, method) as a table (with the CleaneX fits that converged), the settings,
     per-repetition RMSEs (and each CleaneX fit's steps, final loss and convergence) and run time
     as JSON, and the RMSE boxes (Figure 2 shape)."""
@@ -306,20 +333,21 @@ def simulation_step(
     from classwise.extrapolation.simulation import run_simulation_benchmark
     from classwise.plots.extrapolation import plot_simulation
 
+    k1s, k2, methods = settings.k1, settings.k2, settings.methods
     if "cleanex" in methods:
         limit_threads(threads)
     too_large = [int(k) for k in k1s if not 2 <= int(k) < int(k2)]
     if too_large:
         raise InputError(f"every k1 must lie in [2, k2 = {k2}), got {too_large}", field="analyses.simulation.k1")
     benchmark = run_simulation_benchmark(
-        int(seed),
+        int(settings.seed),
         k1s=[int(k) for k in k1s],
         k2=int(k2),
-        sigma2=float(sigma2),
-        repetitions=int(repetitions),
-        cleanex=_cleanex_training(cleanex_max_steps, cleanex_tolerance, cleanex_patience),
+        sigma2=float(settings.sigma2),
+        repetitions=int(settings.repetitions),
+        cleanex=settings.cleanex,
         methods=tuple(methods),
-        device=device,
+        device=settings.device,
         progress=progress,
     )
     log.info("simulation took %.1f s on %s thread(s)", benchmark.seconds, threads)
@@ -350,7 +378,7 @@ def simulation_step(
     write_json(json_path, document)
     plot_simulation(
         benchmark,
-        title=f"Simulation: d = 5, 10 points per class, sigma2 = {sigma2:g}, {repetitions} repetitions",
+        title=f"Simulation: d = 5, 10 points per class, sigma2 = {settings.sigma2:g}, {settings.repetitions} repetitions",
         path=figure_path,
     )
     tables.write_tables(display, caption, {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}, data=data)
