@@ -382,22 +382,28 @@ def test_the_benchmark_writes_the_size_and_the_time_to_interactive(tmp_path: Pat
 # --- the class-drop tests and the ranks of the models -------------------------------------------
 
 
-def _with_tests(tmp_path: Path) -> ViewFiles:
+def _with_tests(
+    tmp_path: Path,
+    names: tuple[str, ...] = ("ant", "bee", "cat", "dog", "eel"),
+    models: tuple[str, ...] = ("m1", "m2"),
+    shifts: tuple[str, ...] = ("clean", "fog", "snow"),
+) -> ViewFiles:
     """A view of 2 models x (clean, fog, snow) x 5 classes with its class-drop tests (m1's class
     2 drops under fog, m2's class 0 rises under snow, class 4 untested under snow) and a ranking
-    of the models under each shift."""
+    of the models under each shift. Other ``names``, ``models`` and ``shifts`` (5 classes, 2
+    models and 3 shifts or more) place the same cells by position: the first model's class 2
+    drops under the second shift, and so on."""
     from classwise.metrics.class_drops import COLUMNS, EXTRA_COLUMNS
 
-    names = ["ant", "bee", "cat", "dog", "eel"]
-    files = _write_view(tmp_path, names, _confusions(names, ["m1", "m2"], ["clean", "fog", "snow"], seed=5))
+    files = _write_view(tmp_path, list(names), _confusions(list(names), list(models), list(shifts), seed=5))
     rows = []
-    for model in ("m1", "m2"):
-        for shift in ("fog", "snow"):
+    for model in models:
+        for shift in shifts[1:]:
             for c, name in enumerate(names):
                 drop, rise, untested = (
-                    (model, shift, c) == ("m1", "fog", 2),
-                    (model, shift, c) == ("m2", "snow", 0),
-                    (shift, c) == ("snow", 4),
+                    (model, shift, c) == (models[0], shifts[1], 2),
+                    (model, shift, c) == (models[1], shifts[2], 0),
+                    (shift, c) == (shifts[2], 4),
                 )
                 change = -0.42 if drop else 0.31 if rise else 0.01
                 p = np.nan if untested else 0.001 if drop or rise else 0.6
@@ -407,20 +413,22 @@ def _with_tests(tmp_path: Path) -> ViewFiles:
                         "model": model, "shift": shift, "class": c, "class_name": name, "pairing": "paired",
                         "change": change, "change_low": change - 0.1, "change_high": change + 0.1, "p_value": p,
                         "p_adjusted": p, "significant": drop or rise, "test": "none" if untested else "mcnemar_exact",
-                        "adjustment": "bh", "q": 0.05, "confidence": 0.95, "family_size": 9 if model == "m2" else 10,
+                        "adjustment": "bh", "q": 0.05, "confidence": 0.95, "family_size": 9 if model == models[1] else 10,
                     }
                 )  # fmt: skip
     drops = tmp_path / "class_drops.csv"
     pd.DataFrame(rows).to_csv(drops, index=False)
     rankings = {}
-    for shift in ("clean", "fog", "snow"):
+    for shift in shifts:
         path = tmp_path / f"ranking_{shift}.csv"
+        # model i: rank i + 1 in [i, i + 2] (within 1..models), group a, ab, bc, cd, ...
         pd.DataFrame(
             [
-                {"metric": metric, "model": model, "value": 0.5, "rank": rank, "rank_low": 1, "rank_high": 2, "group": group,
-                 "rank_low_pairwise": 1, "rank_high_pairwise": 2, "n_tied": 1, "n_samples": 100, "n_classes": 5}
+                {"metric": metric, "model": model, "value": 0.5, "rank": i + 1.0, "rank_low": max(1, i),
+                 "rank_high": min(len(models), i + 2), "group": "abcdefghij"[max(0, i - 1) : i + 1],
+                 "rank_low_pairwise": 1, "rank_high_pairwise": 2, "n_tied": 1, "n_samples": 100, "n_classes": len(names)}
                 for metric in ("A", "WCA", "W2CR")
-                for model, rank, group in (("m1", 1.0, "a"), ("m2", 2.0, "ab"))
+                for i, model in enumerate(models)
             ]
         ).to_csv(path, index=False)  # fmt: skip
         rankings[shift] = str(path)
