@@ -491,3 +491,125 @@ def test_the_heatmap_marks_the_significant_changes_and_says_q_and_the_method(tmp
     with Image.open(shot) as image:
         ratio = image.width / box["width"]
         assert image.convert("RGB").getpixel((int(x * ratio), int(y * ratio))) == (192, 57, 43)  # a drop: red
+
+
+# --- the layout: names wrap between words, wide tables scroll in their own box -----------------
+
+#: A run's shift names (ImageNet-C's, with their severity) and one longer than any column should be.
+LAYOUT_SHIFTS = (
+    "clean", "contrast_decrease_s3", "gaussian_blur_s5", "gaussian_noise_s4", "impulse_noise_s5", "jpeg_compression_s5",
+    "motion_blur_s3", "elastic_transform_s2", "pixelate_s4", "brightness_increase_s1", "defocus_blur_s5",
+    "frosted_glass_blur_then_contrast_decrease_s5",
+)  # fmt: skip
+LAYOUT_MODELS = ("resnet50_torchvision", "vit_base_patch16_224_augreg", "convnext_tiny_in1k", "efficientnet_b0_ra")
+LAYOUT_CLASSES = ("great white shark", "American black bear", "king penguin", "sulphur-crested cockatoo", "tench", "cat")
+
+#: Every element whose text the test measures: the class panel's heading, list and cells (each
+#: confusion on its own line), the tables' cells. Blocks that start a line of their own are
+#: listed one by one: a new line between two of them is no break inside a word.
+MEASURED = (
+    "#class-name, .worst-where li, #class-table th, #class-table td:not(.confusions), #class-table [data-field=confusion], "
+    "#summary-table th, #summary-table td, #worst-table th, #worst-table td"
+)
+
+#: Where a line of the elements of ``selector`` starts inside a word: each character's box (a
+#: Range over it) against the last visible character's; a character lower than that one by half
+#: a line starts a new line, which must follow white space, "_" (where the page puts <wbr>) or
+#: "-" (where Chromium breaks by itself).
+LINE_BREAKS_JS = """(selector) => {
+  const found = { insideWords: [], atUnderscores: 0, atSpaces: 0, measured: 0 };
+  for (const element of document.querySelectorAll(selector)) {
+    if (!element.getClientRects().length) continue;  // not shown (a filtered row)
+    found.measured++;
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    let last = null;
+    let space = false;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.data.length; i++) {
+        const character = node.data[i];
+        if (/\\s/.test(character)) { space = true; continue; }
+        const range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const box = range.getBoundingClientRect();
+        if (!box.width && !box.height) continue;
+        if (last && box.top > last.box.top + last.box.height / 2) {
+          if (space) found.atSpaces++;
+          else if (last.character === "_") found.atUnderscores++;
+          else if (last.character !== "-") found.insideWords.push(element.textContent + " | " + last.character + "/" + character);
+        }
+        last = { box, character };
+        space = false;
+      }
+    }
+  }
+  return found;
+}"""
+
+#: Each table shown: its width, its wrapper's (the parent's) box, scroll width and overflow.
+TABLES_JS = """() => Array.from(document.querySelectorAll("table")).filter((t) => t.getClientRects().length).map((t) => {
+  const wrapper = t.parentElement;
+  return {
+    id: t.id, width: t.getBoundingClientRect().width, clientWidth: wrapper.clientWidth, scrollWidth: wrapper.scrollWidth,
+    overflowX: getComputedStyle(wrapper).overflowX, right: wrapper.getBoundingClientRect().right,
+  };
+})"""
+
+#: What a reader copies who selects a cell's text (the selection as a string).
+COPIED_JS = """(element) => {
+  const range = document.createRange();
+  range.selectNodeContents(element);
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+  return selection.toString();
+}"""
+
+
+def test_at_4_models_names_wrap_between_words_and_wide_tables_scroll_in_their_own_box(tmp_path: Path) -> None:
+    """Issue 42 in a 1,400 x 900 window: 4 models, 12 shifts with ImageNet-C's names and a longer one,
+    class names with spaces. The screenshots (class panel, scrolled sideways, models x shifts) stay in
+    tmp_path for a reader to look at."""
+    view = _with_tests(tmp_path, LAYOUT_CLASSES, LAYOUT_MODELS, LAYOUT_SHIFTS)
+    path = tmp_path / "explorer.html"
+    write_explorer(path, explorer_payload([view_payload(read_view(view))], title="layout"))
+    width, height = 1400, 900
+    with browser("explorer layout test") as launched:
+        visit = open_offline(launched, path, viewport=(width, height))
+        page = visit.page
+        page.locator("#class-search").fill("shark")
+        page.locator("#class-name", has_text="great white shark").wait_for()
+        page.locator("#class-table").scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "class-panel.png"))
+        assert visit.errors == visit.requests == []
+        # (1) the page itself never scrolls sideways
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        # (2) every table fits the window or scrolls inside its wrapper; the class table (4 models x 4
+        # columns) is wider than the window, so its wrapper must scroll
+        tables = {table["id"]: table for table in page.evaluate(TABLES_JS)}
+        assert set(tables) == {"class-table", "summary-table", "worst-table"}
+        for table in tables.values():
+            assert table["overflowX"] in ("auto", "scroll") and table["right"] <= width, table
+            assert table["width"] <= table["clientWidth"] + 1 or table["scrollWidth"] > table["clientWidth"], table
+        assert tables["class-table"]["width"] > tables["class-table"]["clientWidth"], tables["class-table"]
+        # scrolled to its end, the class table keeps its shift column in view and the page stays put
+        wrapper = page.locator("#class-table").locator("xpath=..")
+        wrapper.evaluate("(box) => { box.scrollLeft = box.scrollWidth; }")
+        assert wrapper.evaluate("(box) => box.scrollLeft") > 0
+        first = page.locator("#class-table tbody th[scope=row]").first.bounding_box()
+        assert abs(first["x"] - wrapper.bounding_box()["x"]) <= 1.5
+        assert page.evaluate("window.scrollX") == 0 and page.evaluate("document.documentElement.scrollWidth") <= width
+        page.screenshot(path=str(tmp_path / "class-panel-scrolled.png"))
+        page.locator("#summary-table").scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "summary.png"))
+        # (3) no name breaks inside a word; the longest shift name wraps, at its underscores
+        breaks = page.evaluate(LINE_BREAKS_JS, MEASURED)
+        assert breaks["insideWords"] == [], breaks["insideWords"]
+        assert breaks["atUnderscores"] > 0 and breaks["measured"] > 100, breaks
+        # what the page puts between a name's words is no character: a name copies as it is spelled
+        for shift in LAYOUT_SHIFTS:
+            cell = page.locator(f"#class-table tr[data-shift='{shift}'] th[scope=row]")
+            assert cell.text_content() == shift and cell.evaluate(COPIED_JS) == shift
+        for model in LAYOUT_MODELS:
+            cell = page.locator(f"#summary-table tr[data-model='{model}'] td[data-column=model]").first
+            assert cell.evaluate(COPIED_JS) == model
