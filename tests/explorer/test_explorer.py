@@ -382,22 +382,28 @@ def test_the_benchmark_writes_the_size_and_the_time_to_interactive(tmp_path: Pat
 # --- the class-drop tests and the ranks of the models -------------------------------------------
 
 
-def _with_tests(tmp_path: Path) -> ViewFiles:
+def _with_tests(
+    tmp_path: Path,
+    names: tuple[str, ...] = ("ant", "bee", "cat", "dog", "eel"),
+    models: tuple[str, ...] = ("m1", "m2"),
+    shifts: tuple[str, ...] = ("clean", "fog", "snow"),
+) -> ViewFiles:
     """A view of 2 models x (clean, fog, snow) x 5 classes with its class-drop tests (m1's class
     2 drops under fog, m2's class 0 rises under snow, class 4 untested under snow) and a ranking
-    of the models under each shift."""
+    of the models under each shift. Other ``names``, ``models`` and ``shifts`` (5 classes, 2
+    models and 3 shifts or more) place the same cells by position: the first model's class 2
+    drops under the second shift, and so on."""
     from classwise.metrics.class_drops import COLUMNS, EXTRA_COLUMNS
 
-    names = ["ant", "bee", "cat", "dog", "eel"]
-    files = _write_view(tmp_path, names, _confusions(names, ["m1", "m2"], ["clean", "fog", "snow"], seed=5))
+    files = _write_view(tmp_path, list(names), _confusions(list(names), list(models), list(shifts), seed=5))
     rows = []
-    for model in ("m1", "m2"):
-        for shift in ("fog", "snow"):
+    for model in models:
+        for shift in shifts[1:]:
             for c, name in enumerate(names):
                 drop, rise, untested = (
-                    (model, shift, c) == ("m1", "fog", 2),
-                    (model, shift, c) == ("m2", "snow", 0),
-                    (shift, c) == ("snow", 4),
+                    (model, shift, c) == (models[0], shifts[1], 2),
+                    (model, shift, c) == (models[1], shifts[2], 0),
+                    (shift, c) == (shifts[2], 4),
                 )
                 change = -0.42 if drop else 0.31 if rise else 0.01
                 p = np.nan if untested else 0.001 if drop or rise else 0.6
@@ -407,20 +413,22 @@ def _with_tests(tmp_path: Path) -> ViewFiles:
                         "model": model, "shift": shift, "class": c, "class_name": name, "pairing": "paired",
                         "change": change, "change_low": change - 0.1, "change_high": change + 0.1, "p_value": p,
                         "p_adjusted": p, "significant": drop or rise, "test": "none" if untested else "mcnemar_exact",
-                        "adjustment": "bh", "q": 0.05, "confidence": 0.95, "family_size": 9 if model == "m2" else 10,
+                        "adjustment": "bh", "q": 0.05, "confidence": 0.95, "family_size": 9 if model == models[1] else 10,
                     }
                 )  # fmt: skip
     drops = tmp_path / "class_drops.csv"
     pd.DataFrame(rows).to_csv(drops, index=False)
     rankings = {}
-    for shift in ("clean", "fog", "snow"):
+    for shift in shifts:
         path = tmp_path / f"ranking_{shift}.csv"
+        # model i: rank i + 1 in [i, i + 2] (within 1..models), group a, ab, bc, cd, ...
         pd.DataFrame(
             [
-                {"metric": metric, "model": model, "value": 0.5, "rank": rank, "rank_low": 1, "rank_high": 2, "group": group,
-                 "rank_low_pairwise": 1, "rank_high_pairwise": 2, "n_tied": 1, "n_samples": 100, "n_classes": 5}
+                {"metric": metric, "model": model, "value": 0.5, "rank": i + 1.0, "rank_low": max(1, i),
+                 "rank_high": min(len(models), i + 2), "group": "abcdefghij"[max(0, i - 1) : i + 1],
+                 "rank_low_pairwise": 1, "rank_high_pairwise": 2, "n_tied": 1, "n_samples": 100, "n_classes": len(names)}
                 for metric in ("A", "WCA", "W2CR")
-                for model, rank, group in (("m1", 1.0, "a"), ("m2", 2.0, "ab"))
+                for i, model in enumerate(models)
             ]
         ).to_csv(path, index=False)  # fmt: skip
         rankings[shift] = str(path)
@@ -483,3 +491,125 @@ def test_the_heatmap_marks_the_significant_changes_and_says_q_and_the_method(tmp
     with Image.open(shot) as image:
         ratio = image.width / box["width"]
         assert image.convert("RGB").getpixel((int(x * ratio), int(y * ratio))) == (192, 57, 43)  # a drop: red
+
+
+# --- the layout: names wrap between words, wide tables scroll in their own box -----------------
+
+#: A run's shift names (ImageNet-C's, with their severity) and one longer than any column should be.
+LAYOUT_SHIFTS = (
+    "clean", "contrast_decrease_s3", "gaussian_blur_s5", "gaussian_noise_s4", "impulse_noise_s5", "jpeg_compression_s5",
+    "motion_blur_s3", "elastic_transform_s2", "pixelate_s4", "brightness_increase_s1", "defocus_blur_s5",
+    "frosted_glass_blur_then_contrast_decrease_s5",
+)  # fmt: skip
+LAYOUT_MODELS = ("resnet50_torchvision", "vit_base_patch16_224_augreg", "convnext_tiny_in1k", "efficientnet_b0_ra")
+LAYOUT_CLASSES = ("great white shark", "American black bear", "king penguin", "sulphur-crested cockatoo", "tench", "cat")
+
+#: Every element whose text the test measures: the class panel's heading, list and cells (each
+#: confusion on its own line), the tables' cells. Blocks that start a line of their own are
+#: listed one by one: a new line between two of them is no break inside a word.
+MEASURED = (
+    "#class-name, .worst-where li, #class-table th, #class-table td:not(.confusions), #class-table [data-field=confusion], "
+    "#summary-table th, #summary-table td, #worst-table th, #worst-table td"
+)
+
+#: Where a line of the elements of ``selector`` starts inside a word: each character's box (a
+#: Range over it) against the last visible character's; a character lower than that one by half
+#: a line starts a new line, which must follow white space, "_" (where the page puts <wbr>) or
+#: "-" (where Chromium breaks by itself).
+LINE_BREAKS_JS = """(selector) => {
+  const found = { insideWords: [], atUnderscores: 0, atSpaces: 0, measured: 0 };
+  for (const element of document.querySelectorAll(selector)) {
+    if (!element.getClientRects().length) continue;  // not shown (a filtered row)
+    found.measured++;
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    let last = null;
+    let space = false;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.data.length; i++) {
+        const character = node.data[i];
+        if (/\\s/.test(character)) { space = true; continue; }
+        const range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const box = range.getBoundingClientRect();
+        if (!box.width && !box.height) continue;
+        if (last && box.top > last.box.top + last.box.height / 2) {
+          if (space) found.atSpaces++;
+          else if (last.character === "_") found.atUnderscores++;
+          else if (last.character !== "-") found.insideWords.push(element.textContent + " | " + last.character + "/" + character);
+        }
+        last = { box, character };
+        space = false;
+      }
+    }
+  }
+  return found;
+}"""
+
+#: Each table shown: its width, its wrapper's (the parent's) box, scroll width and overflow.
+TABLES_JS = """() => Array.from(document.querySelectorAll("table")).filter((t) => t.getClientRects().length).map((t) => {
+  const wrapper = t.parentElement;
+  return {
+    id: t.id, width: t.getBoundingClientRect().width, clientWidth: wrapper.clientWidth, scrollWidth: wrapper.scrollWidth,
+    overflowX: getComputedStyle(wrapper).overflowX, right: wrapper.getBoundingClientRect().right,
+  };
+})"""
+
+#: What a reader copies who selects a cell's text (the selection as a string).
+COPIED_JS = """(element) => {
+  const range = document.createRange();
+  range.selectNodeContents(element);
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+  return selection.toString();
+}"""
+
+
+def test_at_4_models_names_wrap_between_words_and_wide_tables_scroll_in_their_own_box(tmp_path: Path) -> None:
+    """Issue 42 in a 1,400 x 900 window: 4 models, 12 shifts with ImageNet-C's names and a longer one,
+    class names with spaces. The screenshots (class panel, scrolled sideways, models x shifts) stay in
+    tmp_path for a reader to look at."""
+    view = _with_tests(tmp_path, LAYOUT_CLASSES, LAYOUT_MODELS, LAYOUT_SHIFTS)
+    path = tmp_path / "explorer.html"
+    write_explorer(path, explorer_payload([view_payload(read_view(view))], title="layout"))
+    width, height = 1400, 900
+    with browser("explorer layout test") as launched:
+        visit = open_offline(launched, path, viewport=(width, height))
+        page = visit.page
+        page.locator("#class-search").fill("shark")
+        page.locator("#class-name", has_text="great white shark").wait_for()
+        page.locator("#class-table").scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "class-panel.png"))
+        assert visit.errors == visit.requests == []
+        # (1) the page itself never scrolls sideways
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        # (2) every table fits the window or scrolls inside its wrapper; the class table (4 models x 4
+        # columns) is wider than the window, so its wrapper must scroll
+        tables = {table["id"]: table for table in page.evaluate(TABLES_JS)}
+        assert set(tables) == {"class-table", "summary-table", "worst-table"}
+        for table in tables.values():
+            assert table["overflowX"] in ("auto", "scroll") and table["right"] <= width, table
+            assert table["width"] <= table["clientWidth"] + 1 or table["scrollWidth"] > table["clientWidth"], table
+        assert tables["class-table"]["width"] > tables["class-table"]["clientWidth"], tables["class-table"]
+        # scrolled to its end, the class table keeps its shift column in view and the page stays put
+        wrapper = page.locator("#class-table").locator("xpath=..")
+        wrapper.evaluate("(box) => { box.scrollLeft = box.scrollWidth; }")
+        assert wrapper.evaluate("(box) => box.scrollLeft") > 0
+        first = page.locator("#class-table tbody th[scope=row]").first.bounding_box()
+        assert abs(first["x"] - wrapper.bounding_box()["x"]) <= 1.5
+        assert page.evaluate("window.scrollX") == 0 and page.evaluate("document.documentElement.scrollWidth") <= width
+        page.screenshot(path=str(tmp_path / "class-panel-scrolled.png"))
+        page.locator("#summary-table").scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "summary.png"))
+        # (3) no name breaks inside a word; the longest shift name wraps, at its underscores
+        breaks = page.evaluate(LINE_BREAKS_JS, MEASURED)
+        assert breaks["insideWords"] == [], breaks["insideWords"]
+        assert breaks["atUnderscores"] > 0 and breaks["measured"] > 100, breaks
+        # what the page puts between a name's words is no character: a name copies as it is spelled
+        for shift in LAYOUT_SHIFTS:
+            cell = page.locator(f"#class-table tr[data-shift='{shift}'] th[scope=row]")
+            assert cell.text_content() == shift and cell.evaluate(COPIED_JS) == shift
+        for model in LAYOUT_MODELS:
+            cell = page.locator(f"#summary-table tr[data-model='{model}'] td[data-column=model]").first
+            assert cell.evaluate(COPIED_JS) == model

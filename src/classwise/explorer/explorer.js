@@ -31,6 +31,15 @@
     return node;
   }
 
+  // A name (a shift's "contrast_decrease_s3", a model's, a class's) as text nodes with a <wbr>
+  // after each "_": a narrow column may break it there, between its words, as it breaks "great
+  // white shark" at its spaces, and nowhere inside a word (the page sets no break-anywhere on
+  // names). A <wbr> is an element, not a character: the name reads and copies as spelled.
+  function nameNodes(name) {
+    const words = String(name).split(/(?<=_)/);
+    return words.flatMap((word, i) => (i ? [document.createElement("wbr"), word] : [word]));
+  }
+
   const finite = (x) => typeof x === "number" && Number.isFinite(x);
   // Percent with two decimals, as the worst-class tables (82.42); a change in percentage points.
   const percent = (x) => (finite(x) ? (100 * x).toFixed(2) : "n/a");
@@ -184,7 +193,7 @@
     const head1 = [el("th", { rowspan: 2, scope: "col", text: "shift" })];
     const head2 = [];
     for (const model of v.models) {
-      head1.push(el("th", { colspan: 4, scope: "colgroup", "data-model": model, text: model }));
+      head1.push(el("th", { colspan: 4, scope: "colgroup", "data-model": model }, nameNodes(model)));
       head2.push(
         el("th", { scope: "col", text: "accuracy % [" + level + " % interval]" }),
         el("th", { scope: "col", text: "n" }),
@@ -193,7 +202,7 @@
       );
     }
     const rows = v.shifts.map((shift, s) => {
-      const cells = [el("th", { scope: "row", text: shift })];
+      const cells = [el("th", { scope: "row" }, nameNodes(shift))];
       v.models.forEach((model, m) => {
         const n = v.support[m][s][c];
         const hits = v.hits[m][s][c];
@@ -222,7 +231,7 @@
     });
     const table = el("table", { id: "class-table" }, [el("thead", {}, [el("tr", {}, head1), el("tr", {}, head2)]), el("tbody", {}, rows)]);
     panel.replaceChildren(
-      el("h3", { id: "class-name", "data-class": c, text: v.classes[c] }),
+      el("h3", { id: "class-name", "data-class": c }, nameNodes(v.classes[c])),
       el("p", {
         className: "hint",
         text:
@@ -359,13 +368,19 @@
     const head = el(
       "tr",
       {},
-      columns.map((col) => el("th", { scope: "col", "data-column": col.key, "aria-sort": "none", title: "sort by " + col.label, text: col.label }))
+      columns.map((col) =>
+        el("th", { scope: "col", "data-column": col.key, className: col.name ? "name" : undefined, "aria-sort": "none", title: "sort by " + col.label, text: col.label })
+      )
     );
     const rows = v.summary.shift.map((_, r) =>
       el(
         "tr",
         { "data-row": r, "data-shift": v.shifts[v.summary.shift[r]], "data-model": v.models[v.summary.model[r]] },
-        columns.map((col) => el("td", { "data-column": col.key, className: col.name ? "name" : undefined, text: col.text(r) }))
+        columns.map((col) =>
+          col.name
+            ? el("td", { "data-column": col.key, className: "name" }, nameNodes(col.text(r)))
+            : el("td", { "data-column": col.key, text: col.text(r) })
+        )
       )
     );
     const table = byId("summary-table");
@@ -691,7 +706,7 @@
     ];
     const tested = v.drops ? dropText(v, m, s, c) : "";
     if (tested) lines.push(tested);
-    tip.replaceChildren(...lines.map((line) => el("div", { text: line })));
+    tip.replaceChildren(...lines.map((line) => el("div", {}, nameNodes(line))));
     tip.dataset.class = String(c);
     tip.dataset.shift = v.shifts[s];
     tip.hidden = false;
@@ -798,7 +813,7 @@
       const [low, high] = n > 0 ? v.intervalOf(v.hits[m][s][c], n) : [null, null];
       return el("tr", { "data-class": c }, [
         el("td", { text: i + 1 }),
-        el("td", { className: "name", text: v.classes[c] }),
+        el("td", { className: "name" }, nameNodes(v.classes[c])),
         el("td", { "data-field": "accuracy", text: percent(recall(v, m, s, c)) }),
         el("td", { className: "interval", "data-field": "interval", text: interval(low, high) }),
         el("td", { "data-field": "n", text: n }),
