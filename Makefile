@@ -93,6 +93,7 @@ bench: install-dev
 	$(BIN)/python -m classwise.bench.autoattack --out results/bench/autoattack.json $(AUTOATTACK_BENCH_ARGS)
 	$(BIN)/python -m classwise.bench.bootstrap --out results/bench/bootstrap.json
 	$(BIN)/python -m classwise.bench.class_drops --out results/bench/class_drops.json
+	$(BIN)/python -m classwise.bench.numbers --out results/bench/numbers.json
 	$(BIN)/python -m classwise.bench.pipeline --out results/bench/pipeline.json
 	$(BIN)/python -m classwise.bench.inference --out results/bench/inference.json
 	$(BIN)/python -m classwise.bench.precision --out results/bench/precision.json

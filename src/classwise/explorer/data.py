@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError, field_path
+from classwise.metrics.result import metric_entry, read_metrics_document
 
 __all__ = [
     "DROP_CODES",
@@ -270,24 +270,6 @@ def _read_confusion(path: str, n_classes: int) -> np.ndarray:
     return counts
 
 
-def _read_json(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(f"cannot read the worst-class metrics: {error}", path=path) from error
-    if not isinstance(document, dict) or not isinstance(document.get("metrics"), dict):
-        raise InputError("expected a worst-class metrics document with 'metrics'", path=path)
-    return document
-
-
-def _metric(document: Mapping[str, Any], name: str, path: str) -> dict[str, Any]:
-    entry = document["metrics"].get(name)
-    if not isinstance(entry, dict) or "value" not in entry:
-        raise InputError(f"expected the metric {name} with its value", path=path, field=field_path("metrics", name))
-    return entry
-
-
 def _interval(entry: Mapping[str, Any], *keys: str) -> tuple[float, float]:
     """The first of ``keys`` the metric has (the exact bound before the bootstrap's percentile
     interval), NaN without one."""
@@ -487,8 +469,8 @@ def _summary_row(
     has the row, else ``worst_class.json``'s; the intervals of ``worst_class.json`` (the exact
     bound of WCA before its bootstrap interval), where the run has them and they are of the same
     samples as the row."""
-    document = _read_json(path)
-    a, wca = _metric(document, "A", path), _metric(document, "WCA", path)
+    document = read_metrics_document(path)
+    a, wca = metric_entry(document, "A", path), metric_entry(document, "WCA", path)
     a_low, a_high = _interval(a, "ci")
     w_low, w_high = _interval(wca, "ci_bound", "ci")
     n_samples = int(document.get("n_samples", 0))

@@ -1,12 +1,17 @@
-"""The value type every metric returns."""
+"""The value type every metric returns, and the metrics step's document of them read back."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from classwise.errors import InputError, field_path
 
 
 @dataclass(frozen=True)
@@ -45,3 +50,27 @@ class MetricReplicates:
     values: np.ndarray
     worst: list[tuple[Any, ...]] | None = None
     shares: dict[tuple[Any, ...], float] | None = None
+
+
+def read_metrics_document(path: str | Path) -> dict[str, Any]:
+    """A worst-class metrics document as the metrics step writes it (``worst_class.json``: its
+    ``metrics``, each a :meth:`MetricResult.to_json` with its interval); an
+    :class:`InputError` naming the file when it is not one. The one reader of the file for
+    the views that read its numbers (the robustness analyses, the explorer)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"cannot read the worst-class metrics: {error}", path=path) from error
+    if not isinstance(document, dict) or not isinstance(document.get("metrics"), dict):
+        raise InputError("expected a worst-class metrics document with 'metrics'", path=path)
+    return document
+
+
+def metric_entry(document: Mapping[str, Any], name: str, path: str | Path) -> dict[str, Any]:
+    """The entry of metric ``name`` of a document of :func:`read_metrics_document` (read from
+    ``path``); an :class:`InputError` naming the file and the field when it has no value."""
+    entry = document["metrics"].get(name)
+    if not isinstance(entry, dict) or "value" not in entry:
+        raise InputError(f"expected the metric {name} with its value", path=path, field=field_path("metrics", name))
+    return entry

@@ -14,8 +14,6 @@ hits) and a prediction of no class (it counts in no precision or CFPS).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,9 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from classwise.errors import InputError, field_path
+from classwise.errors import InputError
 from classwise.logits_io import ABSTAINED
 from classwise.metrics.cfps import false_positive_scores
+from classwise.metrics.result import metric_entry, read_metrics_document
 from classwise.metrics.stats import class_rates
 from classwise.metrics.worst_class import worst_recall
 
@@ -134,7 +133,7 @@ class ClassResults:
     def read(cls, worst_class_path: str | Path, per_class_path: str | Path) -> ClassResults:
         """The numbers the metrics step wrote: A and WCA (its class and ties) of
         ``worst_class.json``, each class's numbers of ``per_class.csv`` beside it."""
-        document = _read_json(worst_class_path)
+        document = read_metrics_document(worst_class_path)
         frame = _read_per_class(per_class_path)
         support = frame["support"].to_numpy(dtype=np.int64)
         recall = frame["recall"].to_numpy(dtype=np.float64)
@@ -148,7 +147,7 @@ class ClassResults:
                 path=per_class_path,
                 field="recall",
             )
-        a, wca = _metric(document, "A", worst_class_path), _metric(document, "WCA", worst_class_path)
+        a, wca = metric_entry(document, "A", worst_class_path), metric_entry(document, "WCA", worst_class_path)
         n = int(document.get("n_samples", support.sum()))
         if n != int(support.sum()):
             raise InputError(
@@ -195,24 +194,6 @@ def as_results(value: ClassResults | np.ndarray) -> ClassResults:
 
 def _number(value: Any) -> float:
     return float("nan") if value is None else float(value)
-
-
-def _read_json(path: str | Path) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(f"cannot read the worst-class metrics: {error}", path=path) from error
-    if not isinstance(document, dict) or not isinstance(document.get("metrics"), dict):
-        raise InputError("expected a worst-class metrics document with 'metrics'", path=path)
-    return document
-
-
-def _metric(document: Mapping[str, Any], name: str, path: str | Path) -> dict[str, Any]:
-    entry = document["metrics"].get(name)
-    if not isinstance(entry, dict) or "value" not in entry:
-        raise InputError(f"expected the metric {name} with its value", path=path, field=field_path("metrics", name))
-    return entry
 
 
 def _read_per_class(path: str | Path) -> pd.DataFrame:
