@@ -31,7 +31,7 @@ def test_a_tiny_run_reports_flips_and_the_change_of_a_and_wca(tmp_path: Path) ->
 def test_the_accuracies_are_those_of_the_logits_by_hand(tmp_path: Path) -> None:
     """A and WCA of the clean fp32 row against numpy on logits of an independent predict_logits call."""
     from classwise.data import load_digits_split
-    from classwise.inference import predict_logits
+    from classwise.inference.stream import predict_logits
     from classwise.models import build_model, train_model
     from classwise.shifts import expand_shifts
 

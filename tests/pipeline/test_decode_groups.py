@@ -1,5 +1,5 @@
 """Which inference jobs share a decode (classwise.pipeline.decode_groups): the groups the plan
-makes (tests/test_shared_decode.py: what a group's job keeps and holds together)."""
+makes (tests/inference/test_shared_decode.py: what a group's job keeps and holds together)."""
 
 from __future__ import annotations
 

@@ -306,7 +306,7 @@ def test_bad_autoattack_config_entries(entry, field) -> None:  # type: ignore[no
 def test_predict_logits_under_autoattack(model, data) -> None:  # type: ignore[no-untyped-def]
     """The inference loop attacks batch by batch with the shift's seed, and logs every attack."""
     from classwise.data.imageset import ImageSet
-    from classwise.inference import predict_logits
+    from classwise.inference.stream import predict_logits
     from classwise.shifts.seeding import sample_seed
     from classwise.shifts.spec import autoattack_spec
 

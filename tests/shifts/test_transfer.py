@@ -11,7 +11,7 @@ import torch
 from classwise import tables
 from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
-from classwise.inference import predict_logits, shifted_images, transferred_images
+from classwise.inference.stream import predict_logits, shifted_images, transferred_images
 from classwise.logits_io import ScoresFile
 from classwise.models import build_model, train_model
 from classwise.pipeline.plan import check_runs

@@ -18,7 +18,7 @@ from classwise.pipeline.config_checks import (
     shift_shards,
 )
 from classwise.data.sources import dataset_source, input_files, job_parameters
-from classwise.execution import Execution
+from classwise.inference.execution import Execution
 from classwise.data.shift_sets import (
     archive_record,
     downloaded_files,
@@ -284,7 +284,8 @@ def group_images(dataset):
 
 def group_folder(dataset):
     """A decode group's `group` parameter: the folder where its job keeps the files it made on
-    the shift and the record of what each was made from (classwise.shared_decode)."""
+    the shift and the record of what each was made from (classwise.inference.shared_decode).
+    """
     return lambda wildcards: f"{OUT}/logits_groups/{dataset}/{wildcards.shift}"
 
 

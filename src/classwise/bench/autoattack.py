@@ -32,7 +32,7 @@ from torch import nn
 
 from classwise.atomic import write_json
 from classwise.bench.pgd import _timed, demo_cnn, parse_batch_sizes
-from classwise.inference import resolve_device
+from classwise.inference.stream import resolve_device
 from classwise.models.architectures import Normalize
 from classwise.shifts.autoattack import REFERENCE_ITERATIONS, autoattack, target_classes
 

@@ -13,7 +13,7 @@ and returns cheap logits. The images are a generated ImageNet-shaped folder: ran
   over its time per batch. The time per batch is set so that the model is as fast as the
   decoding measured just before (``balanced``, the hardest case for overlap), or given.
 * ``pipeline_images_per_s``: both, as ``infer`` runs them
-  (:func:`classwise.inference.stream_logits`: the next batches made by a background thread
+  (:func:`classwise.inference.stream.stream_logits`: the next batches made by a background thread
   while the model runs); ``sequential_images_per_s`` the same with ``prefetch=0`` (one after
   the other, the path before issue 29), for comparison.
 * ``efficiency`` = pipeline / min(decode, model): 1 when the slower side never waits for the
@@ -119,7 +119,7 @@ def bench_case(
     import torch
 
     from classwise.data.sources import open_split
-    from classwise.inference import stream_logits
+    from classwise.inference.stream import stream_logits
     from classwise.models.data_config import DataConfig, preprocess_image
     from classwise.shifts.spec import ShiftSpec
 

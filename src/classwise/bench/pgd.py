@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from classwise.atomic import write_json
-from classwise.inference import resolve_device
+from classwise.inference.stream import resolve_device
 from classwise.models import build_model
 from classwise.models.architectures import Normalize
 from classwise.shifts.pgd import Norm, pgd_attack

@@ -22,7 +22,7 @@ Snakemake itself needs for that many jobs, whatever the workflow's own code does
 with crop_pct 0.875), clean shift, the same batch size on both sides:
 
 * ``decoded``: identical images, already decoded and preprocessed, in memory, batch by batch.
-  Pipeline: :func:`classwise.inference.predict_logits` called on each batch as an ``ImageSet``
+  Pipeline: :func:`classwise.inference.stream.predict_logits` called on each batch as an ``ImageSet``
   (as ``infer`` does for image-file datasets) with the model as ``infer`` loads it
   (:func:`classwise.steps.models.load_inference_model`: a pixel-space wrapper that normalises
   inside). Bare: the timm module's forward on the same batches, normalised beforehand (outside
@@ -347,7 +347,7 @@ def bench_throughput(
 
     from classwise.data.sources import open_split
     from classwise.data.stand_ins import image_folder_fixture
-    from classwise.inference import predict_logits, resolve_device
+    from classwise.inference.stream import predict_logits, resolve_device
     from classwise.logits_io import load_scores
     from classwise.models.data_config import preprocess_image
     from classwise.shifts.spec import ShiftSpec

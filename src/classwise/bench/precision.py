@@ -49,7 +49,7 @@ def run(*, epochs: int = 10, samples: int | None = None, batch_size: int = 128, 
     import torch
 
     from classwise.data import load_digits_split
-    from classwise.inference import predict_logits
+    from classwise.inference.stream import predict_logits
     from classwise.metrics import worst_class as wc
     from classwise.metrics.stats import compute_stats
     from classwise.models import build_model, train_model

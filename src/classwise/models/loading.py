@@ -51,7 +51,7 @@ def load_with_source(
     model, config = source.build(spec, files, base)
     wrapped = wrap_pixel_space(model, config)
     if device == "auto":
-        from classwise.inference import resolve_device
+        from classwise.inference.stream import resolve_device
 
         device = resolve_device("auto")
     wrapped.to(device)

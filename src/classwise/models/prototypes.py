@@ -236,7 +236,7 @@ def load_prototype_model(
     classifier, config, meta = load_prototype_classifier(path)
     wrapped = wrap_pixel_space(classifier, config)
     if device == "auto":
-        from classwise.inference import resolve_device
+        from classwise.inference.stream import resolve_device
 
         device = resolve_device("auto")
     wrapped.to(device)

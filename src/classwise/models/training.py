@@ -57,7 +57,7 @@ def fit(
     epoch, or per batch when ``steps_per_epoch`` is given (then each finished epoch is also
     written as a line).
     """
-    from classwise.inference import resolve_device
+    from classwise.inference.stream import resolve_device
 
     _check_positive_int(epochs, "epochs", allow_zero=True)
     _check_positive_int(n, "n")
@@ -145,7 +145,7 @@ def train_model(
     order. The summary holds the settings, per-epoch mean training loss and accuracy (measured on
     the mini-batches while training) and the final values.
     """
-    from classwise.inference import resolve_device
+    from classwise.inference.stream import resolve_device
 
     _check_positive_int(epochs, "epochs", allow_zero=True)
     _check_positive_int(batch_size, "batch_size")

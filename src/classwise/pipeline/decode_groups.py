@@ -11,7 +11,7 @@ the model) and shifts split into shards keep their per-model jobs.
 A group job's parameters are every model's, so adding or changing a model runs the job again:
 it then takes back the files of its own copies that are up to date
 (``logits_groups/<dataset>/<shift>/``, with the record of what each was made from:
-:mod:`classwise.shared_decode`) and computes only the others. Torch-free: the workflow decides
+:mod:`classwise.inference.shared_decode`) and computes only the others. Torch-free: the workflow decides
 the groups while it builds the DAG.
 """
 

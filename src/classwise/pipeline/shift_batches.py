@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from classwise.shared_decode import RECORD, fingerprint, share_file
+from classwise.inference.shared_decode import RECORD, fingerprint, share_file
 
 if TYPE_CHECKING:
     from classwise.models.spec import ModelSpec

@@ -96,7 +96,7 @@ def check_shards(value: Any, field_name: str) -> int:
 
 
 def shard_counts(cfg: Mapping[str, Any], names: list[str] | None = None, *, default: int = 1) -> dict[str, int]:
-    """How many jobs (shards, :mod:`classwise.sharding`) the inference of each shift is split
+    """How many jobs (shards, :mod:`classwise.inference.sharding`) the inference of each shift is split
     into: an entry's ``shards`` for the shifts of a ``pgd``, ``pgd_targeted`` (every target),
     ``autoattack`` or ``transfer`` entry that sets it, ``default`` (the config's
     ``inference.shards``) for every other shift of ``names`` (default: those of ``cfg``), published

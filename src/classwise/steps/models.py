@@ -149,7 +149,7 @@ def prototypes_step(
     from tqdm import tqdm
 
     from classwise.data.sources import open_split
-    from classwise.inference import predict_logits
+    from classwise.inference.stream import predict_logits
     from classwise.models.prototypes import FeatureExtractor, add_class_sums, class_prototypes, save_prototypes
     from classwise.models.sources.prototype import load_backbone
     from classwise.models.wrapper import wrap_pixel_space
@@ -282,11 +282,11 @@ def infer_step(
     and makes each batch (:mod:`classwise.shifts.kinds`). Image-file datasets are decoded batch
     by batch with the model's own resize, crop and interpolation (its resolved data config,
     recorded in the sidecar), ahead of the model on a background thread
-    (:func:`classwise.inference.stream_logits`); the perturbation of each sample is seeded by its
+    (:func:`classwise.inference.stream.stream_logits`); the perturbation of each sample is seeded by its
     id, so batching never changes the logits. ``threads`` caps torch's intra-op threads and the
     decoding threads (the job's Snakemake threads). ``device`` is the rule's parameter: the
     device, or with a precision or layout other than the defaults the mapping of
-    :meth:`classwise.execution.Execution.parameter` (recorded under ``inference`` in the
+    :meth:`classwise.inference.execution.Execution.parameter` (recorded under ``inference`` in the
     sidecar then). An adversarial shift with ``per_class`` attacks only a class-stratified subset of
     the samples, drawn from ``sample_seed(seed, "per_class")`` (the same for every shift and
     model), recorded under ``attacked_subset`` in the sidecar; the logits' ``sample_ids`` say
@@ -297,11 +297,11 @@ def infer_step(
     dataset has classes (checked on the first batch), NaN or infinite logits (naming the first
     sample ids). Unreadable images follow the dataset's ``on_bad_image``: an error naming the
     file, or ``skip``, which lists them under ``skipped_images`` in the sidecar. A CUDA
-    out-of-memory error halves the batch size and goes on (:mod:`classwise.inference`).
+    out-of-memory error halves the batch size and goes on (:mod:`classwise.inference.stream`).
 
     ``shard=(k, S)`` runs only shard ``k`` of ``S`` (1-based) of the set, whole batches
-    (:func:`classwise.sharding.shard_range`, on the set after its ``per_class`` subset), and
-    writes a shard file to ``logits_path`` instead (:func:`classwise.sharding.save_shard`);
+    (:func:`classwise.inference.sharding.shard_range`, on the set after its ``per_class`` subset), and
+    writes a shard file to ``logits_path`` instead (:func:`classwise.inference.sharding.save_shard`);
     :func:`merge_shards_step` makes the cached file of the ``S`` shards, byte for byte this
     step's unsharded output. A shard with no batch (fewer batches than shards) writes no rows."""
     _infer(
@@ -338,21 +338,20 @@ def infer_group_step(
     """The inference job of a decode group (rule ``infer_models_<dataset>``,
     :mod:`classwise.pipeline.decode_groups`): every model of ``models`` on one shift that runs no
     model, each batch decoded and shifted once for up to ``models_per_decode`` models of one
-    decoding held together (:func:`classwise.shared_decode.take_batches`), each logits file and
+    decoding held together (:func:`classwise.inference.shared_decode.take_batches`), each logits file and
     sidecar byte for byte its own :func:`infer_step`'s.
 
     The group keeps its own copy of every file it made in ``group_dir`` (a hard link where the
     file system allows, else a copy), with a record of what each was made from
-    (:func:`~classwise.shared_decode.write_group_record`). Snakemake removes a job's outputs
+    (:func:`~classwise.inference.shared_decode.write_group_record`). Snakemake removes a job's outputs
     before it runs; the models whose kept files are up to date
-    (:func:`~classwise.shared_decode.stale_models`: by the record, and by the mtimes of the
+    (:func:`~classwise.inference.shared_decode.stale_models`: by the record, and by the mtimes of the
     model's weights and of ``data_inputs``) get them back, and only the others are run, so adding
     a model to a finished run computes that model only. The record is rewritten after each batch
     of models: a job that fails or is killed computes again, when rerun, only what it had not
     finished."""
-    from classwise.execution import Execution
-    from classwise.logits_io import sidecar_path
-    from classwise.shared_decode import (
+    from classwise.inference.execution import Execution
+    from classwise.inference.shared_decode import (
         RECORD,
         fingerprint,
         prune_group,
@@ -362,6 +361,7 @@ def infer_group_step(
         take_batches,
         write_group_record,
     )
+    from classwise.logits_io import sidecar_path
 
     targets = list(models)
     name = str(shift.get("name", ""))
@@ -454,8 +454,8 @@ def _infer(
     import numpy as np
     from tqdm import tqdm
 
-    from classwise.execution import Execution
-    from classwise.inference import resolve_device, stream_logits
+    from classwise.inference.execution import Execution
+    from classwise.inference.stream import resolve_device, stream_logits
     from classwise.shifts.spec import ShiftSpec
 
     execution = Execution.from_parameter(device)
@@ -474,8 +474,8 @@ def _infer(
     source_model = _source_model(spec, source_cfg, source_weights, data_config, targets[0].name, execution.device)
     weights = [None if target.weights is None else str(target.weights) for target in targets]
     position: dict[str, Any] | None = None
-    if shard is not None:  # whole batches of the set (after its per_class subset): classwise.sharding
-        from classwise.sharding import Shard, shard_range
+    if shard is not None:  # whole batches of the set (after its per_class subset): classwise.inference.sharding
+        from classwise.inference.sharding import Shard, shard_range
 
         start, stop = shard_range(len(evaluation), batch_size, shard)
         position = {"shard": Shard.of(shard), "start": start, "stop": stop, "samples": len(evaluation)}
@@ -613,7 +613,7 @@ def _write_logits(
 
         save_logits(path, **arrays, metadata=metadata, class_indices=subset)
         return
-    from classwise.sharding import save_shard
+    from classwise.inference.sharding import save_shard
 
     save_shard(path, **position, batch_size=batch_size, **arrays, metadata=metadata, class_indices=subset)
     if progress is not None:
@@ -736,9 +736,9 @@ class _Outputs:
 def merge_shards_step(*, shard_paths: list[str | Path], logits_path: str | Path, progress: TextIO | None = None) -> None:
     """Merge the shard files of one (dataset, model, shift) inference into its cached logits file
     and sidecar, byte for byte those of the unsharded :func:`infer_step`
-    (:func:`classwise.sharding.merge_shards`, which refuses missing, repeated or mismatched
+    (:func:`classwise.inference.sharding.merge_shards`, which refuses missing, repeated or mismatched
     shards)."""
-    from classwise.sharding import merge_shards
+    from classwise.inference.sharding import merge_shards
 
     rows = merge_shards(shard_paths, logits_path)
     if progress is not None:

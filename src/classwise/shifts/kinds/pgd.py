@@ -124,7 +124,7 @@ class Pgd(ShiftKind):
         return entries
 
     def target(self, spec: ShiftSpec) -> int | None:
-        # as given: the job checks that it is a class of the model (classwise.inference.pgd_target)
+        # as given: the job checks that it is a class of the model (classwise.inference.stream.pgd_target)
         target: int | None = spec.params.get("target")
         return target
 

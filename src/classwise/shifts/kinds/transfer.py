@@ -69,7 +69,7 @@ class Transfer(ShiftKind):
         return dataclasses.replace(spec.attack, name=spec.name).misfit(dataset, classes)
 
     def shifted_batch(self, spec: ShiftSpec, batch: Batch, run: Run) -> torch.Tensor:
-        """The attack's images on the source model (:func:`classwise.inference.transferred_images`),
+        """The attack's images on the source model (:func:`classwise.inference.stream.transferred_images`),
         through the CPU as float32, as they were when the whole set was crafted first."""
         import numpy as np
         import torch

@@ -33,7 +33,7 @@ A transfer attack (``kind="transfer"``) crafts its attack on the source model ex
 source's own attack shift does (same seeds: they derive from the attack's name), then feeds the
 images to the evaluated model: the images are regenerated in every job, never stored.
 
-**Precision and layout** (:class:`classwise.execution.Execution`): ``bf16`` / ``fp16`` run the
+**Precision and layout** (:class:`classwise.inference.execution.Execution`): ``bf16`` / ``fp16`` run the
 model (and an attack's forward and backward passes) under ``torch.autocast``; ``channels_last``
 puts the model's weights and each batch in channels-last order. ``fp32`` and channels first, the
 defaults, run the model as it is.
@@ -64,7 +64,7 @@ from tqdm import tqdm
 
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
-from classwise.execution import Execution
+from classwise.inference.execution import Execution
 from classwise.shifts.kinds import Batch, Run, ShiftSpec
 
 log = logging.getLogger(__name__)
@@ -375,7 +375,7 @@ def stream_logits(
     shift that runs no model (an :class:`InputError` otherwise): each batch is decoded and
     shifted once for all. ``n_classes``: the set's class count (a targeted shift's target is
     checked against it); ``precision`` and ``channels_last``: how the models run
-    (:class:`classwise.execution.Execution`); ``names``: the models' names in the log's
+    (:class:`classwise.inference.execution.Execution`); ``names``: the models' names in the log's
     out-of-memory warnings; ``want_logits=False``: the images the models see instead of
     logits."""
     generator = _stream(
@@ -446,7 +446,7 @@ def predict_logits(
     The model runs in eval mode on ``device`` (``"auto"``: CUDA when available) under
     :func:`torch.inference_mode` for clean and corrupted batches; PGD and AutoAttack batches are
     attacked first (gradients w.r.t. the input only). The model's device, train/eval mode and
-    layout are restored. ``precision``, ``channels_last``: :class:`classwise.execution.Execution`;
+    layout are restored. ``precision``, ``channels_last``: :class:`classwise.inference.execution.Execution`;
     ``prefetch``: batches made ahead by a background thread (:func:`stream_logits`);
     ``progress``: a progress bar; ``attack_log``: AutoAttack's line per attack.
     A ``transfer`` shift needs ``source_model``, the model its attack is crafted on

@@ -1,7 +1,7 @@
 """How an inference job runs its model: the device, the precision of the arithmetic and the memory
 layout of the images (the config's ``inference.device``, ``inference.precision`` and
 ``inference.channels_last``). Torch-free, so that the workflow checks it before any job;
-:mod:`classwise.inference` applies it.
+:mod:`classwise.inference.stream` applies it.
 
 ``precision``: ``fp32`` (the default) runs the model as it is; ``bf16`` and ``fp16`` run it under
 ``torch.autocast`` with that dtype (mixed precision: matrix products and convolutions in the low
@@ -33,7 +33,7 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 @dataclass(frozen=True)
 class Execution:
     """Where and how a model runs: ``device`` (``auto``, ``cpu``, ``cuda[:N]``; resolved in the
-    job by :func:`classwise.inference.resolve_device`), ``precision`` (one of :data:`PRECISIONS`)
+    job by :func:`classwise.inference.stream.resolve_device`), ``precision`` (one of :data:`PRECISIONS`)
     and ``channels_last``."""
 
     device: str = "auto"

@@ -10,7 +10,7 @@ import torch
 
 from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
-from classwise.inference import predict_logits, resolve_device, shifted_images
+from classwise.inference.stream import predict_logits, resolve_device, shifted_images
 from classwise.models import build_model, train_model
 from classwise.shifts import expand_shifts
 
@@ -129,7 +129,7 @@ def _targeted(target, eps: float = 0.3):  # type: ignore[no-untyped-def]
 
 
 def test_targeted_pgd_moves_samples_into_the_target_class(setup) -> None:  # type: ignore[no-untyped-def]
-    from classwise.inference import pgd_target
+    from classwise.inference.stream import pgd_target
     from classwise.metrics.cfps import targeted_success_rate
 
     model, test = setup

@@ -1,6 +1,6 @@
 """What a job feeding several models from one decode keeps and holds together
-(classwise.shared_decode): the batches of models, the fingerprints and the record, and which
-cached files are stale (tests/test_inference_overlap.py runs the job itself)."""
+(classwise.inference.shared_decode): the batches of models, the fingerprints and the record, and which
+cached files are stale (tests/inference/test_stream_overlap.py runs the job itself)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from classwise.shared_decode import (
+from classwise.inference.shared_decode import (
     RECORD,
     fingerprint,
     prune_group,

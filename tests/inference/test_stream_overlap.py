@@ -21,8 +21,8 @@ from torch import nn
 
 from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
-from classwise.execution import Execution
-from classwise.inference import predict_logits, stream_logits
+from classwise.inference.execution import Execution
+from classwise.inference.stream import predict_logits, stream_logits
 from classwise.models import build_model, train_model
 from classwise.shifts import expand_shifts
 from classwise.shifts.corruptions import corrupt_batch
@@ -426,7 +426,7 @@ def test_out_of_memory_halves_the_batch_and_gives_a_run_at_the_smaller_size(setu
     model, _, test = setup
     test = test.subset(np.arange(24 if name in SAMPLES else len(test)))  # more than fit in one piece
     small = _SmallMemory(model, fits=16)
-    with caplog.at_level(logging.WARNING, logger="classwise.inference"):
+    with caplog.at_level(logging.WARNING, logger="classwise.inference.stream"):
         backed_off = predict_logits(small, test, SHIFTS[name], base_seed=3, batch_size=64, device="cpu")
     at_16 = predict_logits(model, test, SHIFTS[name], base_seed=3, batch_size=16, device="cpu")
     assert backed_off.tobytes() == at_16.tobytes()

@@ -13,8 +13,8 @@ import pytest
 from config_matrix import checkpoint_entry, write_checkpoint, write_image_folder
 
 from classwise.errors import InputError
+from classwise.inference.sharding import Shard, load_shard, merge_shards, save_shard, shard_range
 from classwise.pipeline.config_checks import shift_shards
-from classwise.sharding import Shard, load_shard, merge_shards, save_shard, shard_range
 from classwise.shifts.spec import expand_shifts, shard_counts
 from classwise.steps.models import infer_step, merge_shards_step, train_step
 
