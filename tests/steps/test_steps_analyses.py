@@ -20,6 +20,7 @@ from classwise.plots.extrapolation import extrapolation_figure
 from classwise.steps import extrapolation as extrapolation_steps
 from classwise.steps import testsuites as testsuite_steps
 from classwise.steps.extrapolation import ExtrapolationSettings, SimulationSettings
+from classwise.steps.testsuites import ReferenceTestSettings
 from classwise.testsuites.features import read_features
 
 SCHEMA = REPO / "workflow" / "schemas" / "analyses.schema.yaml"
@@ -309,13 +310,11 @@ def test_reference_reports_and_summary_match_the_library(tmp_path: Path) -> None
             logits_paths=logits_paths,
             label_view="original",
             view_labels_path=None,
-            reference="clean",
+            settings=ReferenceTestSettings(
+                reference="clean", thresholds={"accuracy": {"absolute": 0.6}}, n_bins=10, min_bin_count=10, label_set="present"
+            ),
             dataset="synthetic",
             model=model,
-            thresholds={"accuracy": {"absolute": 0.6}},
-            n_bins=10,
-            min_bin_count=10,
-            label_set="present",
             caption="Report.",
             **outputs,
         )

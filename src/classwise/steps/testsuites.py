@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from classwise.errors import InputError
+from classwise.settings import Settings
 from classwise.steps.metrics import load_view
 
 # pandas, the tables and the tests are imported by the steps that use them: a job imports this
@@ -199,25 +201,36 @@ def subset_tests_step(
     tables.write_tables(display, caption, {"markdown": markdown_path, "csv": csv_path, "latex": latex_path}, data=data)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReferenceTestSettings(Settings):
+    """``analyses.reference_tests``: the ``reference`` shift every other is tested against, the
+    ``thresholds`` per metric (``None``: the catalogue's), the calibration bins (``n_bins``, each
+    of at least ``min_bin_count`` samples) and which classes a label-set metric covers
+    (``label_set``)."""
+
+    block: ClassVar[str] = "analyses.reference_tests"
+    reference: str
+    thresholds: Mapping[str, Any] | None
+    n_bins: int
+    min_bin_count: int
+    label_set: str
+
+
 def reference_tests_step(
     *,
     logits_paths: Mapping[str, str | Path],
     label_view: str,
     view_labels_path: str | Path | None,
-    reference: str,
+    settings: ReferenceTestSettings,
     dataset: str,
     model: str,
-    thresholds: Mapping[str, Any] | None,
-    n_bins: int,
-    min_bin_count: int,
-    label_set: str,
     caption: str,
     markdown_path: str | Path,
     csv_path: str | Path,
     latex_path: str | Path,
 ) -> None:
-    """Test report of one (dataset, label view, model): ``reference`` against every other
-    shift of ``logits_paths`` (shift -> cached logits), all under the same label view.
+    """Test report of one (dataset, label view, model): the settings' ``reference`` against
+    every other shift of ``logits_paths`` (shift -> cached logits), all under the same label view.
 
     The CSV holds every column of :func:`~classwise.testsuites.reference.reference_report`
     (it is what :func:`reference_summary_step` reads back); the Markdown/LaTeX table the
@@ -239,14 +252,14 @@ def reference_tests_step(
         raise InputError(f"mixed score kinds {sorted(kinds)} across shifts", field="logits")
     report = reference_report(
         sets,
-        reference=reference,
+        reference=settings.reference,
         dataset=dataset,
         model=model,
         kind=kinds.pop(),
-        thresholds=thresholds,
-        n_bins=int(n_bins),
-        min_bin_count=int(min_bin_count),
-        label_set=check_label_set(label_set),
+        thresholds=settings.thresholds,
+        n_bins=int(settings.n_bins),
+        min_bin_count=int(settings.min_bin_count),
+        label_set=check_label_set(settings.label_set),
     )
     counts = report["status"].value_counts().to_dict()
     log.info("%d tests: %s", len(report), counts)
