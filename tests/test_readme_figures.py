@@ -32,6 +32,9 @@ def test_every_job_count_of_the_readme_is_the_demo_s(tmp_path: Path) -> None:
     total = sum(scheduled_jobs(tmp_path, DEMO).values())
     counts = re.findall(r"\b(\d+) jobs\b", README.read_text())
     assert len(counts) >= 2 and set(counts) == {str(total)}, (counts, total)
+    # the home page says it once, in the demo's time budget (its other counts are of measurements then)
+    home = re.findall(r"The demo is (\d+) jobs", (README.parent / "docs" / "index.md").read_text())
+    assert home == [str(total)], (home, total)
 
 
 def test_the_readme_s_demo_table_has_the_demo_config_s_models_and_rows() -> None:
