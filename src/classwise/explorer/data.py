@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError, field_path
-from classwise.metrics.result import metric_entry, read_metrics_document
+from classwise.metrics.result import metric_entry, read_metrics_document, read_per_class_table
 
 __all__ = [
     "DROP_CODES",
@@ -230,30 +230,13 @@ def top_confusions(confusion: np.ndarray, k: int = DEFAULT_CONFUSIONS) -> tuple[
 
 
 def _read_per_class(path: str) -> pd.DataFrame:
-    """``per_class.csv`` with its names as written (a class named ``NA`` stays ``NA``)."""
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"cannot read the per-class numbers: {error}", path=path) from error
-    missing = [column for column in PER_CLASS_COLUMNS if column not in frame.columns]
-    if missing:
-        raise InputError(f"expected the columns {list(PER_CLASS_COLUMNS)}, missing {missing}", path=path)
-    numeric = {}
-    for column in PER_CLASS_COLUMNS:
-        if column == "name":
-            continue
-        try:
-            numeric[column] = pd.to_numeric(frame[column].replace("", np.nan)).to_numpy(dtype=np.float64)
-        except (ValueError, TypeError) as error:
-            raise InputError(f"expected numbers: {error}", path=path, field=column) from error
-    out = pd.DataFrame(numeric)
-    out["name"] = frame["name"].to_numpy()
-    if not np.array_equal(out["class"].to_numpy(), np.arange(len(out))):
-        raise InputError("expected one row per class, in class order 0, 1, 2, ...", path=path, field="class")
-    support = out["support"].to_numpy()
+    """``per_class.csv`` (:func:`classwise.metrics.result.read_per_class_table`), its supports
+    whole and non-negative."""
+    frame = read_per_class_table(path, PER_CLASS_COLUMNS)
+    support = frame["support"].to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(support) & (support >= 0) & (support == np.rint(support))):
         raise InputError("expected whole, non-negative sample counts", path=path, field="support")
-    return out
+    return frame
 
 
 def _read_confusion(path: str, n_classes: int) -> np.ndarray:

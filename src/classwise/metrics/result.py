@@ -1,17 +1,20 @@
-"""The value type every metric returns, and the metrics step's document of them read back."""
+"""The value type every metric returns, and the metrics step's files of them read back."""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from classwise.errors import InputError, field_path
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -74,3 +77,32 @@ def metric_entry(document: Mapping[str, Any], name: str, path: str | Path) -> di
     if not isinstance(entry, dict) or "value" not in entry:
         raise InputError(f"expected the metric {name} with its value", path=path, field=field_path("metrics", name))
     return entry
+
+
+def read_per_class_table(path: str | Path, columns: Sequence[str]) -> pd.DataFrame:
+    """``per_class.csv`` as the metrics step writes it (:func:`classwise.metrics.suite.per_class_table`),
+    with every column of ``columns``: the names as written (a class named ``NA`` stays ``NA``),
+    the other columns of ``columns`` as numbers (an empty cell NaN), the rest as text. An
+    :class:`InputError` naming the file (and the column) when it cannot be read, lacks one of
+    ``columns``, holds something else than a number in one, or is not one row per class in class
+    order. The one reader of the file for the views that read its numbers (the robustness
+    analyses, the explorer)."""
+    import pandas as pd  # here: the metrics' core imports no pandas for a file it may not read
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"cannot read the per-class numbers: {error}", path=path) from error
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise InputError(f"expected the columns {list(columns)}, missing {missing}", path=path)
+    for column in columns:
+        if column == "name":
+            continue
+        try:
+            frame[column] = pd.to_numeric(frame[column].replace("", np.nan))
+        except (ValueError, TypeError) as error:
+            raise InputError(f"expected numbers: {error}", path=path, field=column) from error
+    if not np.array_equal(frame["class"].to_numpy(), np.arange(len(frame))):
+        raise InputError("expected one row per class, in class order 0, 1, 2, ...", path=path, field="class")
+    return frame

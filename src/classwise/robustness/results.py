@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from classwise.errors import InputError
 from classwise.logits_io import ABSTAINED
 from classwise.metrics.cfps import false_positive_scores
-from classwise.metrics.result import metric_entry, read_metrics_document
+from classwise.metrics.result import metric_entry, read_metrics_document, read_per_class_table
 from classwise.metrics.stats import class_rates
 from classwise.metrics.worst_class import worst_recall
 
@@ -134,7 +133,7 @@ class ClassResults:
         """The numbers the metrics step wrote: A and WCA (its class and ties) of
         ``worst_class.json``, each class's numbers of ``per_class.csv`` beside it."""
         document = read_metrics_document(worst_class_path)
-        frame = _read_per_class(per_class_path)
+        frame = read_per_class_table(per_class_path, PER_CLASS_COLUMNS)
         support = frame["support"].to_numpy(dtype=np.int64)
         recall = frame["recall"].to_numpy(dtype=np.float64)
         hits = np.rint(np.nan_to_num(recall) * support).astype(np.int64)
@@ -194,16 +193,3 @@ def as_results(value: ClassResults | np.ndarray) -> ClassResults:
 
 def _number(value: Any) -> float:
     return float("nan") if value is None else float(value)
-
-
-def _read_per_class(path: str | Path) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"name": str})
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"cannot read the per-class numbers: {error}", path=path) from error
-    missing = [column for column in PER_CLASS_COLUMNS if column not in frame.columns]
-    if missing:
-        raise InputError(f"expected the columns {list(PER_CLASS_COLUMNS)}, missing {missing}", path=path)
-    if not np.array_equal(frame["class"].to_numpy(), np.arange(len(frame))):
-        raise InputError("expected one row per class, in class order 0, 1, 2, ...", path=path, field="class")
-    return frame
