@@ -245,7 +245,7 @@ def _summary_samples(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     }
 
 
-def _reference_samples(shift: str, reference: str, pairing: str) -> str:
+def _reference_samples(shift: str, pairing: str) -> str:
     """The samples of the reference shift's number compared with ``shift``: all of them unless
     the shift holds a subset (then those of the shift)."""
     return f"of {shift}" if pairing == "subset" else "all"
@@ -281,7 +281,7 @@ def shift_summary_rows(path: Path, w: Mapping[str, str]) -> pd.DataFrame:
             "model": model,
             "shift": reference,
             "n": n if pairing == "subset" else reference_n,
-            "samples": _reference_samples(shift, reference, pairing),
+            "samples": _reference_samples(shift, pairing),
         }
         rows.append({**compared, "metric": "A", "value": row["reference_accuracy"]})
         rows.append({**compared, "metric": "WCA", "value": row["reference_worst_class_accuracy"]})
