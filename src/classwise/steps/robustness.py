@@ -143,9 +143,8 @@ def classwise_robustness_step(
     mean_confusion_dir.mkdir(parents=True, exist_ok=True)
     if not attack_shifts:
         write_text(mean_confusion_dir / "README.txt", NO_ATTACK_NOTE)
-    model_notes = {
-        shift: shift_samples(pairing_table(confusions.confusions, confusions.references), shift) for shift in attack_shifts
-    }
+    model_pairing = pairing_table(confusions.confusions, confusions.references)
+    model_notes = {shift: shift_samples(model_pairing, shift) for shift in attack_shifts}
     for shift in attack_shifts:
         samples = f" ({model_notes[shift]})" if model_notes[shift] else ""
         plot_mean_confusion(
