@@ -40,8 +40,9 @@ import pandas as pd
 
 from classwise.errors import InputError
 from classwise.logits_io import ABSTAINED, ScoresFile
-from classwise.metrics.stats import class_counts, macro_rates
+from classwise.metrics.stats import macro_rates
 from classwise.robustness._scores import as_scores, where
+from classwise.robustness.results import class_counts_of
 from classwise.sample_ids import sample_id_positions
 
 STATUSES: tuple[str, ...] = ("pass", "warn", "fail")
@@ -166,10 +167,7 @@ def macro_f1(labels: np.ndarray, predicted: np.ndarray) -> float:
     negative of its class and a false positive of none.
     """
     y, p = _check_pair(labels, predicted, ("labels", "predicted"), abstained=(False, True))
-    answered = p != ABSTAINED
-    n_classes = int(max(y.max(), p.max())) + 1
-    hits, support, counts = class_counts(y[answered], p[answered], n_classes)
-    support = np.bincount(y, minlength=n_classes)  # an abstention stays in its class's support
+    hits, support, counts, _ = class_counts_of(y, p, int(max(y.max(), p.max())) + 1)
     return float(macro_rates(hits, support, counts, rates=("f1",))["f1"])
 
 
