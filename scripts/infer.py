@@ -1,24 +1,15 @@
 """Snakemake script of rule infer: one (dataset, model, shift) inference -> cached logits."""
 
 from classwise.pipeline.scripting import job_log
-from classwise.steps.models import infer_step
+from classwise.steps.models import InferenceSettings, InferTarget, infer_step
 
 with job_log(snakemake, exit_when_done=True) as log:
-    shift = dict(snakemake.params.shift)
-    source_cfg = shift.pop("source_model", None)  # a transfer shift's source model
     infer_step(
-        model_name=snakemake.wildcards.model,
-        model_cfg=snakemake.params.model,
-        checkpoint_path=snakemake.input.get("weights"),
-        dataset_name=snakemake.wildcards.dataset,
-        dataset_cfg=snakemake.params.dataset,
-        shift=shift,
-        seed=snakemake.params.seed,
-        batch_size=snakemake.params.batch_size,
-        device=snakemake.params.device,
-        logits_path=snakemake.output.logits,
+        model=InferTarget(
+            snakemake.wildcards.model, snakemake.params.model, snakemake.input.get("weights"), snakemake.output.logits
+        ),
+        settings=InferenceSettings.from_config(dict(snakemake.params.items()), dataset_name=snakemake.wildcards.dataset),
+        source_weights=snakemake.input.get("source_weights"),
         progress=log,
         threads=snakemake.threads,
-        source_cfg=source_cfg,
-        source_weights=snakemake.input.get("source_weights"),
     )

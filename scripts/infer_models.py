@@ -2,7 +2,7 @@
 each model's cached logits, one decode per batch (classwise.pipeline.decode_groups)."""
 
 from classwise.pipeline.scripting import job_log
-from classwise.steps.models import InferTarget, infer_group_step
+from classwise.steps.models import InferenceSettings, InferTarget, infer_group_step
 
 with job_log(snakemake, exit_when_done=True) as log:
     infer_group_step(
@@ -12,12 +12,7 @@ with job_log(snakemake, exit_when_done=True) as log:
         ],
         group_dir=snakemake.params.group,
         models_per_decode=snakemake.config["inference"]["models_per_decode"],
-        dataset_name=snakemake.params.dataset_name,
-        dataset_cfg=snakemake.params.dataset,
-        shift=snakemake.params.shift,
-        seed=snakemake.params.seed,
-        batch_size=snakemake.params.batch_size,
-        device=snakemake.params.device,
+        settings=InferenceSettings.from_config(dict(snakemake.params.items())),
         data_inputs=list(snakemake.input.data),
         progress=log,
         threads=snakemake.threads,

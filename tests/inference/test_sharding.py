@@ -16,7 +16,7 @@ from classwise.errors import InputError
 from classwise.inference.sharding import Shard, load_shard, merge_shards, save_shard, shard_range
 from classwise.pipeline.config_checks import shift_shards
 from classwise.shifts.spec import expand_shifts, shard_counts
-from classwise.steps.models import infer_step, merge_shards_step, train_step
+from classwise.steps.models import FitSettings, InferenceSettings, InferTarget, infer_step, merge_shards_step, train_step
 
 DIGITS = {"source": "sklearn_digits"}
 SHIFTS = expand_shifts(
@@ -36,9 +36,8 @@ def digits_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[d
     models = {}
     for name, architecture in (("lin", "linear"), ("mlp", "mlp")):
         cfg = {"source": "train", "architecture": architecture, "epochs": 1, "seed": 0}
-        train_step(
-            model_name=name, model_cfg=cfg, dataset_name="digits", dataset_cfg=DIGITS, checkpoint_path=folder / f"{name}.pt"
-        )
+        settings = FitSettings(model_name=name, model=cfg, dataset_name="digits", dataset=DIGITS)
+        train_step(settings=settings, checkpoint_path=folder / f"{name}.pt")
         models[name] = (cfg, folder / f"{name}.pt")
     return models
 
@@ -47,12 +46,13 @@ def _infer(out: Path, model: str, models: dict[str, Any], shift: str, batch_size
     cfg, weights = models[model]
     spec = SHIFTS[shift]
     source = spec.params.get("source")
+    settings = InferenceSettings(
+        dataset_name="digits", dataset=dataset_cfg, shift=spec.to_json(), seed=7, batch_size=batch_size, device="cpu",
+        source_model=None if source is None else models[source][0],
+    )  # fmt: skip
     infer_step(
-        model_name=model, model_cfg=cfg, checkpoint_path=weights, dataset_name="digits", dataset_cfg=dataset_cfg,
-        shift=spec.to_json(), seed=7, batch_size=batch_size, device="cpu", logits_path=out, threads=1,
-        source_cfg=None if source is None else models[source][0],
+        model=InferTarget(model, cfg, weights, out), settings=settings, threads=1, shard=shard,
         source_weights=None if source is None else models[source][1],
-        shard=shard,
     )  # fmt: skip
     return out
 
@@ -128,10 +128,8 @@ def test_shards_of_a_published_set_of_a_class_subset_merge_into_the_unsharded_by
     shift = expand_shift_sets({"imagenet": dataset})["imagenet"]["imagenet_r"].to_json()
 
     def infer(out: Path, shard=None) -> Path:  # type: ignore[no-untyped-def]
-        infer_step(
-            model_name="net", model_cfg=entry, checkpoint_path=tmp_path / "net.pth", dataset_name="imagenet",
-            dataset_cfg=dataset, shift=shift, seed=3, batch_size=3, device="cpu", logits_path=out, threads=1, shard=shard,
-        )  # fmt: skip
+        settings = InferenceSettings(dataset_name="imagenet", dataset=dataset, shift=shift, seed=3, batch_size=3, device="cpu")
+        infer_step(model=InferTarget("net", entry, tmp_path / "net.pth", out), settings=settings, threads=1, shard=shard)
         return out
 
     unsharded = infer(tmp_path / "unsharded" / "logits.npz")

@@ -27,7 +27,7 @@ from classwise.models import build_model, train_model
 from classwise.shifts import expand_shifts
 from classwise.shifts.corruptions import corrupt_batch
 from classwise.shifts.seeding import sample_seed
-from classwise.steps.models import InferTarget, _infer, infer_group_step, infer_step
+from classwise.steps.models import InferenceSettings, InferTarget, _infer, infer_group_step, infer_step
 
 SHIFTS = expand_shifts(
     {
@@ -213,16 +213,16 @@ def test_one_decode_for_two_models_writes_the_bytes_of_their_own_jobs(
     tmp_path: Path, image_models, monkeypatch: pytest.MonkeyPatch, shift: str
 ) -> None:  # type: ignore[no-untyped-def]
     dataset, models = image_models
-    common = {"dataset_name": "shapes", "dataset_cfg": dataset, "shift": SHIFTS[shift].to_json(), "seed": 4, "batch_size": 4}
+    settings = InferenceSettings(
+        dataset_name="shapes", dataset=dataset, shift=SHIFTS[shift].to_json(), seed=4, batch_size=4, device="cpu"
+    )
     decodes = _count_decodes(monkeypatch)
     for name, (cfg, weights) in models.items():
-        infer_step(
-            model_name=name, model_cfg=cfg, checkpoint_path=weights, device="cpu", logits_path=tmp_path / f"{name}.npz", **common
-        )
+        infer_step(model=InferTarget(name, cfg, weights, tmp_path / f"{name}.npz"), settings=settings)
     assert decodes[0] == 2 * 15  # one job per model: each decodes the 15 images
     decodes[0] = 0
     targets = [InferTarget(name, cfg, weights, tmp_path / "together" / f"{name}.npz") for name, (cfg, weights) in models.items()]
-    infer_group_step(models=targets, group_dir=tmp_path / "group", models_per_decode=2, device="cpu", threads=1, **common)
+    infer_group_step(models=targets, group_dir=tmp_path / "group", models_per_decode=2, settings=settings, threads=1)
     assert decodes[0] == 15  # once for both
     for name in models:
         for suffix in (".npz", ".json"):
@@ -240,10 +240,10 @@ def test_one_decode_refuses_models_of_other_data_configs(tmp_path: Path, image_m
     ]
     # infer_group_step never asks it (it batches models by decoding): the guard of the one stream
     with pytest.raises(InputError, match="'net_b' preprocesses images otherwise than 'net_a'") as info:
-        _infer(
-            targets, dataset_name="shapes", dataset_cfg=dataset, shift=SHIFTS["clean"].to_json(), seed=0, batch_size=4,
-            device="cpu", progress=None, threads=1, source_cfg=None, source_weights=None, shard=None,
-        )  # fmt: skip
+        settings = InferenceSettings(
+            dataset_name="shapes", dataset=dataset, shift=SHIFTS["clean"].to_json(), seed=0, batch_size=4, device="cpu"
+        )
+        _infer(targets, settings=settings, progress=None, threads=1)
     assert info.value.field == "models" and not list(tmp_path.glob("*.npz"))
 
 
@@ -255,14 +255,11 @@ def test_a_group_job_runs_only_its_missing_and_stale_models_and_writes_their_own
     rest taken back from the group's own copies (Snakemake removes a job's outputs first)."""
     dataset, models = image_models
     (cfg_a, weights_a), (cfg_b, weights_b) = models.values()
-    common = {
-        "dataset_name": "shapes", "dataset_cfg": dataset, "shift": SHIFTS["gaussian_noise_s3"].to_json(), "seed": 4,
-        "batch_size": 4, "device": "cpu",
-    }  # fmt: skip
+    settings = InferenceSettings(
+        dataset_name="shapes", dataset=dataset, shift=SHIFTS["gaussian_noise_s3"].to_json(), seed=4, batch_size=4, device="cpu"
+    )
     for name, (cfg, weights) in models.items():
-        infer_step(
-            model_name=name, model_cfg=cfg, checkpoint_path=weights, logits_path=tmp_path / "own" / f"{name}.npz", **common
-        )
+        infer_step(model=InferTarget(name, cfg, weights, tmp_path / "own" / f"{name}.npz"), settings=settings)
     out, kept = tmp_path / "logits", tmp_path / "group"
     net_a = InferTarget("net_a", cfg_a, weights_a, out / "net_a.npz")
     net_b = InferTarget("net_b", cfg_b, weights_b, out / "net_b.npz")
@@ -273,7 +270,7 @@ def test_a_group_job_runs_only_its_missing_and_stale_models_and_writes_their_own
         for path in out.glob("*"):  # as Snakemake does before the job runs
             path.unlink()
         log = io.StringIO()
-        infer_group_step(models=targets, group_dir=kept, models_per_decode=per_decode, progress=log, **common)
+        infer_group_step(models=targets, group_dir=kept, models_per_decode=per_decode, settings=settings, progress=log)
         return log.getvalue()
 
     def same_as_own(name: str) -> bool:
@@ -314,10 +311,10 @@ def test_a_group_job_that_fails_records_only_the_models_it_finished(tmp_path: Pa
     (cfg_a, weights_a), (cfg_b, weights_b) = models.values()
     broken = tmp_path / "broken.pth"
     broken.write_bytes(b"not a checkpoint")
-    common = {
-        "dataset_name": "shapes", "dataset_cfg": dataset, "shift": SHIFTS["clean"].to_json(), "seed": 4, "batch_size": 4,
-        "device": "cpu", "group_dir": tmp_path / "group", "models_per_decode": 1,
-    }  # fmt: skip
+    settings = InferenceSettings(
+        dataset_name="shapes", dataset=dataset, shift=SHIFTS["clean"].to_json(), seed=4, batch_size=4, device="cpu"
+    )
+    common = {"group_dir": tmp_path / "group", "models_per_decode": 1, "settings": settings}
     net_a = InferTarget("net_a", cfg_a, weights_a, tmp_path / "logits" / "net_a.npz")
     with pytest.raises(Exception):  # noqa: B017 (whatever torch says of a file that is no checkpoint)
         infer_group_step(models=[net_a, InferTarget("net_b", cfg_b, broken, tmp_path / "logits" / "net_b.npz")], **common)
@@ -391,10 +388,12 @@ def test_the_rule_parameter_is_the_device_alone_at_the_defaults() -> None:
 def test_the_sidecar_records_precision_and_layout_only_when_not_the_defaults(tmp_path: Path, image_models) -> None:  # type: ignore[no-untyped-def]
     dataset, models = image_models
     cfg, weights = models["net_a"]
-    common = {"model_name": "net_a", "model_cfg": cfg, "checkpoint_path": weights, "dataset_name": "shapes"}
-    common |= {"dataset_cfg": dataset, "shift": SHIFTS["clean"].to_json(), "seed": 0, "batch_size": 8}
-    infer_step(device="cpu", logits_path=tmp_path / "fp32.npz", **common)
-    infer_step(device={"device": "cpu", "precision": "bf16", "channels_last": True}, logits_path=tmp_path / "bf16.npz", **common)
+    settings = {"dataset_name": "shapes", "dataset": dataset, "shift": SHIFTS["clean"].to_json(), "seed": 0, "batch_size": 8}
+    infer_step(
+        model=InferTarget("net_a", cfg, weights, tmp_path / "fp32.npz"), settings=InferenceSettings(device="cpu", **settings)
+    )
+    bf16 = InferenceSettings(device={"device": "cpu", "precision": "bf16", "channels_last": True}, **settings)
+    infer_step(model=InferTarget("net_a", cfg, weights, tmp_path / "bf16.npz"), settings=bf16)
     fp32, bf16 = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("fp32", "bf16"))
     assert "inference" not in fp32 and bf16.pop("inference") == {"precision": "bf16", "channels_last": True}
     assert bf16 == fp32

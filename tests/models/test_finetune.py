@@ -34,7 +34,7 @@ from classwise.models.finetune import (
     parse_finetune_spec,
     read_finetuned,
 )
-from classwise.steps.models import finetune_step, infer_step
+from classwise.steps.models import FitSettings, InferenceSettings, InferTarget, finetune_step, infer_step
 
 ARCH = "squeezenet1_1"
 """Small (1.2 M parameters) and happy with 32 x 32 inputs."""
@@ -138,14 +138,11 @@ def test_the_head_is_fresh_and_everything_else_comes_from_the_starting_weights(
 def _finetune(tmp_path: Path, gtsrb_root: Path, manifest: Path | None, name: str, **overrides: object) -> Path:
     checkpoint = tmp_path / f"{name}.pt"
     entry = _entry(**overrides)
+    gtsrb = {"source": "torchvision", "name": "gtsrb", "root": str(gtsrb_root)}
     finetune_step(
-        model_name=name,
-        model_cfg=entry,
-        dataset_name="gtsrb",
-        dataset_cfg={"source": "torchvision", "name": "gtsrb", "root": str(gtsrb_root)},
+        settings=FitSettings(model_name=name, model=entry, dataset_name="gtsrb", dataset=gtsrb, device="cpu"),
         base_weights=manifest if entry["weights"] is not None else None,
         checkpoint_path=checkpoint,
-        device="cpu",
         threads=1,
     )
     return checkpoint
@@ -178,17 +175,11 @@ def test_finetuning_is_deterministic_and_the_checkpoint_runs_through_inference(
     assert config.input_size == (3, 32, 32) and config.mean == (0.485, 0.456, 0.406)
 
     logits_path = tmp_path / "logits.npz"
+    gtsrb = {"source": "torchvision", "name": "gtsrb", "root": str(gtsrb_root)}
+    clean = {"name": "clean", "kind": "clean", "params": {}}
     infer_step(
-        model_name="a",
-        model_cfg=_entry(),
-        checkpoint_path=first,
-        dataset_name="gtsrb",
-        dataset_cfg={"source": "torchvision", "name": "gtsrb", "root": str(gtsrb_root)},
-        shift={"name": "clean", "kind": "clean", "params": {}},
-        seed=0,
-        batch_size=2,
-        device="cpu",
-        logits_path=logits_path,
+        model=InferTarget("a", _entry(), first, logits_path),
+        settings=InferenceSettings(dataset_name="gtsrb", dataset=gtsrb, shift=clean, seed=0, batch_size=2, device="cpu"),
     )
     scores = load_scores(logits_path)
     assert scores.kind == "logits" and scores.scores.shape == (5, 43) and scores.labels.tolist() == [0, 1, 2, 1, 0]

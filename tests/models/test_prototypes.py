@@ -12,6 +12,7 @@ import pytest
 import torch
 from cifar_fixtures import N_CLASSES, trust_cifar100_fixture, write_cifar100
 from paths import REPO
+from snakemake.iocontainers import Namedlist
 from torch import nn
 
 from classwise.errors import InputError
@@ -170,7 +171,9 @@ def _run_script(tmp_path: Path, entry: dict[str, object], dataset: dict[str, str
             data=[], get=lambda name, default=None: entry["backbone"]["path"] if name == "backbone" else default
         ),  # type: ignore[index]
         output=SimpleNamespace(prototypes=str(output)),
-        params=SimpleNamespace(model=entry, dataset_name="cifar100", dataset=dataset, batch_size=64, device="cpu"),
+        params=Namedlist(
+            fromdict={"model": entry, "dataset_name": "cifar100", "dataset": dataset, "batch_size": 64, "device": "cpu"}
+        ),
         threads=1,
         log=[str(tmp_path / "logs" / f"{output.stem}.log")],
     )
@@ -184,7 +187,7 @@ def test_the_rule_s_script_computes_the_prototypes_and_inference_scores_with_the
 
     from classwise.data.sources import load_split
     from classwise.logits_io import load_scores
-    from classwise.steps.models import infer_step
+    from classwise.steps.models import InferenceSettings, InferTarget, infer_step
 
     entry = _entry(backbone_file)
     first, again = tmp_path / "a" / "proto.pt", tmp_path / "b" / "proto.pt"
@@ -196,17 +199,10 @@ def test_the_rule_s_script_computes_the_prototypes_and_inference_scores_with_the
     assert meta["counts"] == [2] * N_CLASSES and meta["class_names"][3] == "class_03"
 
     logits = tmp_path / "logits.npz"
+    clean = {"name": "clean", "kind": "clean", "params": {}}
     infer_step(
-        model_name="proto",
-        model_cfg=entry,
-        checkpoint_path=first,
-        dataset_name="cifar100",
-        dataset_cfg=cifar100,
-        shift={"name": "clean", "kind": "clean", "params": {}},
-        seed=0,
-        batch_size=32,
-        device="cpu",
-        logits_path=logits,
+        model=InferTarget("proto", entry, first, logits),
+        settings=InferenceSettings(dataset_name="cifar100", dataset=cifar100, shift=clean, seed=0, batch_size=32, device="cpu"),
     )
     scores = load_scores(logits)
     assert scores.scores.shape == (N_CLASSES, N_CLASSES)
@@ -261,7 +257,7 @@ def test_a_downloaded_torchvision_backbone_is_read_through_its_manifest(tmp_path
     from classwise.models import manifest as manifests
     from classwise.models.prototypes import load_prototype_classifier
     from classwise.models.zoo import resolve_data_config
-    from classwise.steps.models import prototypes_step
+    from classwise.steps.models import FitSettings, prototypes_step
 
     weights = torchvision.models.ResNet18_Weights.IMAGENET1K_V1
     dest = tmp_path / "resources" / "models" / "proto" / "backbone"
@@ -288,17 +284,10 @@ def test_a_downloaded_torchvision_backbone_is_read_through_its_manifest(tmp_path
     )
     output = tmp_path / "proto.pt"
     entry = {"source": "prototype", "backbone": backbone, "train_on": "cifar100"}
-    prototypes_step(
-        model_name="proto",
-        model_cfg=entry,
-        dataset_name="cifar100",
-        dataset_cfg=cifar100,
-        backbone_weights=manifest,
-        prototypes_path=output,
-        batch_size=64,
-        device="cpu",
-        threads=1,
+    settings = FitSettings(
+        model_name="proto", model=entry, dataset_name="cifar100", dataset=cifar100, batch_size=64, device="cpu"
     )
+    prototypes_step(settings=settings, backbone_weights=manifest, prototypes_path=output, threads=1)
     assert read_prototypes(output)["backbone"]["resolved"] == resolved
 
     reference = torchvision.models.resnet18()
@@ -319,16 +308,7 @@ def test_a_downloaded_torchvision_backbone_is_read_through_its_manifest(tmp_path
 
     path.write_bytes(path.read_bytes() + b"\x00")  # weights changed after the download
     with pytest.raises(InputError, match="checksum mismatch"):
-        prototypes_step(
-            model_name="proto",
-            model_cfg=entry,
-            dataset_name="cifar100",
-            dataset_cfg=cifar100,
-            backbone_weights=manifest,
-            prototypes_path=tmp_path / "again.pt",
-            batch_size=64,
-            device="cpu",
-        )
+        prototypes_step(settings=settings, backbone_weights=manifest, prototypes_path=tmp_path / "again.pt")
     assert not (tmp_path / "again.pt").exists()
 
 
@@ -343,23 +323,16 @@ def test_the_cifar100_config_s_protocol_runs_on_the_prototype_classifier_s_logit
     import yaml
 
     from classwise.steps.extrapolation import ExtrapolationSettings, extrapolation_step
-    from classwise.steps.models import infer_step
+    from classwise.steps.models import InferenceSettings, InferTarget, infer_step
 
     settings = yaml.safe_load((REPO / "config" / "extrapolation_cifar100.yaml").read_text())["analyses"]["extrapolation"]
     entry = _entry(backbone_file)
     _run_script(tmp_path, entry, cifar100, tmp_path / "proto.pt")
     logits = tmp_path / "clean.npz"
+    clean = {"name": "clean", "kind": "clean", "params": {}}
     infer_step(
-        model_name="proto",
-        model_cfg=entry,
-        checkpoint_path=tmp_path / "proto.pt",
-        dataset_name="cifar100",
-        dataset_cfg=cifar100,
-        shift={"name": "clean", "kind": "clean", "params": {}},
-        seed=0,
-        batch_size=64,
-        device="cpu",
-        logits_path=logits,
+        model=InferTarget("proto", entry, tmp_path / "proto.pt", logits),
+        settings=InferenceSettings(dataset_name="cifar100", dataset=cifar100, shift=clean, seed=0, batch_size=64, device="cpu"),
     )
     outputs = {
         name: tmp_path / f"extrapolation.{ext}"

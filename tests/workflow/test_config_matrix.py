@@ -227,7 +227,7 @@ def test_a_sharded_autoattack_is_the_file_an_unsharded_job_writes(
     """The merge of the run's two AutoAttack shards, byte for byte the cached file and sidecar the
     unsharded infer step writes from the same model, data and seed."""
     from classwise.shifts.spec import expand_shifts
-    from classwise.steps.models import infer_step
+    from classwise.steps.models import InferenceSettings, InferTarget, infer_step
 
     run_dir, config, _ = matrix["analyses_on"]
     name = next(name for name, cfg in config["datasets"].items() if AUTOATTACK in cfg["shifts"])
@@ -237,11 +237,11 @@ def test_a_sharded_autoattack_is_the_file_an_unsharded_job_writes(
     dataset_cfg = {key: value for key, value in sidecar["dataset"].items() if key != "name"}  # as the rule passed it
     out = tmp_path / "unsharded.npz"
     monkeypatch.chdir(run_dir)  # the sidecar records the weights' path as the job saw it
-    infer_step(
-        model_name=model, model_cfg=config["models"][model], checkpoint_path=f"results/models/{model}.pt",
-        dataset_name=name, dataset_cfg=dataset_cfg, shift=expand_shifts(config["shifts"])[AUTOATTACK].to_json(),
-        seed=sidecar["seed"], batch_size=config["inference"]["batch_size"], device="cpu", logits_path=out, threads=1,
+    settings = InferenceSettings(
+        dataset_name=name, dataset=dataset_cfg, shift=expand_shifts(config["shifts"])[AUTOATTACK].to_json(),
+        seed=sidecar["seed"], batch_size=config["inference"]["batch_size"], device="cpu",
     )  # fmt: skip
+    infer_step(model=InferTarget(model, config["models"][model], f"results/models/{model}.pt", out), settings=settings, threads=1)
     assert out.read_bytes() == cached.read_bytes()
     assert out.with_suffix(".json").read_bytes() == cached.with_suffix(".json").read_bytes()
 
@@ -254,7 +254,7 @@ def test_models_sharing_a_decode_get_the_files_their_own_infer_jobs_would_write(
     job; an image folder and the in-memory digits), and every file it writes is byte for byte the
     infer step's of that model alone."""
     from classwise.shifts.spec import expand_shifts
-    from classwise.steps.models import infer_step
+    from classwise.steps.models import InferenceSettings, InferTarget, infer_step
 
     checked: set[str] = set()
     for run_dir, config, _ in matrix.values():
@@ -275,12 +275,12 @@ def test_models_sharing_a_decode_get_the_files_their_own_infer_jobs_would_write(
                     entry = config["models"][model]
                     weights = entry["path"] if entry["source"] == "checkpoint" else f"results/models/{model}.pt"
                     out = tmp_path / name / model / f"{shift}.npz"
-                    infer_step(
-                        model_name=model, model_cfg=entry, checkpoint_path=weights, dataset_name=name,
-                        dataset_cfg={key: value for key, value in sidecar["dataset"].items() if key != "name"},
+                    settings = InferenceSettings(
+                        dataset_name=name, dataset={key: value for key, value in sidecar["dataset"].items() if key != "name"},
                         shift=shifts[shift].to_json(), seed=sidecar["seed"],
-                        batch_size=config["inference"].get("batch_size", 256), device="cpu", logits_path=out, threads=1,
+                        batch_size=config["inference"].get("batch_size", 256), device="cpu",
                     )  # fmt: skip
+                    infer_step(model=InferTarget(model, entry, weights, out), settings=settings, threads=1)
                     assert out.read_bytes() == cached.read_bytes(), (name, model, shift)
                     assert out.with_suffix(".json").read_bytes() == cached.with_suffix(".json").read_bytes(), (name, model)
                     checked.add(entry["source"])

@@ -318,14 +318,15 @@ def _digits_checkpoint(path: Path, *, n_classes: int = 10, input_shape=(1, 8, 8)
 
 
 def _infer_digits(tmp_path: Path, checkpoint: Path) -> Path:
-    from classwise.steps.models import infer_step
+    from classwise.steps.models import InferenceSettings, InferTarget, infer_step
 
     out = tmp_path / "logits" / "clean.npz"
-    infer_step(
-        model_name="m", model_cfg={"source": "train", "architecture": "linear"}, checkpoint_path=checkpoint, dataset_name="digits",
-        dataset_cfg={"source": "sklearn_digits"}, shift={"name": "clean", "kind": "clean", "params": {}},
-        seed=0, batch_size=256, device="cpu", logits_path=out, threads=1,
+    settings = InferenceSettings(
+        dataset_name="digits", dataset={"source": "sklearn_digits"}, shift={"name": "clean", "kind": "clean", "params": {}},
+        seed=0, batch_size=256, device="cpu",
     )  # fmt: skip
+    model = InferTarget("m", {"source": "train", "architecture": "linear"}, checkpoint, out)
+    infer_step(model=model, settings=settings, threads=1)
     return out
 
 

@@ -19,7 +19,7 @@ from classwise.errors import InputError
 from classwise.labels.views import aligned_labels, build_view, write_view
 from classwise.logits_io import load_scores, save_logits
 from classwise.steps.metrics import load_view
-from classwise.steps.models import infer_step
+from classwise.steps.models import InferenceSettings, InferTarget, infer_step
 
 SHARED_IMAGENET_LABELS = SHARED_DATA / "imagenet-labels"
 
@@ -179,11 +179,10 @@ def test_infer_streams_an_image_folder_through_a_torchvision_model(tmp_path: Pat
     for batch_size in (4, 3):  # batching must not change the logits
         out = tmp_path / f"logits_{batch_size}.npz"
         torch.manual_seed(0)  # weights: null builds randomly initialised weights
-        infer_step(
-            model_name="resnet18", model_cfg=model_cfg, checkpoint_path=None, dataset_name="imagenet",
-            dataset_cfg=dataset_cfg, shift=shift, seed=0, batch_size=batch_size, device="cpu",
-            logits_path=out, threads=1,
-        )  # fmt: skip
+        settings = InferenceSettings(
+            dataset_name="imagenet", dataset=dataset_cfg, shift=shift, seed=0, batch_size=batch_size, device="cpu"
+        )
+        infer_step(model=InferTarget("resnet18", model_cfg, None, out), settings=settings, threads=1)
         outputs.append(load_scores(out))
     first, second = outputs
     assert first.scores.shape == (6, 1000)

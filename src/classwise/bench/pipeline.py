@@ -351,7 +351,7 @@ def bench_throughput(
     from classwise.logits_io import load_scores
     from classwise.models.data_config import preprocess_image
     from classwise.shifts.spec import ShiftSpec
-    from classwise.steps.models import infer_step, load_inference_model, model_spec
+    from classwise.steps.models import InferenceSettings, InferTarget, infer_step, load_inference_model, model_spec
 
     torch.set_num_threads(threads)
     target = resolve_device(device)
@@ -404,10 +404,12 @@ def bench_throughput(
 
     def pipeline_files(_: int) -> Path:
         infer_step(
-            model_name=ARCHITECTURE, model_cfg=model_cfg, checkpoint_path=str(checkpoint), dataset_name="bench",
-            dataset_cfg=dataset_cfg, shift=shift, seed=0, batch_size=batch_size, device=str(target),
-            logits_path=logits_path, threads=threads,
-        )  # fmt: skip
+            model=InferTarget(ARCHITECTURE, model_cfg, str(checkpoint), logits_path),
+            settings=InferenceSettings(
+                dataset_name="bench", dataset=dataset_cfg, shift=shift, seed=0, batch_size=batch_size, device=str(target)
+            ),
+            threads=threads,
+        )
         return logits_path
 
     transform = timm.data.create_transform(

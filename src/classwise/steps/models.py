@@ -11,12 +11,13 @@ import platform
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import classwise
 from classwise.errors import InputError
 from classwise.models.sources.train import TRAINING_DEFAULTS
 from classwise.models.spec import ModelSpec
+from classwise.settings import Settings
 from classwise.steps.threads import limit_threads
 
 # numpy and the datasets are imported by the steps that use them: merging shards and importing
@@ -24,24 +25,77 @@ from classwise.steps.threads import limit_threads
 if TYPE_CHECKING:
     import numpy as np
 
-#: Training settings of ``source: train`` models that the config leaves out (documented in the
-#: config schema; kept here because they apply to one source only).
+
+@dataclass(frozen=True, kw_only=True)
+class FitSettings(Settings):
+    """What a step that makes a model from a dataset's train split reads of the config (rules
+    train_model, finetune_model, compute_prototypes): the model (``model_name`` and its ``models:``
+    entry ``model``), the dataset it learns from (``dataset_name`` and its entry ``dataset``), and
+    for the steps that run a model on the images the ``device`` and (class prototypes) the
+    ``batch_size`` of ``inference``."""
+
+    block: ClassVar[str] = "models"
+    model_name: str
+    model: Mapping[str, Any]
+    dataset_name: str
+    dataset: Mapping[str, Any]
+    device: str = "auto"
+    batch_size: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceSettings(Settings):
+    """What one inference job evaluates and how (rules infer, infer_shard and
+    ``infer_models_<dataset>``): the dataset (``dataset_name`` and its entry ``dataset``), the
+    ``shift`` (its JSON form), the run's ``seed``, and ``inference``'s ``batch_size`` and
+    ``device`` (the device, or with a precision or layout other than the defaults the mapping of
+    :meth:`classwise.inference.execution.Execution.parameter`). A shift crafted on another model
+    (:attr:`~classwise.shifts.spec.ShiftSpec.source_model`) carries that model's entry as
+    ``source_model``."""
+
+    block: ClassVar[str] = "inference"
+    dataset_name: str
+    dataset: Mapping[str, Any]
+    shift: Mapping[str, Any]
+    seed: int
+    batch_size: int
+    device: str | Mapping[str, Any]
+    source_model: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_config(cls, values: Mapping[str, Any], **given: Any) -> InferenceSettings:
+        """As :meth:`Settings.from_config`, the rule's ``shift`` parameter unpacked: it carries a
+        transfer shift's source model inside (:func:`classwise.shifts.spec.infer_parameter` says
+        why it stays one parameter)."""
+        values = dict(values)
+        if "shift" in values and "source_model" not in given:
+            shift = dict(values["shift"])
+            values["shift"], given["source_model"] = shift, shift.pop("source_model", None)
+        return super().from_config(values, **given)
+
+    def made_from(self, target: InferTarget) -> dict[str, Any]:
+        """What ``target``'s logits are made from, for a decode group's record
+        (:func:`classwise.inference.shared_decode.fingerprint`)."""
+        return {
+            "model": target.config,
+            "weights": None if target.weights is None else str(target.weights),
+            "dataset": {"name": self.dataset_name, **dict(self.dataset)},
+            "shift": self.shift,
+            "seed": self.seed,
+            "batch_size": self.batch_size,
+            "device": self.device,
+        }
 
 
 def train_step(
-    *,
-    model_name: str,
-    model_cfg: Mapping[str, Any],
-    dataset_name: str,
-    dataset_cfg: Mapping[str, Any],
-    checkpoint_path: str | Path,
-    progress: TextIO | None = None,
-    threads: int | None = None,
+    *, settings: FitSettings, checkpoint_path: str | Path, progress: TextIO | None = None, threads: int | None = None
 ) -> None:
     """Train a configured demo model on its dataset's train split and save the checkpoint.
 
     ``threads`` caps torch's intra-op threads (the job's Snakemake threads)."""
     limit_threads(threads)
+    model_name, model_cfg = settings.model_name, settings.model
+    dataset_name, dataset_cfg = settings.dataset_name, settings.dataset
     from classwise.data.sources import load_split
     from classwise.models.architectures import build_model
     from classwise.models.checkpoint import save_checkpoint
@@ -82,13 +136,9 @@ def train_step(
 
 def finetune_step(
     *,
-    model_name: str,
-    model_cfg: Mapping[str, Any],
-    dataset_name: str,
-    dataset_cfg: Mapping[str, Any],
+    settings: FitSettings,
     base_weights: str | Path | None,
     checkpoint_path: str | Path,
-    device: str = "auto",
     progress: TextIO | None = None,
     threads: int | None = None,
 ) -> None:
@@ -101,11 +151,11 @@ def finetune_step(
     from classwise.data.sources import open_split
     from classwise.models.finetune import finetune, load_base_state, parse_finetune_spec, save_finetuned
 
-    spec = parse_finetune_spec(model_cfg, key=model_name)
-    train = open_split(dict(dataset_cfg), "train", name=dataset_name)
-    pretrained = load_base_state(model_cfg, base_weights or None, key=model_name)
+    spec = parse_finetune_spec(settings.model, key=settings.model_name)
+    train = open_split(dict(settings.dataset), "train", name=settings.dataset_name)
+    pretrained = load_base_state(settings.model, base_weights or None, key=settings.model_name)
     model, data_config, summary = finetune(
-        spec, train, pretrained=pretrained, progress=progress, device=device, workers=max(1, int(threads or 1))
+        spec, train, pretrained=pretrained, progress=progress, device=settings.device, workers=max(1, int(threads or 1))
     )
     base = {"architecture": spec.architecture, "weights": spec.weights, "manifest": str(base_weights or "")}
     if base_weights:
@@ -120,20 +170,15 @@ def finetune_step(
         class_names=list(train.class_names),
         data_config=data_config,
         base=base,
-        training={"model": model_name, "train_on": dataset_name, **summary},
+        training={"model": settings.model_name, "train_on": settings.dataset_name, **summary},
     )
 
 
 def prototypes_step(
     *,
-    model_name: str,
-    model_cfg: Mapping[str, Any],
-    dataset_name: str,
-    dataset_cfg: Mapping[str, Any],
+    settings: FitSettings,
     backbone_weights: str | Path | None,
     prototypes_path: str | Path,
-    batch_size: int,
-    device: str = "auto",
     progress: TextIO | None = None,
     threads: int | None = None,
 ) -> None:
@@ -145,6 +190,9 @@ def prototypes_step(
     backbone's resize and crop for image files, in-memory sets as stored, then ``resize``), in
     batches, so the features of the whole split are never held at once."""
     limit_threads(threads)
+    if settings.batch_size is None:
+        raise InputError("the class prototypes need a batch size", field="inference.batch_size")
+    model_name, model_cfg, batch_size, device = settings.model_name, settings.model, settings.batch_size, settings.device
     import numpy as np
     from tqdm import tqdm
 
@@ -159,7 +207,7 @@ def prototypes_step(
     resize = spec.options.get("resize")
     backbone, data_config, record = load_backbone(spec, backbone_weights or None, key=model_name)
     extractor = wrap_pixel_space(FeatureExtractor(backbone, resize), data_config)
-    train = open_split(dict(dataset_cfg), "train", name=dataset_name)
+    train = open_split(dict(settings.dataset), "train", name=settings.dataset_name)
     n_classes = len(train.class_names)
     clean = clean_spec()
     batches, total = _batches(train, data_config, batch_size, workers=max(1, int(threads or 1)), chunk=64 * batch_size)
@@ -174,7 +222,7 @@ def prototypes_step(
         bar.update(len(batch))
     bar.close()
     if sums is None:
-        raise InputError("the train split has no readable images", field=f"datasets.{dataset_name}")
+        raise InputError("the train split has no readable images", field=f"datasets.{settings.dataset_name}")
     save_prototypes(
         prototypes_path,
         backbone=backbone,
@@ -186,7 +234,7 @@ def prototypes_step(
         resize=resize,
         data_config=data_config,
         backbone_record=record,
-        config={"model": model_name, "train_on": dataset_name, **dict(model_cfg)},
+        config={"model": model_name, "train_on": settings.dataset_name, **dict(model_cfg)},
     )
 
 
@@ -246,7 +294,8 @@ def _batches(evaluation: Any, data_config: Any, batch_size: int, workers: int, *
 @dataclass(frozen=True)
 class InferTarget:
     """One model of an inference job and the logits file it writes: its name, its config (the
-    ``models:`` entry), the weights it loads (as :func:`infer_step`'s ``checkpoint_path``)."""
+    ``models:`` entry; None for a checkpoint the pipeline trained, which describes itself), the
+    weights it loads (:func:`load_inference_model`'s ``weights_path``)."""
 
     name: str
     config: Mapping[str, Any] | None
@@ -256,27 +305,19 @@ class InferTarget:
 
 def infer_step(
     *,
-    model_name: str,
-    model_cfg: Mapping[str, Any] | None = None,
-    checkpoint_path: str | Path | None,
-    dataset_name: str,
-    dataset_cfg: Mapping[str, Any],
-    shift: Mapping[str, Any],
-    seed: int,
-    batch_size: int,
-    device: str | Mapping[str, Any],
-    logits_path: str | Path,
+    model: InferTarget,
+    settings: InferenceSettings,
+    source_weights: str | Path | None = None,
     progress: TextIO | None = None,
     threads: int | None = None,
-    source_cfg: Mapping[str, Any] | None = None,
-    source_weights: str | Path | None = None,
     shard: tuple[int, int] | None = None,
 ) -> None:
     """Run one (dataset, model, shift) inference and cache its logits with a sidecar JSON.
 
-    ``shift`` is the shift's JSON form; a shift crafted on another model
-    (:attr:`~classwise.shifts.spec.ShiftSpec.source_model`) loads it too, from ``source_cfg`` and
-    ``source_weights`` (as ``model_cfg`` and ``checkpoint_path``). The shift's kind says which images are evaluated (the
+    ``model`` is the model and the logits file it writes; ``settings`` the dataset, the shift (its
+    JSON form) and how the job runs. A shift crafted on another model
+    (:attr:`~classwise.shifts.spec.ShiftSpec.source_model`) loads it too, from the settings'
+    ``source_model`` and ``source_weights`` (as ``model`` does its own). The shift's kind says which images are evaluated (the
     dataset's test split, or a published shift set's own files with the dataset's labels, whose
     logits keep only a class subset's columns when it is restricted: :mod:`classwise.class_subsets`)
     and makes each batch (:mod:`classwise.shifts.kinds`). Image-file datasets are decoded batch
@@ -284,13 +325,11 @@ def infer_step(
     recorded in the sidecar), ahead of the model on a background thread
     (:func:`classwise.inference.stream.stream_logits`); the perturbation of each sample is seeded by its
     id, so batching never changes the logits. ``threads`` caps torch's intra-op threads and the
-    decoding threads (the job's Snakemake threads). ``device`` is the rule's parameter: the
-    device, or with a precision or layout other than the defaults the mapping of
-    :meth:`classwise.inference.execution.Execution.parameter` (recorded under ``inference`` in the
-    sidecar then). An adversarial shift with ``per_class`` attacks only a class-stratified subset of
+    decoding threads (the job's Snakemake threads). A precision or layout other than the defaults
+    (the settings' ``device``) is recorded under ``inference`` in the sidecar. An adversarial shift with ``per_class`` attacks only a class-stratified subset of
     the samples, drawn from ``sample_seed(seed, "per_class")`` (the same for every shift and
     model), recorded under ``attacked_subset`` in the sidecar; the logits' ``sample_ids`` say
-    which. A transfer shift's source model must take the same input as ``model_name``.
+    which. A transfer shift's source model must take the same input as ``model``.
 
     Faults stop the job with an :class:`InputError` and write nothing: in-memory images of another
     shape than a classwise checkpoint takes, a model with another number of outputs than the
@@ -301,23 +340,10 @@ def infer_step(
 
     ``shard=(k, S)`` runs only shard ``k`` of ``S`` (1-based) of the set, whole batches
     (:func:`classwise.inference.sharding.shard_range`, on the set after its ``per_class`` subset), and
-    writes a shard file to ``logits_path`` instead (:func:`classwise.inference.sharding.save_shard`);
+    writes a shard file to the model's ``logits_path`` instead (:func:`classwise.inference.sharding.save_shard`);
     :func:`merge_shards_step` makes the cached file of the ``S`` shards, byte for byte this
     step's unsharded output. A shard with no batch (fewer batches than shards) writes no rows."""
-    _infer(
-        [InferTarget(model_name, model_cfg, checkpoint_path, logits_path)],
-        dataset_name=dataset_name,
-        dataset_cfg=dataset_cfg,
-        shift=shift,
-        seed=seed,
-        batch_size=batch_size,
-        device=device,
-        progress=progress,
-        threads=threads,
-        source_cfg=source_cfg,
-        source_weights=source_weights,
-        shard=shard,
-    )
+    _infer([model], settings=settings, progress=progress, threads=threads, source_weights=source_weights, shard=shard)
 
 
 def infer_group_step(
@@ -325,12 +351,7 @@ def infer_group_step(
     models: Sequence[InferTarget],
     group_dir: str | Path,
     models_per_decode: int,
-    dataset_name: str,
-    dataset_cfg: Mapping[str, Any],
-    shift: Mapping[str, Any],
-    seed: int,
-    batch_size: int,
-    device: str | Mapping[str, Any],
+    settings: InferenceSettings,
     data_inputs: Sequence[str | Path] = (),
     progress: TextIO | None = None,
     threads: int | None = None,
@@ -364,23 +385,10 @@ def infer_group_step(
     from classwise.logits_io import sidecar_path
 
     targets = list(models)
-    name = str(shift.get("name", ""))
+    name, dataset_name = str(settings.shift.get("name", "")), settings.dataset_name
     group = Path(group_dir)
     record = group / RECORD
-    made_from = {
-        target.name: fingerprint(
-            {
-                "model": target.config,
-                "weights": None if target.weights is None else str(target.weights),
-                "dataset": {"name": dataset_name, **dict(dataset_cfg)},
-                "shift": shift,
-                "seed": seed,
-                "batch_size": batch_size,
-                "device": device,
-            }
-        )
-        for target in targets
-    }
+    made_from = {target.name: fingerprint(settings.made_from(target)) for target in targets}
 
     def files(target: InferTarget) -> list[tuple[Path, Path]]:
         """(the output, the group's copy) of its logits file and of its sidecar."""
@@ -404,23 +412,15 @@ def infer_group_step(
         if target.name in done:
             for output, copy in files(target):
                 share_file(copy, output)
-    execution = Execution.from_parameter(device)
+    execution = Execution.from_parameter(settings.device)
     limit_threads(threads)
     pending = ((target, _load(target, execution.device)) for target in targets if target.name in stale)
     for batch in take_batches(pending, key=lambda pair: _decoding(pair[1][2]), size=max(1, models_per_decode)):
         _infer(
             [target for target, _ in batch],
-            dataset_name=dataset_name,
-            dataset_cfg=dataset_cfg,
-            shift=shift,
-            seed=seed,
-            batch_size=batch_size,
-            device=device,
+            settings=settings,
             progress=progress,
             threads=threads,
-            source_cfg=None,
-            source_weights=None,
-            shard=None,
             loaded=[loaded for _, loaded in batch],
         )
         for target, _ in batch:
@@ -435,21 +435,16 @@ def infer_group_step(
 def _infer(
     targets: list[InferTarget],
     *,
-    dataset_name: str,
-    dataset_cfg: Mapping[str, Any],
-    shift: Mapping[str, Any],
-    seed: int,
-    batch_size: int,
-    device: str | Mapping[str, Any],
+    settings: InferenceSettings,
     progress: TextIO | None,
     threads: int | None,
-    source_cfg: Mapping[str, Any] | None,
-    source_weights: str | Path | None,
-    shard: tuple[int, int] | None,
+    source_weights: str | Path | None = None,
+    shard: tuple[int, int] | None = None,
     loaded: list[Any] | None = None,
 ) -> None:
     """The inference of ``targets`` (one model, or several of one decoding) on one shift;
     ``loaded``: their models, loaded already (:func:`_load`)."""
+    dataset_name, dataset_cfg, seed, batch_size = settings.dataset_name, settings.dataset, settings.seed, settings.batch_size
     limit_threads(threads)
     import numpy as np
     from tqdm import tqdm
@@ -458,8 +453,8 @@ def _infer(
     from classwise.inference.stream import resolve_device, stream_logits
     from classwise.shifts.spec import ShiftSpec
 
-    execution = Execution.from_parameter(device)
-    spec = ShiftSpec.from_json(shift)
+    execution = Execution.from_parameter(settings.device)
+    spec = ShiftSpec.from_json(settings.shift)
     if not targets:
         raise InputError("expected at least one model", field="models")
     if len(targets) > 1 and spec.uses_a_model:
@@ -471,7 +466,7 @@ def _infer(
     evaluation, attacked_subset = _attacked_samples(evaluation, spec, seed)
     loaded = _loaded_models(targets, evaluation, dataset_name, execution.device, loaded)
     data_config = loaded[0][2]
-    source_model = _source_model(spec, source_cfg, source_weights, data_config, targets[0].name, execution.device)
+    source_model = _source_model(spec, settings.source_model, source_weights, data_config, targets[0].name, execution.device)
     weights = [None if target.weights is None else str(target.weights) for target in targets]
     position: dict[str, Any] | None = None
     if shard is not None:  # whole batches of the set (after its per_class subset): classwise.inference.sharding
