@@ -29,13 +29,12 @@ if not workflow.overwrite_configfiles:
     configfile: DEMO_CONFIG
 
 
-# The order of the includes is the order of the plan's steps, each reading what the one before
-# it settled: common.smk checks the config and plans which models run on which dataset, shift and
-# label view (PLAN); analyses_common.smk and robustness_common.smk add which analyses run where
-# (resolve_analyses, resolve_robustness: their notes join PLAN's); explorer_common.smk and
-# gates_common.smk read that plan; outputs_common.smk plans every output from it, which the shift
-# batches (batches_common.smk) group. Then the rules, whose input functions read all of it;
-# batches.smk comes after the per-shift rules it batches (it reads them as Snakemake holds them).
+# common.smk checks the config and builds the plan once (PLAN: which models, shifts, label views,
+# comparisons, analyses and robustness analyses run where; classwise.pipeline.plan.build_plan);
+# every other file only reads it. Each *_common.smk defines what its rules read of the plan and
+# comes before them; outputs_common.smk plans every output, which the shift batches
+# (batches_common.smk) group; batches.smk comes after the per-shift rules it batches (it reads
+# them as Snakemake holds them). Those are the orders that matter.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/analyses_common.smk"
 include: "workflow/rules/robustness_common.smk"

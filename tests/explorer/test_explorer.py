@@ -294,9 +294,9 @@ def _runs(full_label_space: list[str]) -> RobustnessRuns:
 
 
 def test_the_explorer_reads_the_recorded_files_of_every_view_and_the_summary_where_robustness_runs() -> None:
-    plan = Plan(models={"d": ["m1", "m2"], "e": ["m1"]}, classes={"d": 10, "e": 10})
     # "r" scores a class subset (ImageNet-R): not in the robustness step's full label space
-    plan.view_shifts = {("d", "original"): ["clean", "fog", "r"], ("d", "clean_labels"): ["clean"], ("e", "original"): ["clean"]}
+    view_shifts = {("d", "original"): ["clean", "fog", "r"], ("d", "clean_labels"): ["clean"], ("e", "original"): ["clean"]}
+    plan = Plan(models={"d": ["m1", "m2"], "e": ["m1"]}, classes={"d": 10, "e": 10}, view_shifts=view_shifts)
     runs = {"d": _runs(["clean", "fog"])}  # no robustness runs for e
     views = explorer_views(plan, runs, out="out")
     assert [(v["dataset"], v["labels"], v["shifts"]) for v in views] == [
@@ -323,9 +323,7 @@ def test_the_explorer_rule_reads_no_logits() -> None:
 
 
 def _one_view_plan() -> Plan:
-    plan = Plan(models={"d": ["m"]}, classes={"d": 3})
-    plan.view_shifts = {("d", "original"): ["clean"]}
-    return plan
+    return Plan(models={"d": ["m"]}, classes={"d": 3}, view_shifts={("d", "original"): ["clean"]})
 
 
 # --- the page at 1,000 classes x 100 shifts, in headless Chromium --------------------------------

@@ -291,9 +291,12 @@ def test_the_bootstrap_resamples_real_correctness(tmp_path: Path) -> None:
 def test_a_gate_on_a_metric_a_real_view_lacks_is_an_error_before_any_job() -> None:
     from classwise.pipeline.gates import gate_runs
 
-    plan = Plan(models={"in": ["net"]}, classes={"in": 1000})
-    plan.view_shifts = {("in", "original"): ["clean"], ("in", "real"): ["clean"]}
-    plan.label_set_views = {("in", "real")}
+    plan = Plan(
+        models={"in": ["net"]},
+        classes={"in": 1000},
+        view_shifts={("in", "original"): ["clean"], ("in", "real"): ["clean"]},
+        label_set_views={("in", "real")},
+    )
     views = {"in": ["original", "real"]}
     for metric in ("W2CA", "decisiveness"):
         with pytest.raises(InputError, match="needs one correct label per image") as error:

@@ -4,6 +4,7 @@ that cannot apply, adapted or skipped defaults for the rest."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -458,15 +459,14 @@ def test_class_drops_run_per_label_view_over_its_shifts_of_every_class_and_say_w
     plan, _ = _robustness(ROBUST_SHIFTS, [])
     shifts = expand_shifts(ROBUST_SHIFTS)
     specs = {**shifts, "imagenet_r": _ClassSubset(shifts["clean"])}
-    plan.view_shifts = {
+    view_shifts = {
         ("digits", "original"): ["clean", "gaussian_noise_s3", "imagenet_r"],
         ("digits", "cleaned"): ["clean", "gaussian_noise_s3"],
         ("digits", "real"): ["clean", "gaussian_noise_s3"],
         ("digits", "no_clean"): ["gaussian_noise_s3"],
         ("digits", "clean_only"): ["clean"],
     }
-    plan.label_set_views = {("digits", "real")}
-    plan.notes = []
+    plan = replace(plan, view_shifts=view_shifts, label_set_views={("digits", "real")}, notes=[])
     runs = resolve_robustness(
         plan, {"targeted_models": [], "class_drops": {"enabled": True}}, shifts=specs, models=["lin", "mlp"]
     )
@@ -475,7 +475,7 @@ def test_class_drops_run_per_label_view_over_its_shifts_of_every_class_and_say_w
         "class-drop tests on digits (real labels): skipped, they need one true class per image",
         "class-drop tests on digits (no_clean labels): skipped, they compare each shift with clean, which is not evaluated on it",
     ]
-    plan.notes = []
+    plan = replace(plan, notes=[])
     off = resolve_robustness(plan, {"targeted_models": [], "class_drops": {"enabled": False}}, shifts=specs, models=["lin"])
     assert off["digits"].class_drops == {}
     assert "class-drop tests: off (robustness.class_drops.enabled is false)" in plan.notes

@@ -1,59 +1,14 @@
-# Settings, checks, path patterns and input functions of the analyses (included by the
-# Snakefile ahead of the rule files). Its `analyses` config section is validated against
-# workflow/schemas/analyses.schema.yaml, which fills in the defaults.
-from classwise.errors import InputError
+# Settings, path patterns and input functions of the analyses (included by the Snakefile
+# ahead of the rule files). Its `analyses` config section was validated against
+# workflow/schemas/analyses.schema.yaml by common.smk, and which analysis runs where is
+# PLAN.analyses (classwise.pipeline.plan.resolve_analyses).
 from classwise.outputs import Scope, plan_scopes
-from classwise.pipeline.plan import ANALYSIS_SHIFT_KEYS, resolve_analyses
-
-validate(config["analyses"], workflow.source_path("../schemas/analyses.schema.yaml"))
+from classwise.pipeline.plan import ANALYSIS_SHIFT_KEYS
 
 ANALYSES = config["analyses"]
-# The simulation evaluates no model: it runs where the config asks for it.
-ANALYSES["simulation"].setdefault(
-    "enabled", "simulation" in (USER_CONFIG.get("analyses") or {})
-)
 ANALYSES_DIR = f"{OUT}/analyses"
 VIEW_MODEL = "{dataset}/{labels}/{model}"
 VIEW = "{dataset}/{labels}"
-
-
-def _check_analyses():
-    """A value the user set that names something the config does not define stops the run;
-    a default that cannot apply is resolved per dataset by resolve_analyses."""
-    user = USER_CONFIG.get("analyses") or {}
-    unknown = [v for v in ANALYSES["label_views"] if v not in LABEL_VIEWS]
-    if unknown and "label_views" in user:
-        raise InputError(
-            f"names label views {unknown}, expected some of {LABEL_VIEWS}",
-            path=CONFIG_SOURCE,
-            field="analyses.label_views",
-        )
-    for section, key in ANALYSIS_SHIFT_KEYS.items():
-        shift = ANALYSES[section][key]
-        if ANALYSES[section]["enabled"] and key in (user.get(section) or {}):
-            if shift not in SHIFTS:
-                raise InputError(
-                    f"names shift {shift!r}, expected one of {list(SHIFTS)}",
-                    path=CONFIG_SOURCE,
-                    field=f"analyses.{section}.{key}",
-                )
-    for dataset in ANALYSES["features"]["metadata"]:
-        if dataset not in DATASETS:
-            raise InputError(
-                f"names dataset {dataset!r}, expected one of {DATASETS}",
-                path=CONFIG_SOURCE,
-                field="analyses.features.metadata",
-            )
-
-
-_check_analyses()
-resolve_analyses(
-    PLAN,
-    ANALYSES,
-    USER_CONFIG.get("analyses") or {},
-    dataset_shifts={dataset: view_shifts(dataset, "original") for dataset in DATASETS},
-    source=CONFIG_SOURCE,
-)
 
 
 def analysis_settings(dataset, section):

@@ -14,6 +14,7 @@ from classwise.pipeline.config_checks import (
     check_references,
     check_schema,
     configured_shifts,
+    section_schema,
     names_as_strings,
     shift_shards,
 )
@@ -31,7 +32,7 @@ from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
 from classwise.models.sources.base import PipelineSource
 from classwise.outputs import Planned, Scope, file_of, output, plan_scopes
-from classwise.pipeline.plan import check_runs, resolve_comparisons, resolve_views
+from classwise.pipeline.plan import build_plan
 from classwise.pipeline.decode_groups import decode_groups
 from classwise.references import REFERENCES  # the report's categories, one per source
 from classwise.shifts.spec import infer_parameter
@@ -53,6 +54,22 @@ check_schema(
     config, workflow.source_path("../schemas/config.schema.yaml"), source=CONFIG_SOURCE
 )
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
+# The analyses and robustness sections each against its own schema, which fills in their
+# defaults; the simulation evaluates no model, so it runs where the config asks for it.
+validate(config["analyses"], workflow.source_path("../schemas/analyses.schema.yaml"))
+config["analyses"]["simulation"].setdefault(
+    "enabled", "simulation" in (USER_CONFIG.get("analyses") or {})
+)
+check_schema(
+    {"robustness": config["robustness"]},
+    section_schema(
+        "robustness", workflow.source_path("../schemas/robustness.schema.yaml")
+    ),
+    source=CONFIG_SOURCE,
+)
+validate(
+    config["robustness"], workflow.source_path("../schemas/robustness.schema.yaml")
+)
 
 OUT = config["output_dir"].rstrip("/")
 DATASETS = list(config["datasets"])
@@ -73,16 +90,17 @@ SHARDS = shift_shards(config, list(SHIFTS), source=CONFIG_SOURCE)
 # How inference runs (inference.device, precision, channels_last), checked; infer's `device`
 # parameter is the device alone at fp32 and channels first, so earlier runs' logits stay cached.
 EXECUTION = Execution.from_config(config["inference"], source=CONFIG_SOURCE)
-# Which models run on which dataset and under which shifts, checked (checkpoints, train
-# splits, class counts).
-PLAN = check_runs(
+# The plan, built once and only read after: which models run on which dataset, shift and label
+# view, checked (checkpoints, train splits, class counts), and which comparisons, analyses and
+# robustness analyses run where, with a note for each default that adapted.
+PLAN = build_plan(
     config,
+    USER_CONFIG,
     shifts=SHIFTS,
-    source=CONFIG_SOURCE,
     shift_sets=SHIFT_SETS,
     specs=MODEL_SPECS,
+    source=CONFIG_SOURCE,
 )
-resolve_views(PLAN, config, USER_CONFIG, shifts=SHIFTS, source=CONFIG_SOURCE)
 # Which models of a dataset share one decode per shift (inference.models_per_decode; none by
 # default): their infer_models_<dataset> jobs write those logits instead of infer.
 DECODE_GROUPS = decode_groups(
@@ -99,7 +117,6 @@ BOOTSTRAP_ON = BOOTSTRAP["replicates"] > 0
 # Which run-wide conditions of the output records (classwise.outputs.RUN_CONDITIONS) hold: a rule
 # declares a record only where its own hold (outputs_of_rule).
 RUN_HOLDS = ["bootstrap"] if BOOTSTRAP_ON else []
-resolve_comparisons(PLAN, BOOTSTRAP)
 RESOURCES = "resources"
 
 

@@ -1,29 +1,11 @@
 # Config and input functions of the robustness rules (workflow/rules/robustness.smk). Which
 # analysis runs on which dataset, over which shifts, is planned by
 # classwise.pipeline.plan.resolve_robustness (with a note in results/README.md for each that
-# cannot run); the functions below read that plan.
-from snakemake.utils import validate
-
+# cannot run), PLAN.robustness; the functions below read that plan.
 from classwise.outputs import Scope, plan_scopes
-from classwise.pipeline.config_checks import check_schema, section_schema
-from classwise.pipeline.plan import resolve_robustness
-
-# One line naming the field (robustness.class_drops.q) before validate's schema dump.
-check_schema(
-    {"robustness": config["robustness"]},
-    section_schema(
-        "robustness", workflow.source_path("../schemas/robustness.schema.yaml")
-    ),
-    source=CONFIG_SOURCE,
-)
-validate(
-    config["robustness"], workflow.source_path("../schemas/robustness.schema.yaml")
-)
 
 ROBUSTNESS = config["robustness"]
-ROBUSTNESS_RUNS = resolve_robustness(
-    PLAN, ROBUSTNESS, shifts=SHIFTS, models=MODELS, source=CONFIG_SOURCE
-)
+ROBUSTNESS_RUNS = PLAN.robustness
 ROBUST_TABLES = f"{OUT}/tables/{{dataset}}/robustness"
 ROBUST_FIGURES = f"{OUT}/figures/{{dataset}}/robustness"
 

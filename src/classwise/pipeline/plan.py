@@ -23,7 +23,7 @@ tensor shapes read without torch).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from classwise.data.sources import (
@@ -46,6 +46,7 @@ __all__ = [
     "ANALYSIS_SHIFT_KEYS",
     "TRAIN_SPLIT_SOURCES",
     "Plan",
+    "build_plan",
     "check_runs",
     "dataset_classes",
     "dataset_image_shape",
@@ -54,6 +55,7 @@ __all__ = [
     "model_outputs",
     "resolve_analyses",
     "resolve_comparisons",
+    "resolve_robustness",
     "resolve_views",
 ]
 
@@ -79,10 +81,13 @@ def evaluated_models(config: Mapping[str, Any]) -> dict[str, list[str]]:
     return {name: list(dataset.get("models", every)) for name, dataset in config["datasets"].items()}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     """What runs where: the models per dataset, the analyses per dataset (None = skipped, else
-    the settings to use) and one line per default that was adapted or skipped."""
+    the settings to use) and one line per default that was adapted or skipped.
+
+    Built once, by :func:`build_plan`; its fields are not rebound after (the dataclass is
+    frozen), and the workflow only reads them."""
 
     models: dict[str, list[str]]
     classes: dict[str, int | None]
@@ -106,6 +111,8 @@ class Plan:
     #: (dataset, label view) of the views with several correct labels per image (ImageNet ReaL):
     #: only their worst-class metrics, tables and figures run.
     label_set_views: set[tuple[str, str]] = field(default_factory=set)
+    #: Dataset -> its robustness analyses (:func:`resolve_robustness`).
+    robustness: dict[str, RobustnessRuns] = field(default_factory=dict)
 
     def scored_models(self, dataset: str, shifts: Sequence[str]) -> list[str]:
         """The models evaluated on ``dataset`` that have scores on every one of ``shifts``."""
@@ -134,6 +141,59 @@ def evaluated_shifts(
             )
         evaluated[name] = list(dataset["shifts"])
     return evaluated
+
+
+def build_plan(
+    config: Mapping[str, Any],
+    user_config: Mapping[str, Any],
+    *,
+    shifts: Mapping[str, Any],
+    shift_sets: Mapping[str, Mapping[str, Any]],
+    specs: Mapping[str, ModelSpec],
+    source: str = "config",
+) -> Plan:
+    """The run's plan, once, from ``config`` (the schema's defaults filled in) and
+    ``user_config`` (as the user wrote it: a value the user set that cannot apply is an error, a
+    default adapts, with a note). Each step reads what the one before settled: which models run
+    on which dataset and shift (:func:`check_runs`), which label view covers which shifts
+    (:func:`resolve_views`), which datasets compare their models (:func:`resolve_comparisons`),
+    which analyses run where (:func:`resolve_analyses`, over the shifts of the original labels)
+    and which robustness analyses (:func:`resolve_robustness`)."""
+    plan = check_runs(config, shifts=shifts, source=source, shift_sets=shift_sets, specs=specs)
+    resolve_views(plan, config, user_config, shifts=shifts, source=source)
+    resolve_comparisons(plan, config["metrics"]["bootstrap"])
+    user_analyses = user_config.get("analyses") or {}
+    _check_analysis_names(config, user_analyses, shifts=shifts, source=source)
+    resolve_analyses(
+        plan,
+        config["analyses"],
+        user_analyses,
+        dataset_shifts={dataset: plan.view_shifts[(dataset, "original")] for dataset in config["datasets"]},
+        source=source,
+    )
+    robustness = resolve_robustness(plan, config["robustness"], shifts=shifts, models=list(specs), source=source)
+    return replace(plan, robustness=robustness)
+
+
+def _check_analysis_names(
+    config: Mapping[str, Any], user_analyses: Mapping[str, Any], *, shifts: Mapping[str, Any], source: str
+) -> None:
+    """A label view, shift or dataset that the user named in ``analyses`` and the config does not
+    define stops the run (a default that cannot apply is resolved per dataset instead)."""
+    analyses, datasets = config["analyses"], list(config["datasets"])
+    label_views = sorted({"original", *(view for d in config["datasets"].values() for view in d.get("label_views", {}))})
+    unknown = [view for view in analyses["label_views"] if view not in label_views]
+    if unknown and "label_views" in user_analyses:
+        raise InputError(f"names label views {unknown}, expected some of {label_views}", path=source, field="analyses.label_views")
+    for section, key in ANALYSIS_SHIFT_KEYS.items():
+        shift = analyses[section][key]
+        if analyses[section]["enabled"] and key in (user_analyses.get(section) or {}) and shift not in shifts:
+            raise InputError(f"names shift {shift!r}, expected one of {list(shifts)}", path=source, field=f"analyses.{section}.{key}")
+    for dataset in analyses["features"]["metadata"]:
+        if dataset not in datasets:
+            raise InputError(
+                f"names dataset {dataset!r}, expected one of {datasets}", path=source, field="analyses.features.metadata"
+            )
 
 
 def check_runs(
