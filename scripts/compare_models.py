@@ -3,7 +3,7 @@ the models' ranking."""
 
 from classwise.pipeline.captions import caption_of
 from classwise.pipeline.scripting import job_log
-from classwise.steps.metrics import bootstrap_settings
+from classwise.steps.metrics import WorstClassSettings
 from classwise.steps.reports import compare_models_step
 
 with job_log(snakemake, exit_when_done=True):
@@ -12,10 +12,7 @@ with job_log(snakemake, exit_when_done=True):
         logits_paths=dict(zip(snakemake.params.models, snakemake.input.logits)),
         label_view=snakemake.wildcards.labels,
         view_labels_path=snakemake.input.get("labels"),
-        superclasses=snakemake.params.superclasses,
-        k=snakemake.params.k,
-        ns=snakemake.params.n,
-        bootstrap=bootstrap_settings(snakemake.params.bootstrap),
+        settings=WorstClassSettings.from_config(dict(snakemake.params.items())),
         caption=caption_of(snakemake),
         table_paths={"markdown": output.markdown, "csv": output.csv, "latex": output.latex},
         workers=snakemake.threads,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from classwise.logits_io import ABSTAINED, save_logits, save_predictions
-from classwise.steps.metrics import worst_class_step
+from classwise.steps.metrics import WorstClassSettings, worst_class_step
 from classwise.steps.robustness import MetricFiles
 
 
@@ -37,9 +37,7 @@ def write_metric_files(
         logits_path=outputs,
         label_view="original",
         view_labels_path=None,
-        superclasses={},
-        k=1,
-        ns=[],
+        settings=WorstClassSettings(superclasses={}, k=1, n=[]),
         metrics_path=files.worst_class,
         per_class_path=files.per_class,
         confusion_path=files.confusion,

@@ -128,7 +128,7 @@ def metrics_files(tmp_path_factory) -> Path:
     """One model's worst-class and decisiveness metrics of a small logits file (computed in this
     process: the steps below run in fresh ones)."""
     from classwise.logits_io import save_logits
-    from classwise.steps.metrics import decisiveness_step, worst_class_step
+    from classwise.steps.metrics import DecisivenessSettings, WorstClassSettings, decisiveness_step, worst_class_step
 
     folder = tmp_path_factory.mktemp("import_costs")
     rng = np.random.default_rng(0)
@@ -141,14 +141,14 @@ def metrics_files(tmp_path_factory) -> Path:
     )  # fmt: skip
     view = {"label_view": "original", "view_labels_path": None}
     worst_class_step(
-        logits_path=folder / "logits.npz", **view, superclasses={}, k=2, ns=[2], metrics_path=folder / "wc.json",
-        per_class_path=folder / "per_class.csv", confusion_path=folder / "confusion.csv",
+        logits_path=folder / "logits.npz", **view, settings=WorstClassSettings(superclasses={}, k=2, n=[2]),
+        metrics_path=folder / "wc.json", per_class_path=folder / "per_class.csv", confusion_path=folder / "confusion.csv",
     )  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(sys.modules, *WITHOUT_THE_FIGURE)
         decisiveness_step(
-            logits_path=folder / "logits.npz", **view, gamma=0.01, gammas=[0.01], bins=5, metrics_path=folder / "dec.json",
-            figure_path=folder / "reliability.png", title="t",
+            logits_path=folder / "logits.npz", **view, settings=DecisivenessSettings(gamma=0.01, gammas=[0.01], bins=5),
+            metrics_path=folder / "dec.json", figure_path=folder / "reliability.png", title="t",
         )  # fmt: skip
     (folder / "gates.json").write_text(json.dumps({"passed": True, "checks": 2, "failed": []}))
     return folder
@@ -185,9 +185,10 @@ STEPS = {
     "compute_decisiveness_metrics": (
         "import sys, types\n"
         "sys.modules['classwise.plots.reliability'] = types.SimpleNamespace(plot_reliability=lambda *a, **k: None)\n"
-        "from classwise.steps.metrics import decisiveness_step\n"
-        "decisiveness_step(logits_path='logits.npz', label_view='original', view_labels_path=None, gamma=0.01,"
-        " gammas=[0.01], bins=5, metrics_path='d.json', figure_path='d.png', title='t')",
+        "from classwise.steps.metrics import DecisivenessSettings, decisiveness_step\n"
+        "settings = DecisivenessSettings.from_config({'gamma': 0.01, 'gammas': [0.01], 'bins': 5, 'bootstrap': None})\n"
+        "decisiveness_step(logits_path='logits.npz', label_view='original', view_labels_path=None, settings=settings,"
+        " metrics_path='d.json', figure_path='d.png', title='t')",
         ["numpy", "scipy"],
     ),
 }

@@ -312,23 +312,22 @@ def test_the_bootstrap_adds_intervals_and_leaves_the_paper_table_byte_identical(
 
     import numpy as np
 
-    from classwise.metrics.suite import BootstrapSettings
-    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.metrics import WorstClassSettings, worst_class_step
     from classwise.steps.reports import worst_class_table_step
 
     logits, labels = _three_class_scores()
     _logits_file(tmp_path / "a.npz", logits, labels)
     _logits_file(tmp_path / "b.npz", logits + 0.7 * (np.arange(3) == 1), labels)
-    settings = BootstrapSettings(replicates=40, confidence=0.9, seed=1)
     outputs = {}
-    for mode, bootstrap in (("off", None), ("on", settings)):
+    for mode, bootstrap in (("off", None), ("on", {"replicates": 40, "confidence": 0.9, "seed": 1})):
+        settings = WorstClassSettings(superclasses={"xy": [0, 1], "z": [2]}, k=2, n=[2], bootstrap=bootstrap)
         paths = {}
         for model in ("a", "b"):
             folder = tmp_path / mode / model
             worst_class_step(
-                logits_path=tmp_path / f"{model}.npz", label_view="original", view_labels_path=None,
-                superclasses={"xy": [0, 1], "z": [2]}, k=2, ns=[2], metrics_path=folder / "worst_class.json",
-                per_class_path=folder / "per_class.csv", confusion_path=folder / "confusion.csv", bootstrap=bootstrap,
+                logits_path=tmp_path / f"{model}.npz", label_view="original", view_labels_path=None, settings=settings,
+                metrics_path=folder / "worst_class.json", per_class_path=folder / "per_class.csv",
+                confusion_path=folder / "confusion.csv",
             )  # fmt: skip
             paths[model] = folder / "worst_class.json"
         table = {kind: tmp_path / mode / f"worst_class.{kind}" for kind in ("md", "csv", "tex")}
@@ -369,8 +368,8 @@ def test_a_model_of_hard_predictions_gets_intervals_and_n_a_where_scores_are_nee
 
     import numpy as np
 
-    from classwise.metrics.suite import HARD_PREDICTIONS_REASON, BootstrapSettings
-    from classwise.steps.metrics import worst_class_step
+    from classwise.metrics.suite import HARD_PREDICTIONS_REASON
+    from classwise.steps.metrics import WorstClassSettings, worst_class_step
     from classwise.steps.reports import compare_models_step, worst_class_table_step
 
     logits, labels = _three_class_scores()
@@ -384,14 +383,14 @@ def test_a_model_of_hard_predictions_gets_intervals_and_n_a_where_scores_are_nee
         sample_ids=ids[order],
         class_names=np.array(["x", "y", "z"]),
     )
-    settings = BootstrapSettings(replicates=30, confidence=0.95, seed=0)
+    settings = WorstClassSettings(superclasses={}, k=2, n=[2], bootstrap={"replicates": 30, "confidence": 0.95, "seed": 0})
     paths = {}
     for model in ("soft", "hard"):
         paths[model] = tmp_path / model / "worst_class.json"
         worst_class_step(
-            logits_path=tmp_path / f"{model}.npz", label_view="original", view_labels_path=None, superclasses={},
-            k=2, ns=[2], metrics_path=paths[model], per_class_path=tmp_path / model / "per_class.csv",
-            confusion_path=tmp_path / model / "confusion.csv", bootstrap=settings,
+            logits_path=tmp_path / f"{model}.npz", label_view="original", view_labels_path=None, settings=settings,
+            metrics_path=paths[model], per_class_path=tmp_path / model / "per_class.csv",
+            confusion_path=tmp_path / model / "confusion.csv",
         )  # fmt: skip
     hard, soft = (json.loads(paths[m].read_text()) for m in ("hard", "soft"))
     assert "W2CA" not in hard["metrics"] and hard["skipped"]["W2CA"] == HARD_PREDICTIONS_REASON
@@ -408,8 +407,8 @@ def test_a_model_of_hard_predictions_gets_intervals_and_n_a_where_scores_are_nee
     ranked = {name: tmp_path / f"ranked.{name}" for name in tables.TABLE_FORMATS}
     compare_models_step(
         logits_paths={"soft": tmp_path / "soft.npz", "hard": tmp_path / "hard.npz"}, label_view="original",
-        view_labels_path=None, superclasses={}, k=2, ns=[2], bootstrap=settings, caption="C.", table_paths=compared,
-        ranking_paths=ranked, ranking_caption="R.",
+        view_labels_path=None, settings=settings, caption="C.", table_paths=compared, ranking_paths=ranked,
+        ranking_caption="R.",
     )  # fmt: skip
     markdown = compared["markdown"].read_text()
     assert "| W2CA | n/a |" in markdown and "| A@2 | n/a |" in markdown
@@ -442,7 +441,7 @@ def test_the_per_class_csv_holds_the_json_values_at_full_precision(tmp_path) -> 
 
     import numpy as np
 
-    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.metrics import WorstClassSettings, worst_class_step
 
     rng = np.random.default_rng(3)
     labels = np.repeat(np.arange(3), [21, 23, 29])  # recalls such as 17/23, not 6-decimal numbers
@@ -450,8 +449,8 @@ def test_the_per_class_csv_holds_the_json_values_at_full_precision(tmp_path) -> 
     logits[np.arange(labels.size), labels] += 1.0
     _logits_file(tmp_path / "m.npz", logits, labels)
     worst_class_step(
-        logits_path=tmp_path / "m.npz", label_view="original", view_labels_path=None, superclasses={}, k=2, ns=[2],
-        metrics_path=tmp_path / "worst_class.json", per_class_path=tmp_path / "per_class.csv",
+        logits_path=tmp_path / "m.npz", label_view="original", view_labels_path=None,
+        settings=WorstClassSettings(superclasses={}, k=2, n=[2]), metrics_path=tmp_path / "worst_class.json", per_class_path=tmp_path / "per_class.csv",
         confusion_path=tmp_path / "confusion.csv",
     )  # fmt: skip
     metrics = json.loads((tmp_path / "worst_class.json").read_text())["metrics"]

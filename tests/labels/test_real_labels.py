@@ -106,7 +106,7 @@ def _imagenet_logits(path: Path) -> None:
 
 
 def _step(tmp_path: Path, view: Path) -> tuple[dict, pd.DataFrame]:
-    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.metrics import WorstClassSettings, worst_class_step
 
     logits = tmp_path / "clean.npz"
     _imagenet_logits(logits)
@@ -115,7 +115,8 @@ def _step(tmp_path: Path, view: Path) -> tuple[dict, pd.DataFrame]:
         "per_class_path": tmp_path / "out" / "per_class.csv",
         "confusion_path": tmp_path / "out" / "confusion.csv",
     }
-    worst_class_step(logits_path=logits, label_view="real", view_labels_path=view, superclasses={}, k=2, ns=[2], **out)
+    settings = WorstClassSettings(superclasses={}, k=2, n=[2])
+    worst_class_step(logits_path=logits, label_view="real", view_labels_path=view, settings=settings, **out)
     return json.loads(out["metrics_path"].read_text()), pd.read_csv(out["per_class_path"])
 
 
@@ -268,18 +269,18 @@ def test_class_false_positive_scores_match_the_confusion_formula_with_one_label(
 def test_the_bootstrap_resamples_real_correctness(tmp_path: Path) -> None:
     """The bootstrap runs on a ReaL view: each interval holds its value, the worst classes are
     classes with kept images, and the pair metrics are left out."""
-    from classwise.metrics.suite import BootstrapSettings
-    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.metrics import WorstClassSettings, worst_class_step
 
     logits = tmp_path / "clean.npz"
     _imagenet_logits(logits)
     view = tmp_path / "real.csv"
     write_real_view(view, LabelSets.from_lists([case[3] for case in CASES.values()]))
     out = tmp_path / "worst_class.json"
+    bootstrap = {"replicates": 200, "confidence": 0.9, "seed": 0}
     worst_class_step(
-        logits_path=logits, label_view="real", view_labels_path=view, superclasses={}, k=2, ns=[2], metrics_path=out,
-        per_class_path=tmp_path / "per_class.csv", confusion_path=tmp_path / "confusion.csv",
-        bootstrap=BootstrapSettings.checked(200, 0.9, 0), workers=1,
+        logits_path=logits, label_view="real", view_labels_path=view,
+        settings=WorstClassSettings(superclasses={}, k=2, n=[2], bootstrap=bootstrap), metrics_path=out,
+        per_class_path=tmp_path / "per_class.csv", confusion_path=tmp_path / "confusion.csv", workers=1,
     )  # fmt: skip
     metrics = json.loads(out.read_text())["metrics"]
     for name in ("A", "WCA", "WCP", "CFPS_max"):

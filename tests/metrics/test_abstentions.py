@@ -141,7 +141,7 @@ def test_the_worst_class_step_reports_coverage_of_an_abstaining_model(tmp_path) 
     import pandas as pd
 
     from classwise.logits_io import save_predictions
-    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.metrics import WorstClassSettings, worst_class_step
 
     labels = np.array([0, 1, 2, 0, 1, 2])
     predictions = np.array([0, -1, 1, -1, 1, 2])  # the hand-worked example above
@@ -150,7 +150,7 @@ def test_the_worst_class_step_reports_coverage_of_an_abstaining_model(tmp_path) 
     save_predictions(cache, predictions=predictions, labels=labels, sample_ids=ids, class_names=names, metadata={})
     out = {name: tmp_path / name for name in ("m.json", "pc.csv", "confusion.csv")}
     worst_class_step(
-        logits_path=cache, label_view="original", view_labels_path=None, superclasses={}, k=2, ns=[1],
+        logits_path=cache, label_view="original", view_labels_path=None, settings=WorstClassSettings(superclasses={}, k=2, n=[1]),
         metrics_path=out["m.json"], per_class_path=out["pc.csv"], confusion_path=out["confusion.csv"],
     )  # fmt: skip
     document = json.loads(out["m.json"].read_text())

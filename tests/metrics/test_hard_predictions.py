@@ -13,7 +13,7 @@ import pytest
 from classwise.errors import InputError
 from classwise.logits_io import save_predictions, save_scores
 from classwise.metrics.suite import HARD_PREDICTIONS_REASON
-from classwise.steps.metrics import decisiveness_step, worst_class_step
+from classwise.steps.metrics import DecisivenessSettings, WorstClassSettings, decisiveness_step, worst_class_step
 from classwise.steps.reports import worst_class_table_step
 
 C = 4
@@ -35,9 +35,7 @@ def _metrics(tmp_path: Path, cache: Path, name: str) -> dict:
         logits_path=cache,
         label_view="original",
         view_labels_path=None,
-        superclasses={"small": [0, 1], "big": [2, 3]},
-        k=2,
-        ns=[2, 10],
+        settings=WorstClassSettings(superclasses={"small": [0, 1], "big": [2, 3]}, k=2, n=[2, 10]),
         metrics_path=out / "worst_class.json",
         per_class_path=out / "per_class.csv",
         confusion_path=out / "confusion.csv",
@@ -90,9 +88,7 @@ def test_the_decisiveness_step_refuses_hard_predictions(tmp_path: Path) -> None:
             logits_path=hard,
             label_view="original",
             view_labels_path=None,
-            gamma=0.005,
-            gammas=[0.005],
-            bins=5,
+            settings=DecisivenessSettings(gamma=0.005, gammas=[0.005], bins=5),
             metrics_path=tmp_path / "d.json",
             figure_path=tmp_path / "d.png",
             title="t",

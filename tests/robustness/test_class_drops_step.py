@@ -166,7 +166,7 @@ def test_the_tables_list_the_significant_changes_and_say_how_they_were_found(run
 
 
 def test_under_a_label_view_the_samples_and_labels_are_the_metrics_step_s(tmp_path: Path) -> None:
-    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.metrics import WorstClassSettings, worst_class_step
 
     evaluations = {key: value for key, value in _evaluations().items() if key[0] == "m2" and key[1] in ("clean", "fog")}
     files = _write(tmp_path, evaluations)
@@ -180,7 +180,8 @@ def test_under_a_label_view_the_samples_and_labels_are_the_metrics_step_s(tmp_pa
         out = tmp_path / shift
         out.mkdir()
         worst_class_step(
-            logits_path=files["m2"][shift], label_view="cleaned", view_labels_path=view_path, superclasses={}, k=1, ns=[],
+            logits_path=files["m2"][shift], label_view="cleaned", view_labels_path=view_path,
+            settings=WorstClassSettings(superclasses={}, k=1, n=[]),
             metrics_path=out / "w.json", per_class_path=out / "p.csv", confusion_path=out / "c.csv",
         )  # fmt: skip
         per_class[shift] = pd.read_csv(out / "p.csv")

@@ -491,22 +491,23 @@ def _worst_class_outputs(tmp_path: Path) -> dict[str, Path]:
     ids=["integer-logits", "one-column", "labels-too-short", "infinite"],
 )
 def test_a_bad_logits_file_stops_the_metric_step(tmp_path: Path, mutate, field: str, text: str) -> None:
-    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.metrics import WorstClassSettings, worst_class_step
 
     arrays = _arrays()
     mutate(arrays)
     path = tmp_path / "bad.npz"
     np.savez(path, logits=arrays["logits"], labels=arrays["labels"])
     outputs = _worst_class_outputs(tmp_path)
+    settings = WorstClassSettings(superclasses={}, k=2, n=[2])
     with pytest.raises(InputError) as info:
-        worst_class_step(logits_path=path, label_view="original", view_labels_path=None, superclasses={}, k=2, ns=[2], **outputs)
+        worst_class_step(logits_path=path, label_view="original", view_labels_path=None, settings=settings, **outputs)
     assert info.value.path == str(path) and info.value.field == field and text in str(info.value)
     assert leftovers(tmp_path / "out") == []
 
 
 def test_a_label_view_of_the_wrong_length_stops_the_metric_step(tmp_path: Path) -> None:
     from classwise.labels.views import write_view
-    from classwise.steps.metrics import worst_class_step
+    from classwise.steps.metrics import WorstClassSettings, worst_class_step
 
     logits = tmp_path / "clean.npz"
     arrays = _arrays()
@@ -514,8 +515,9 @@ def test_a_label_view_of_the_wrong_length_stops_the_metric_step(tmp_path: Path) 
     view = tmp_path / "view.csv"
     write_view(view, arrays["sample_ids"][:3], np.array([0, 1, -1]))  # 3 rows for 5 samples
     outputs = _worst_class_outputs(tmp_path)
+    settings = WorstClassSettings(superclasses={}, k=2, n=[2])
     with pytest.raises(InputError) as info:
-        worst_class_step(logits_path=logits, label_view="v", view_labels_path=view, superclasses={}, k=2, ns=[2], **outputs)
+        worst_class_step(logits_path=logits, label_view="v", view_labels_path=view, settings=settings, **outputs)
     assert info.value.path == str(view) and info.value.field == "sample_id"
     assert "2 of 5 samples have no label" in str(info.value) and "'s3', 's4'" in str(info.value)
     assert leftovers(tmp_path / "out") == []

@@ -2,18 +2,21 @@
 
 Each step reads one logits file, applies the label view (a view never reruns inference: it
 is the same logits with other labels, -1 meaning "removed"), computes one metric family and
-writes its outputs atomically.
+writes its outputs atomically. Each family's settings come whole, as
+:class:`WorstClassSettings` or :class:`DecisivenessSettings`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from classwise.atomic import write_json
 from classwise.errors import InputError
+from classwise.settings import Settings
 
 # What a step computes with is imported by the step: a job imports this module before its step
 # starts, and numpy, pandas, scipy and matplotlib cost more CPU than most steps' own work
@@ -89,14 +92,51 @@ def view_superclasses(view: LabelledScores, superclasses: Mapping[str, Sequence[
     return validate_superclasses(superclasses, view.scores.shape[1], path="config") if superclasses else None
 
 
-def bootstrap_settings(params: Mapping[str, Any] | None) -> BootstrapSettings | None:
-    """The ``metrics.bootstrap`` section of the config as settings, None when it is off
-    (no section, or 0 replicates)."""
-    from classwise.metrics.suite import BootstrapSettings
+@dataclass(frozen=True, kw_only=True)
+class BootstrappedSettings(Settings):
+    """What every bootstrapped metrics stage shares: the ``bootstrap`` parameter of its rule
+    (the ``metrics.bootstrap`` block, None when it is off), read as the library's settings by
+    :attr:`bootstrap_settings`."""
 
-    if params is None or int(params["replicates"]) == 0:
-        return None
-    return BootstrapSettings.checked(params["replicates"], params["confidence"], params["seed"])
+    bootstrap: Mapping[str, Any] | None = None
+
+    @property
+    def bootstrap_settings(self) -> BootstrapSettings | None:
+        """The bootstrap checked (``InputError`` naming the bad value), None when it is off (no
+        block, or 0 replicates). A property, not a field: the library's class imports numpy,
+        which the step pays for, not the job before it."""
+        from classwise.metrics.suite import BootstrapSettings
+
+        params = self.bootstrap
+        if params is None or int(params["replicates"]) == 0:
+            return None
+        return BootstrapSettings.checked(params["replicates"], params["confidence"], params["seed"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorstClassSettings(BootstrappedSettings):
+    """``metrics.worst_class``: the top-``k`` recall, the ``n`` worst classes each W{n}CR pools,
+    the dataset's ``superclasses`` (name -> class indices; {} for none), the ``confidence`` of
+    the per-class intervals and the ``bootstrap``. The rules compute_worst_class_metrics and
+    compare_models pass the same keys (the comparison takes its confidence from the bootstrap)."""
+
+    block: ClassVar[str] = "metrics.worst_class"
+    k: int
+    n: Sequence[int]
+    superclasses: Mapping[str, Sequence[int]]
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisivenessSettings(BootstrappedSettings):
+    """``metrics.decisiveness``: the ``gamma`` the metrics are computed at, the ``gammas`` of the
+    sweep (the block's ``gamma_sweep``, named as the rule's parameter), the calibration's
+    ``bins`` and the ``bootstrap``."""
+
+    block: ClassVar[str] = "metrics.decisiveness"
+    gamma: float
+    gammas: Sequence[float]
+    bins: int
 
 
 def _finite_or_none(value):
@@ -115,32 +155,28 @@ def worst_class_step(
     logits_path: str | Path,
     label_view: str,
     view_labels_path: str | Path | None,
-    superclasses: Mapping[str, Sequence[int]],
-    k: int,
-    ns: Sequence[int],
+    settings: WorstClassSettings,
     metrics_path: str | Path,
     per_class_path: str | Path,
     confusion_path: str | Path,
     confusion_figure_path: str | Path | None = None,
     title: str = "",
-    confidence: float = 0.95,
-    bootstrap: BootstrapSettings | None = None,
     workers: int | None = None,
 ) -> None:
-    """Worst-class metrics (JSON), per-class recall/precision/CFPS with their ``confidence``
-    intervals (CSV) and the confusion matrix (CSV of counts, rows = true class, columns =
-    predicted) of one logits file, and its heatmap (rows normalised to the true class) when
-    ``confusion_figure_path`` is given. A file of hard predictions gives the metrics of the
+    """Worst-class metrics (JSON), per-class recall/precision/CFPS with their intervals at the
+    settings' ``confidence`` (CSV) and the confusion matrix (CSV of counts, rows = true class,
+    columns = predicted) of one logits file, and its heatmap (rows normalised to the true class)
+    when ``confusion_figure_path`` is given. A file of hard predictions gives the metrics of the
     confusion matrix (and of the top-k set, for top-k predictions of at least k classes); those
     it cannot give are listed under ``skipped`` with why (and the per-class top-k recall is
     empty). Where the model abstained, the JSON gets ``coverage`` and the CSV a ``coverage``
     column (abstentions count as errors and as no class's prediction: the confusion leaves
     them out).
 
-    With ``bootstrap`` settings, each metric of the JSON gets its interval (``ci``, and
-    ``ci_bound`` for the recall-type minima) and the classes most often the worst
-    (``worst_probability``), the JSON a ``bootstrap`` block, and the CSV each class's share
-    of replicates in which it is the worst (``worst_recall_probability``,
+    With the bootstrap on (:attr:`WorstClassSettings.bootstrap_settings`), each metric of the
+    JSON gets its interval (``ci``, and ``ci_bound`` for the recall-type minima) and the classes
+    most often the worst (``worst_probability``), the JSON a ``bootstrap`` block, and the CSV
+    each class's share of replicates in which it is the worst (``worst_recall_probability``,
     ``worst_precision_probability``); the values and worst classes are the same either way."""
     import numpy as np
     import pandas as pd
@@ -161,9 +197,11 @@ def worst_class_step(
     )
     from classwise.tables import write_csv
 
+    bootstrap = settings.bootstrap_settings
+    k, ns = settings.k, settings.n
     view = load_view(logits_path, label_view, view_labels_path, hard_predictions=True, label_sets=True)
     n_classes = view.scores.shape[1]
-    groups = view_superclasses(view, superclasses)
+    groups = view_superclasses(view, settings.superclasses)
     ranked = argmax_scores(view.scores, view.kind)
     stats = view_stats(view, ranked)
     metrics = worst_class_family(stats, ranked, superclasses=groups, k=k, ns=ns)
@@ -197,7 +235,7 @@ def worst_class_step(
         document["bootstrap"] = bootstrap.to_json()
     if stats.n_abstained:
         document["coverage"] = coverage_json(stats)
-    per_class = per_class_table(stats, k=k, class_names=view.class_names, confidence=confidence, worst_shares=shares)
+    per_class = per_class_table(stats, k=k, class_names=view.class_names, confidence=settings.confidence, worst_shares=shares)
     if view.hard_predictions and view.top_k < k:
         per_class[f"top{k}_recall"] = np.nan  # fewer ranked classes than k
     names = [str(name) for name in view.class_names]
@@ -216,21 +254,18 @@ def decisiveness_step(
     logits_path: str | Path,
     label_view: str,
     view_labels_path: str | Path | None,
-    gamma: float,
-    gammas: Sequence[float],
-    bins: int,
+    settings: DecisivenessSettings,
     metrics_path: str | Path,
     figure_path: str | Path,
     title: str,
-    bootstrap: BootstrapSettings | None = None,
     workers: int | None = None,
 ) -> None:
     """Reported and measured decisiveness / geometric accuracy / robustness, the calibration
     slope, the gamma sweep (JSON) and the reliability figure (Figure 1 of the paper).
 
-    With ``bootstrap`` settings, each metric gets its percentile interval (``ci``) and the
-    accuracy its own (``accuracy_ci``), from the same stratified replicates as the worst-class
-    metrics; the gamma sweep gets none."""
+    With the bootstrap on (:attr:`DecisivenessSettings.bootstrap_settings`), each metric gets its
+    percentile interval (``ci``) and the accuracy its own (``accuracy_ci``), from the same
+    stratified replicates as the worst-class metrics; the gamma sweep gets none."""
     import numpy as np
 
     from classwise.metrics import decisiveness as nelson
@@ -239,6 +274,8 @@ def decisiveness_step(
     from classwise.metrics.suite import argmax_scores, bootstrap_metrics, nelson_family
     from classwise.plots.reliability import plot_reliability  # matplotlib only where drawn
 
+    bootstrap = settings.bootstrap_settings
+    gamma, gammas, bins = settings.gamma, settings.gammas, settings.bins
     view = load_view(logits_path, label_view, view_labels_path)
     probabilities = Probabilities.from_scores(view.scores, view.kind)
     metrics, calibration = nelson_family(probabilities, view.labels, gamma=gamma, bins=bins)

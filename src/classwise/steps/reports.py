@@ -16,7 +16,7 @@ from classwise.shifts.corruptions import own_definitions_note
 # The tables (pandas), the metrics and the figures are imported by the steps that use them: the
 # README step uses none, and a job imports this module before its step starts.
 if TYPE_CHECKING:
-    from classwise.metrics.suite import BootstrapSettings
+    from classwise.steps.metrics import WorstClassSettings
 
 
 def _read_json(path: str | Path) -> dict[str, Any]:
@@ -102,10 +102,7 @@ def compare_models_step(
     logits_paths: Mapping[str, str | Path],
     label_view: str,
     view_labels_path: str | Path | None,
-    superclasses: Mapping[str, Sequence[int]],
-    k: int,
-    ns: Sequence[int],
-    bootstrap: BootstrapSettings,
+    settings: WorstClassSettings,
     caption: str,
     table_paths: Mapping[str, str | Path],
     workers: int | None = None,
@@ -115,9 +112,11 @@ def compare_models_step(
     """Every pair of models on one (dataset, label view, shift), compared on the rows of the
     worst-class table (:func:`classwise.metrics.compare.compare_models`: paired by sample id,
     the same bootstrap draws for every model); written as :func:`tables.comparison_tables`.
-    With ``ranking_paths``, the models ranked on A, WCA and the worst-class table's W{n}CR
-    (:func:`classwise.metrics.ranking.model_ranking`, the same samples and seed, so the same
-    draws) from the same files: one job start for both."""
+    The settings are the worst-class metrics' (the rule passes the same keys); the intervals
+    take the bootstrap's confidence, and with the bootstrap off there is nothing to compare
+    (``InputError``). With ``ranking_paths``, the models ranked on A, WCA and the worst-class
+    table's W{n}CR (:func:`classwise.metrics.ranking.model_ranking`, the same samples and seed,
+    so the same draws) from the same files: one job start for both."""
     import numpy as np
 
     from classwise import tables
@@ -126,6 +125,12 @@ def compare_models_step(
     from classwise.metrics.compare import compare_models
     from classwise.steps.metrics import load_view, view_superclasses
 
+    bootstrap = settings.bootstrap_settings
+    if bootstrap is None:
+        # the workflow plans none then (resolve_comparisons), but a direct caller would get an
+        # AttributeError deep in the step instead
+        raise InputError("a model comparison needs the bootstrap on (replicates > 0)", field="metrics.bootstrap.replicates")
+    k, ns = settings.k, settings.n
     files, hard = {}, {}
     for model, path in logits_paths.items():
         view = load_view(path, label_view, view_labels_path, hard_predictions=True)
@@ -135,7 +140,7 @@ def compare_models_step(
         )  # fmt: skip
         hard[model] = view.hard_predictions
     n_classes = next(iter(files.values())).n_classes
-    groups = view_superclasses(view, superclasses)  # the same columns for every model of the shift
+    groups = view_superclasses(view, settings.superclasses)  # the same columns for every model of the shift
     comparisons = compare_models(
         files, superclasses=groups, k=k, ns=ns, replicates=bootstrap.replicates, confidence=bootstrap.confidence,
         seed=bootstrap.seed, workers=workers,

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from classwise.metrics.outcomes import SampleOutcomes
-    from classwise.robustness.classwise import Confusions
-    from classwise.robustness.pairing import CachedOutputs
+    from classwise.robustness.pairing import CachedOutputs, ComparedResults
 
 
 def _write_tables(frame: pd.DataFrame, caption: str, paths: Mapping[str, str | Path]) -> None:
@@ -161,13 +160,7 @@ def classwise_robustness_step(
     )
     if across_shifts is not None:
         across_shifts_outputs(
-            results,
-            class_names,
-            corrupted_shifts,
-            title=title,
-            paths=across_shifts,
-            references=references,
-            severity_steps=severity_steps,
+            compared, class_names, corrupted_shifts, title=title, paths=across_shifts, severity_steps=severity_steps
         )
 
 
@@ -187,14 +180,13 @@ class AcrossShiftsPaths:
 
 
 def across_shifts_outputs(
-    confusions: Confusions,
+    compared: ComparedResults,
     class_names: Sequence[str],
     corrupted_shifts: Sequence[str],
     *,
     title: str,
     paths: AcrossShiftsPaths,
     listed: int = 20,
-    references: Confusions | None = None,
     severity_steps: Mapping[str, Sequence[Any]] | None = None,
 ) -> None:
     """The class-wise view across the shifts of one dataset: the shift summary table (A and WCA
@@ -202,11 +194,11 @@ def across_shifts_outputs(
     accuracy and CFPS matrices (CSV), the corruption errors per class (mean over every corrupted
     copy, and the relative drop; the Markdown lists each model's ``listed`` classes of highest
     mean corruption error, the CSV all), the worst classes x shifts heatmap and the spread of
-    class-wise accuracy per shift. ``references``: the clean confusion on each paired shift's
-    samples (:class:`classwise.robustness.pairing.PairedConfusions`); without it every shift is
-    taken to hold the clean samples. With ``paths.severity_curves``, the severity curves too: A
-    and WCA per corruption family and severity (``severity_steps``: shift -> ``(family,
-    severity)``), clean as severity 0."""
+    class-wise accuracy per shift. ``compared``: each shift's numbers and the clean numbers on
+    each paired shift's samples, as :func:`classwise.robustness.pairing.compare_with_reference`
+    gives them (one record, so that a shift's numbers never travel without their reference's).
+    With ``paths.severity_curves``, the severity curves too: A and WCA per corruption family and
+    severity (``severity_steps``: shift -> ``(family, severity)``), clean as severity 0."""
     import pandas as pd
 
     from classwise import tables
@@ -222,6 +214,7 @@ def across_shifts_outputs(
     from classwise.robustness.classwise import classwise_values
     from classwise.robustness.pairing import pairing_table, samples_note, shift_samples
 
+    confusions, references = compared.results, compared.references
     summary = shift_summary(confusions, class_names, references=references)
     pairing = pairing_table(confusions, references)
     tables.write_tables(
