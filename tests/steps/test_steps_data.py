@@ -122,6 +122,20 @@ def test_prepare_shift_set_step_unpacks_the_named_archive_and_records_it_in_the_
         assert (root / name).read_bytes() == data
 
 
+def test_prepare_shift_set_step_refuses_an_archive_its_family_does_not_download(tmp_path: Path) -> None:
+    marker = tmp_path / "marker.json"
+    with pytest.raises(InputError, match="downloads no file 'imagenet-a.tar'") as info:
+        resources.prepare_shift_set_step(
+            dataset_name="in1k",
+            key="imagenet_r",
+            archive="imagenet-a.tar",
+            entry={"root": str(tmp_path / "data")},
+            marker_path=marker,
+        )
+    assert info.value.field == "datasets.in1k.shift_sets.imagenet_r.archive"
+    assert not marker.exists() and not (tmp_path / "data").exists()
+
+
 def test_prepare_shift_set_step_refuses_a_wrong_digest_and_a_family_that_is_not_downloaded(tmp_path: Path) -> None:
     url, sha = _published(tmp_path / "mirror", "imagenet-r.tar", _tar({"imagenet-r/x.txt": b"x"}))
     root = tmp_path / "data"

@@ -232,4 +232,8 @@ def prepare_shift_set(
         )
     root = Path(entry.get("root", DEFAULT_DOWNLOAD_ROOT))
     archives = [a for a in family.archives(entry) if files is None or Path(a.filename).name in files]
+    unknown = sorted(set(files or ()) - {Path(a.filename).name for a in archives})
+    if unknown:  # else the job would finish having prepared nothing it was asked for
+        offered = [Path(a.filename).name for a in family.archives(entry)]
+        raise InputError(f"family {family.name!r} downloads no file {unknown[0]!r}, only {offered}", field=f"{where}.archive")
     return fetch_archives(archives, root, overrides=entry.get("downloads"), where=where, **options)
