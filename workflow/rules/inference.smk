@@ -41,11 +41,9 @@ rule infer:
         "../../scripts/infer.py"
 
 
-rule infer_shard:
-    input:
-        unpack(model_weights),
-        unpack(source_weights),
-        data=inference_data,
+# The same job on one shard of the set: infer's inputs, parameters and script (which reads the
+# shard from the wildcards), its own output, log and constraints.
+use rule infer as infer_shard with:
     output:
         shard=f"{OUT}/logits_shards/{{dataset}}/{{model}}/{{shift}}/{{shard}}-of-{{shards}}.npz",
     log:
@@ -57,18 +55,6 @@ rule infer_shard:
         shift=shifts_inferred_by("infer_shard"),
         shard="[1-9][0-9]*",
         shards="[1-9][0-9]*",
-    conda:
-        "../../envs/torch.yaml"
-    threads: 1
-    params:
-        model=model_config,
-        dataset=dataset_config,
-        shift=infer_shift,
-        seed=config["seed"],
-        batch_size=config["inference"]["batch_size"],
-        device=EXECUTION.parameter(),
-    script:
-        "../../scripts/infer_shard.py"
 
 
 rule merge_logit_shards:
