@@ -16,6 +16,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from classwise.outputs.catalogue import ANALYSES
+
 #: A caption or title from a job's wildcards and parameters (never from parameters of its own:
 #: Snakemake reruns a job whose parameters change, and rewording a caption must rerun nothing).
 Text = Callable[[Mapping[str, str], Mapping[str, Any]], str]
@@ -57,9 +59,7 @@ CONDITIONS: Mapping[str, str] = {
     # a (dataset, label view)
     "view": "a label view other than the original, evaluated on some shift",
     # the analyses: each runs at the scope (its views and models; the simulation once)
-    "subset_tests": "the subset tests run",
-    "reference_tests": "the reference tests run",
-    "extrapolation": "the extrapolation runs",
+    **{analysis.name: analysis.condition for analysis in ANALYSES},
     "simulation": "the extrapolation simulation runs (analyses.simulation)",
     # the robustness analyses of a dataset (classwise.pipeline.plan.RobustnessRuns)
     "classwise": "the class-wise robustness analysis runs (a shift scoring every class)",

@@ -22,7 +22,7 @@ tensor shapes read without torch).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -39,13 +39,16 @@ from classwise.errors import InputError, field_path
 from classwise.metrics.catalogue import label_sets_metric_names
 from classwise.models.sources import model_source
 from classwise.models.spec import ModelSpec
+from classwise.outputs import Scope
+from classwise.outputs.catalogue import ANALYSES, Analysis
 from classwise.pipeline.config_checks import check_models
 from classwise.shifts.kinds import KINDS
 
 __all__ = [
-    "ANALYSIS_SHIFT_KEYS",
+    "ANALYSES",
     "TRAIN_SPLIT_SOURCES",
     "Plan",
+    "analysis_scopes",
     "build_plan",
     "check_runs",
     "dataset_classes",
@@ -54,13 +57,12 @@ __all__ = [
     "evaluated_shifts",
     "model_outputs",
     "resolve_analyses",
+    "resolve_analysis_views",
     "resolve_comparisons",
     "resolve_robustness",
     "resolve_views",
 ]
 
-#: The analyses resolved per dataset, and the config key naming the shift each one reads.
-ANALYSIS_SHIFT_KEYS = {"subset_tests": "shift", "reference_tests": "reference", "extrapolation": "shift"}
 #: What a model with hard predictions only (no scores) goes without, for the notes.
 WITHOUT_SCORES = (
     "W2CA, WSupCA and the top-k metrics, the decisiveness metrics and reliability figure, and the "
@@ -111,6 +113,8 @@ class Plan:
     #: (dataset, label view) of the views with several correct labels per image (ImageNet ReaL):
     #: only their worst-class metrics, tables and figures run.
     label_set_views: set[tuple[str, str]] = field(default_factory=set)
+    #: (dataset, analysis) -> the label views it runs on (:func:`resolve_analyses`).
+    analysis_views: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     #: Dataset -> its robustness analyses (:func:`resolve_robustness`).
     robustness: dict[str, RobustnessRuns] = field(default_factory=dict)
 
@@ -171,6 +175,7 @@ def build_plan(
         dataset_shifts={dataset: plan.view_shifts[(dataset, "original")] for dataset in config["datasets"]},
         source=source,
     )
+    resolve_analysis_views(plan, config, shifts=shifts)
     robustness = resolve_robustness(plan, config["robustness"], shifts=shifts, models=list(specs), source=source)
     return replace(plan, robustness=robustness)
 
@@ -184,11 +189,16 @@ def _check_analysis_names(
     label_views = sorted({"original", *(view for d in config["datasets"].values() for view in d.get("label_views", {}))})
     unknown = [view for view in analyses["label_views"] if view not in label_views]
     if unknown and "label_views" in user_analyses:
-        raise InputError(f"names label views {unknown}, expected some of {label_views}", path=source, field="analyses.label_views")
-    for section, key in ANALYSIS_SHIFT_KEYS.items():
+        raise InputError(
+            f"names label views {unknown}, expected some of {label_views}", path=source, field="analyses.label_views"
+        )
+    for analysis in ANALYSES:
+        section, key = analysis.name, analysis.shift_key
         shift = analyses[section][key]
         if analyses[section]["enabled"] and key in (user_analyses.get(section) or {}) and shift not in shifts:
-            raise InputError(f"names shift {shift!r}, expected one of {list(shifts)}", path=source, field=f"analyses.{section}.{key}")
+            raise InputError(
+                f"names shift {shift!r}, expected one of {list(shifts)}", path=source, field=f"analyses.{section}.{key}"
+            )
     for dataset in analyses["features"]["metadata"]:
         if dataset not in datasets:
             raise InputError(
@@ -534,7 +544,8 @@ def resolve_analyses(
     dataset_shifts: Mapping[str, Sequence[str]],
     source: str = "config",
 ) -> Plan:
-    """Fill ``plan.analyses``: per dataset and analysis, the settings to run with, or None.
+    """Fill ``plan.analyses``: per dataset and analysis of :data:`ANALYSES`, the settings to run
+    with, or None.
 
     ``analyses`` is the section with the schema's defaults filled in, ``user_analyses`` the
     section as the user wrote it (to tell a user's value from a default), ``dataset_shifts`` the
@@ -542,48 +553,94 @@ def resolve_analyses(
     """
     for dataset, shifts in dataset_shifts.items():
         resolved: dict[str, dict[str, Any] | None] = {}
-        for section, shift_key in ANALYSIS_SHIFT_KEYS.items():
+        for analysis in ANALYSES:
+            section = analysis.name
             settings = dict(analyses[section])
             user = user_analyses.get(section) or {}
             if not settings["enabled"]:
                 resolved[section] = None
                 continue
-            shift = settings[shift_key]
+            shift = settings[analysis.shift_key]
             if shift not in shifts:
                 resolved[section] = None
-                why = "is not evaluated on it" if shift_key in user else "(the default) is not evaluated on it"
+                why = "is not evaluated on it" if analysis.shift_key in user else "(the default) is not evaluated on it"
                 plan.notes.append(
                     f"{section.replace('_', ' ')} on {dataset}: skipped, the shift {shift!r} {why}; "
-                    f"set analyses.{section}.{shift_key} to one of {list(shifts)}"
+                    f"set analyses.{section}.{analysis.shift_key} to one of {list(shifts)}"
                 )
                 continue
-            if section == "reference_tests" and len(shifts) < 2:
+            if analysis.reads_every_shift and len(shifts) < 2:
                 resolved[section] = None
-                plan.notes.append(f"reference tests on {dataset}: skipped, {shift!r} is its only shift")
+                plan.notes.append(f"{section.replace('_', ' ')} on {dataset}: skipped, {shift!r} is its only shift")
                 continue
-            if section == "extrapolation":
-                with_images = plan.classes_with_images.get(dataset, plan.classes[dataset])
-                resolved[section] = _resolve_k1(settings, "k1" in user, dataset, with_images, plan.notes, source)
-            else:
-                resolved[section] = settings
-        for section in ANALYSIS_SHIFT_KEYS:  # the models each analysis runs for
-            resolved[section] = _resolve_models(plan, section, resolved[section], dataset, list(shifts))
+            adapt = ADAPTATIONS.get(section)
+            resolved[section] = settings if adapt is None else adapt(plan, dataset, settings, user, source)
+        for analysis in ANALYSES:  # the models each analysis runs for
+            resolved[analysis.name] = _resolve_models(plan, analysis, resolved[analysis.name], dataset, list(shifts))
         plan.analyses[dataset] = resolved
     return plan
 
 
+def resolve_analysis_views(plan: Plan, config: Mapping[str, Any], *, shifts: Mapping[str, Any]) -> Plan:
+    """Fill ``plan.analysis_views``: the label views of ``analyses.label_views`` each analysis
+    runs on, per dataset (after :func:`resolve_analyses`): those of the dataset that hold its
+    shift and one true class per image; for an analysis that compares its shift with the
+    others, those with another shift scoring every class (a class subset such as ImageNet-R's
+    has other columns than the reference)."""
+    for dataset, dataset_cfg in config["datasets"].items():
+        views = ["original", *dataset_cfg.get("label_views", {})]
+        for analysis in ANALYSES:
+            settings = plan.analyses[dataset][analysis.name]
+            if settings is None:
+                continue
+            shift = settings[analysis.shift_key]
+            chosen = [
+                view
+                for view in config["analyses"]["label_views"]
+                if view in views and shift in plan.view_shifts[(dataset, view)] and (dataset, view) not in plan.label_set_views
+            ]
+            if analysis.reads_every_shift:
+                chosen = [view for view in chosen if len(compared_shifts(plan, dataset, view, shifts)) > 1]
+            plan.analysis_views[(dataset, analysis.name)] = chosen
+    return plan
+
+
+def compared_shifts(plan: Plan, dataset: str, view: str, shifts: Mapping[str, Any]) -> list[str]:
+    """The shifts of a view that an analysis reading every shift compares: those scoring every
+    class (a class subset such as ImageNet-R's has other columns than the reference)."""
+    return [s for s in plan.view_shifts[(dataset, view)] if not shifts[s].restricted]
+
+
+def analysis_scopes(plan: Plan, *, simulation: bool) -> Iterator[Scope]:
+    """Where each analysis writes its outputs, in plan order: per dataset, the image features of
+    the analyses that need images, then each analysis over its views (each view, then its
+    models); the simulation (which evaluates no model) last when it runs."""
+    for dataset in plan.models:
+        for analysis in ANALYSES:
+            if analysis.needs_images and plan.analysis_views.get((dataset, analysis.name)):
+                yield Scope({"dataset": dataset}, {analysis.name})
+        for analysis in ANALYSES:
+            for labels in plan.analysis_views.get((dataset, analysis.name), []):
+                view = {"dataset": dataset, "labels": labels}
+                yield Scope(view, {analysis.name})
+                for model in plan.analysis_models.get((dataset, analysis.name), plan.models[dataset]):
+                    yield Scope({**view, "model": model}, {analysis.name})
+    if simulation:
+        yield Scope({}, {"simulation"})
+
+
 def _resolve_models(
-    plan: Plan, section: str, settings: dict[str, Any] | None, dataset: str, dataset_shifts: list[str]
+    plan: Plan, analysis: Analysis, settings: dict[str, Any] | None, dataset: str, dataset_shifts: list[str]
 ) -> dict[str, Any] | None:
-    """Record the models ``section`` runs for on ``dataset`` (unless it is skipped: None): those
-    with scores on the shifts it reads (its shift; every shift of the dataset for the reference
-    tests), since all of them need scores, and the subset tests also images; None with a note
-    when none is left."""
+    """Record the models ``analysis`` runs for on ``dataset`` (unless it is skipped: None): those
+    with scores on the shifts it reads (its shift, or every shift of the dataset), since all of
+    them need scores; None with a note when none is left, or when it needs images and the
+    dataset has none."""
     if settings is None:
         return None
-    name = section.replace("_", " ")
-    shifts = dataset_shifts if section == "reference_tests" else [settings[ANALYSIS_SHIFT_KEYS[section]]]
-    if section == "subset_tests" and not plan.with_images.get(dataset, True):
+    name = analysis.name.replace("_", " ")
+    shifts = dataset_shifts if analysis.reads_every_shift else [settings[analysis.shift_key]]
+    if analysis.needs_images and not plan.with_images.get(dataset, True):
         plan.notes.append(f"{name} on {dataset}: skipped, they split the samples by image features and it has no images")
         return None
     scored = plan.scored_models(dataset, shifts)
@@ -593,16 +650,17 @@ def _resolve_models(
         return None
     if left_out:
         plan.notes.append(f"{name} on {dataset}: run without {left_out}, which have hard predictions only on {shifts}")
-    plan.analysis_models[(dataset, section)] = scored
+    plan.analysis_models[(dataset, analysis.name)] = scored
     return settings
 
 
 def _resolve_k1(
-    settings: dict[str, Any], user_set: bool, dataset: str, classes: int | None, notes: list[str], source: str
+    plan: Plan, dataset: str, settings: dict[str, Any], user: Mapping[str, Any], source: str
 ) -> dict[str, Any] | None:
     """Extrapolation observes k1 of the C classes that hold images and extrapolates to k2
     (default C): every k1 in 2..k2-1, k2 <= C. A user's value that cannot apply is an error; the default k1 = 5
     shrinks to k2 - 1."""
+    classes, notes = plan.classes_with_images.get(dataset, plan.classes[dataset]), plan.notes
     k2 = settings.get("k2")
     if k2 is not None and classes is not None and int(k2) > classes:
         raise InputError(
@@ -615,7 +673,7 @@ def _resolve_k1(
     values = [int(k1)] if isinstance(k1, int) else [int(k) for k in k1]
     if limit is None or max(values) < limit:
         return settings
-    if user_set:
+    if "k1" in user:
         what = f"C, the {limit} classes of dataset {dataset!r} that hold images" if k2 is None else f"k2 = {limit}"
         raise InputError(f"expected 2 <= k1 < {what}; got {k1}", path=source, field="analyses.extrapolation.k1")
     if limit < 3:
@@ -624,6 +682,14 @@ def _resolve_k1(
     below = f"below its {limit} classes" if k2 is None else f"below k2 = {limit}"
     notes.append(f"extrapolation on {dataset}: k1 = {limit - 1} instead of the default {k1}, {below}")
     return {**settings, "k1": limit - 1}
+
+
+#: The defaults of an analysis that adapt to a dataset (or skip it there: None), with a note; a
+#: user's value that cannot apply is an error: (plan, dataset, settings, the section as the user
+#: wrote it, config source) -> settings.
+ADAPTATIONS: Mapping[str, Callable[[Plan, str, dict[str, Any], Mapping[str, Any], str], dict[str, Any] | None]] = {
+    "extrapolation": _resolve_k1,
+}
 
 
 def resolve_comparisons(plan: Plan, bootstrap: Mapping[str, Any]) -> Plan:
