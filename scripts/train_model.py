@@ -1,11 +1,14 @@
 """Snakemake script of rule train_model: train one demo model, save its checkpoint."""
 
 from classwise.pipeline.scripting import job_log
-from classwise.steps.models import FitSettings, train_step
+from classwise.steps.models import train_step
 
 with job_log(snakemake, exit_when_done=True) as log:
     train_step(
-        settings=FitSettings.from_config(dict(snakemake.params.items()), model_name=snakemake.wildcards.model),
+        model_name=snakemake.wildcards.model,
+        model_cfg=snakemake.params.model,
+        dataset_name=snakemake.params.dataset_name,
+        dataset_cfg=snakemake.params.dataset,
         checkpoint_path=snakemake.output.checkpoint,
         progress=log,
         threads=snakemake.threads,

@@ -16,7 +16,7 @@ from classwise.errors import InputError
 from classwise.inference.sharding import Shard, load_shard, merge_shards, save_shard, shard_range
 from classwise.pipeline.config_checks import shift_shards
 from classwise.shifts.spec import expand_shifts, shard_counts
-from classwise.steps.models import FitSettings, InferenceSettings, InferTarget, infer_step, merge_shards_step, train_step
+from classwise.steps.models import InferenceSettings, InferTarget, infer_step, merge_shards_step, train_step
 
 DIGITS = {"source": "sklearn_digits"}
 SHIFTS = expand_shifts(
@@ -36,8 +36,9 @@ def digits_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[d
     models = {}
     for name, architecture in (("lin", "linear"), ("mlp", "mlp")):
         cfg = {"source": "train", "architecture": architecture, "epochs": 1, "seed": 0}
-        settings = FitSettings(model_name=name, model=cfg, dataset_name="digits", dataset=DIGITS)
-        train_step(settings=settings, checkpoint_path=folder / f"{name}.pt")
+        train_step(
+            model_name=name, model_cfg=cfg, dataset_name="digits", dataset_cfg=DIGITS, checkpoint_path=folder / f"{name}.pt"
+        )
         models[name] = (cfg, folder / f"{name}.pt")
     return models
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, kw_only=True)
 class FitSettings(Settings):
     """What a step that makes a model from a dataset's train split reads of the config (rules
-    train_model, finetune_model, compute_prototypes): the model (``model_name`` and its ``models:``
+    finetune_model and compute_prototypes): the model (``model_name`` and its ``models:``
     entry ``model``), the dataset it learns from (``dataset_name`` and its entry ``dataset``), and
     for the steps that run a model on the images the ``device`` and (class prototypes) the
     ``batch_size`` of ``inference``."""
@@ -88,14 +88,22 @@ class InferenceSettings(Settings):
 
 
 def train_step(
-    *, settings: FitSettings, checkpoint_path: str | Path, progress: TextIO | None = None, threads: int | None = None
+    *,
+    model_name: str,
+    model_cfg: Mapping[str, Any],
+    dataset_name: str,
+    dataset_cfg: Mapping[str, Any],
+    checkpoint_path: str | Path,
+    progress: TextIO | None = None,
+    threads: int | None = None,
 ) -> None:
     """Train a configured demo model on its dataset's train split and save the checkpoint.
 
-    ``threads`` caps torch's intra-op threads (the job's Snakemake threads)."""
+    ``threads`` caps torch's intra-op threads (the job's Snakemake threads). It takes the model
+    and dataset by name and entry, as its script has since the first release, rather than a
+    :class:`FitSettings`: a changed script reruns every ``train_model`` job of a finished run
+    (Snakemake's code trigger), and with it everything after."""
     limit_threads(threads)
-    model_name, model_cfg = settings.model_name, settings.model
-    dataset_name, dataset_cfg = settings.dataset_name, settings.dataset
     from classwise.data.sources import load_split
     from classwise.models.architectures import build_model
     from classwise.models.checkpoint import save_checkpoint
