@@ -124,6 +124,18 @@ def test_numbers_step_refuses_a_file_no_reader_knows_naming_it(tmp_path: Path) -
     assert not (out / "metrics.parquet").exists() and not (out / "metrics.csv").exists()
 
 
+def test_numbers_step_refuses_a_file_outside_the_output_directory_naming_it(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    clean = _metric_files(out, ("m1",))["m1"]["clean"]
+    elsewhere = tmp_path / "elsewhere" / "worst_class.json"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(Path(clean.worst_class).read_bytes())
+    with pytest.raises(InputError, match="expected a file below the run's output directory") as raised:
+        _numbers(out, [Path(clean.worst_class), elsewhere])
+    assert raised.value.path == str(elsewhere)
+    assert not (out / "metrics.parquet").exists()
+
+
 # ---------------------------------------------------------------------------- explorer_step
 
 

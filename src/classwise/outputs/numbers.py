@@ -568,6 +568,8 @@ def _rows_of_file(path: str | Path, out: str | Path) -> pd.DataFrame:
     from classwise.outputs import record_of
 
     path, out = Path(path), Path(out)
+    if not path.is_relative_to(out):  # its place below the output directory names its record
+        raise InputError(f"expected a file below the run's output directory {str(out)!r}", path=path)
     relative = path.relative_to(out).as_posix()
     found = record_of(relative)
     if found is None or found[0].name not in READERS:
