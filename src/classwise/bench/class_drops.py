@@ -110,7 +110,11 @@ def _bootstrap_job(samples: int, classes: int, replicates: int, workers: int) ->
     def run() -> None:
         stats = compute_stats(logits, labels)
         boot.bootstrap_replicates(
-            logits, stats, Probabilities.from_scores(logits, "logits"), replicates=replicates, workers=workers
+            logits,
+            stats,
+            Probabilities.from_scores(logits, "logits"),
+            bootstrap=boot.BootstrapSettings(replicates),
+            workers=workers,
         )
 
     return _timed(run)[1]
