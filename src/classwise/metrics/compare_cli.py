@@ -65,10 +65,13 @@ def class_drops_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from classwise.metrics.arguments import input_loader
-    from classwise.metrics.class_drops import TESTS, class_changes
+    from classwise.metrics.class_drops import TESTS, DropTestSettings, class_changes
     from classwise.metrics.multiple_testing import ADJUSTMENTS
     from classwise.tables import write_csv
 
+    settings = DropTestSettings(
+        q=args.q, adjustment=args.adjustment, unpaired_test=args.unpaired_test, confidence=args.confidence
+    )
     load = input_loader(args)
     clean, shift = load(args.a), load(args.b)
     shift_name = args.shift if args.shift is not None else Path(args.b).stem
@@ -77,10 +80,7 @@ def class_drops_command(args: argparse.Namespace) -> int:
         shift,
         model=args.model,
         shift_name=shift_name,
-        q=args.q,
-        adjustment=args.adjustment,
-        unpaired_test=args.unpaired_test,
-        confidence=args.confidence,
+        tests=settings,
     )
     write_csv(args.class_drops, table, index=False)
     tested = table["p_value"].notna()
