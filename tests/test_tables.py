@@ -10,7 +10,7 @@ import pytest
 
 from classwise import tables
 from classwise.errors import InputError
-from classwise.metrics.catalogue import paper_rows
+from classwise.metrics.catalogue import MetricParameters, paper_rows
 
 
 def _document(values: dict[str, tuple[float, list]]) -> dict:
@@ -159,12 +159,12 @@ def test_top_k_metrics_with_k_at_least_the_class_count_are_skipped_with_why() ->
     assert all(label in row for label, row in zip(labels, top5, strict=True))
     assert wc.topk_accuracy(compute_stats(logits, labels), 5).value == 1.0
 
-    result = evaluate(logits, labels, k=5, ns=[2, 10]).to_json()
+    result = evaluate(logits, labels, parameters=MetricParameters(k=5, ns=[2, 10])).to_json()
     assert not [name for name in result["metrics"] if "@" in name]
     assert {"A@5", "WCA@5", "W2CR@5", "W10CR", "W10CR@5"} <= set(result["skipped"])
     assert "k = 5 >= 3 classes" in result["skipped"]["A@5"]
     assert "n = 10 >= 3 classes" in result["skipped"]["W10CR"]
-    kept = evaluate(logits, labels, k=2, ns=[2]).to_json()
+    kept = evaluate(logits, labels, parameters=MetricParameters(k=2, ns=[2])).to_json()
     assert {"A@2", "WCA@2", "W2CR@2"} <= set(kept["metrics"]) and kept["skipped"] == {}
 
 
@@ -179,7 +179,7 @@ def test_worst_class_table_leaves_out_trivial_rows_and_says_so(tmp_path) -> None
     logits, labels = _three_class_scores()
     documents = {}
     for model, shift in (("a", 0.0), ("b", 0.5)):
-        document = evaluate(logits + shift * (np.arange(3) == 0), labels, k=5, ns=[2, 10]).to_json()
+        document = evaluate(logits + shift * (np.arange(3) == 0), labels, parameters=MetricParameters(k=5, ns=[2, 10])).to_json()
         document.update(class_names=["x", "y", "z"], parameters={"k": 5, "n": [2, 10], "superclasses": {}})
         documents[model] = tmp_path / f"{model}.json"
         documents[model].write_text(json.dumps(document))

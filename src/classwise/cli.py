@@ -29,6 +29,7 @@ from classwise.metrics.arguments import (
     emit_json,
     help_text,
     input_loader,
+    metric_parameters,
     scores_read_as,
 )
 
@@ -40,6 +41,8 @@ def _metrics_command(args: argparse.Namespace) -> int:
     import numpy as np
 
     from classwise.atomic import write_json
+    from classwise.metrics.bootstrap import BootstrapSettings
+    from classwise.metrics.intervals import check_confidence
     from classwise.metrics.suite import evaluate, per_class_table, worst_class_shares
     from classwise.superclasses import load_superclasses
     from classwise.tables import write_csv
@@ -55,6 +58,14 @@ def _metrics_command(args: argparse.Namespace) -> int:
     if args.compare and not several:
         raise InputError("--compare needs at least two files", field="--compare")
     stems = output_stems(paths)
+    parameters = metric_parameters(args)
+    if args.bootstrap is None:
+        # --confidence is also the per-class intervals' level: refused before any file is read,
+        # bootstrap or not
+        check_confidence(args.confidence)
+        bootstrap = None
+    else:
+        bootstrap = BootstrapSettings(args.bootstrap, args.confidence, args.seed)
     load = input_loader(args)
     superclasses = None
     # Compute everything before writing anything: a failure leaves no partial outputs.
@@ -69,13 +80,8 @@ def _metrics_command(args: argparse.Namespace) -> int:
                 scores_file.labels,
                 kind=scores_file.kind,
                 superclasses=superclasses,
-                gamma=args.gamma,
-                bins=args.bins,
-                k=args.k,
-                ns=args.n,
-                bootstrap=args.bootstrap,
-                confidence=args.confidence,
-                seed=args.seed,
+                parameters=parameters,
+                bootstrap=bootstrap,
                 top_k=scores_file.top_k if scores_file.hard_predictions else None,
                 abstained=scores_file.abstained,
             )
@@ -197,12 +203,11 @@ def _comparisons(
 ) -> dict[str, Any]:
     """``compare`` of every pair of files (paired bootstrap; ``--bootstrap`` replicates, default 1000),
     each with what the two files' scores were read as (their ``documents``' ``"scores"``)."""
+    from classwise.metrics.bootstrap import DEFAULT_REPLICATES, BootstrapSettings
     from classwise.metrics.compare import compare_models
 
-    pairs = compare_models(
-        files, superclasses=superclasses, gamma=args.gamma, bins=args.bins, k=args.k, ns=args.n,
-        replicates=args.bootstrap or 1000, confidence=args.confidence, seed=args.seed,
-    )  # fmt: skip
+    bootstrap = BootstrapSettings(args.bootstrap or DEFAULT_REPLICATES, args.confidence, args.seed)
+    pairs = compare_models(files, superclasses=superclasses, parameters=metric_parameters(args), bootstrap=bootstrap)
     return {
         "pairs": [
             {"a": a, "b": b, **comparison.to_json(), "scores": {"a": documents[a]["scores"], "b": documents[b]["scores"]}}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from classwise.logits_io import ranked_scores
-from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON
+from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON, MetricParameters
 from classwise.metrics.stats import compute_stats
 from classwise.metrics.suite import evaluate, per_class_table
 
@@ -23,7 +23,7 @@ def test_a_hand_worked_example_with_two_abstentions() -> None:
     #   a cat->cat  b dog->?  c eel->dog  d cat->?  e dog->dog  f eel->eel
     labels = np.array([0, 1, 2, 0, 1, 2])
     predictions = np.array([0, -1, 1, -1, 1, 2])
-    evaluation = _evaluate(predictions, labels, 3, k=2, ns=(1, 2))
+    evaluation = _evaluate(predictions, labels, 3, parameters=MetricParameters(k=2, ns=(1, 2)))
     metrics = evaluation.metrics
     # 3 of 6 right: both abstentions are errors
     assert metrics["A"].value == 3 / 6
@@ -91,7 +91,7 @@ def test_random_abstaining_models_agree_with_a_loop_over_the_samples(seed: int, 
         rows.append(order[:ranked])
     predictions = np.array(rows) if ranked > 1 else np.array(rows)[:, 0]
     predictions[rng.random(n) < 0.15] = -1
-    document = _evaluate(predictions, labels, c, k=k, ns=(2,)).to_json()
+    document = _evaluate(predictions, labels, c, parameters=MetricParameters(k=k, ns=(2,))).to_json()
     expected = _reference(labels, predictions, c, k)
     metrics = document["metrics"]
     for name in ("A", "WCA", "WCP", "CFPS_max"):
@@ -108,7 +108,7 @@ def test_random_abstaining_models_agree_with_a_loop_over_the_samples(seed: int, 
 def test_top_k_predictions_of_fewer_than_k_classes_skip_the_top_k_metrics_saying_why() -> None:
     labels = np.array([0, 1, 2, 3] * 5)
     predictions = np.stack([labels, (labels + 1) % 4], axis=1)
-    document = _evaluate(predictions, labels, 4, k=3, ns=(2,)).to_json()
+    document = _evaluate(predictions, labels, 4, parameters=MetricParameters(k=3, ns=(2,))).to_json()
     assert "A@3" not in document["metrics"]
     assert document["skipped"]["A@3"] == "hard top-2 predictions: the top-3 metrics need the 3 top-ranked classes of each sample"
     assert "coverage" not in document  # nothing abstained

@@ -20,6 +20,8 @@ from classwise.logits_io import ScoresFile
 from classwise.metrics import bootstrap as boot
 from classwise.metrics import cfps, intervals
 from classwise.metrics import decisiveness as nelson
+from classwise.metrics.bootstrap import BootstrapSettings
+from classwise.metrics.catalogue import MetricParameters
 from classwise.metrics.compare import align, compare, compare_models, paired_p_value
 from classwise.metrics.pair_losses import PairLosses
 from classwise.metrics.probabilities import Probabilities
@@ -132,8 +134,17 @@ def test_fast_bootstrap_equals_the_naive_loop(scenario):
     k, ns, seed, b = 2, (2, 5), 11, 12
     stats = compute_stats(logits, labels)
     probs = Probabilities.from_scores(logits, "logits")
-    reps = boot.bootstrap_replicates(logits, stats, probs, superclasses=spec["superclasses"], k=k, ns=ns, replicates=b, seed=seed)
-    assert set(reps) == set(evaluate(logits, labels, superclasses=spec["superclasses"], k=k, ns=ns).metrics)
+    reps = boot.bootstrap_replicates(
+        logits,
+        stats,
+        probs,
+        superclasses=spec["superclasses"],
+        parameters=MetricParameters(k=k, ns=ns),
+        bootstrap=BootstrapSettings(b, seed=seed),
+    )
+    assert set(reps) == set(
+        evaluate(logits, labels, superclasses=spec["superclasses"], parameters=MetricParameters(k=k, ns=ns)).metrics
+    )
     draws = boot.StratifiedDraws.from_labels(labels, logits.shape[1], seed)
     edges = nelson.bin_edges(probs.correct_class_prob(labels), gamma=0.005, n_bins=10)
     for r in range(b):
@@ -155,7 +166,7 @@ def test_bootstrap_leaves_out_the_n_of_wncr_the_suite_skips_for_classes_without_
     # (5 >= 4), and the bootstrap and its exact bounds must not try it (they compared n with C)
     rng = np.random.default_rng(7)
     logits, labels = _scores(rng, [6, 0, 5, 7, 0, 4, 0], 1.0, ties=True)
-    evaluation = evaluate(logits, labels, k=2, ns=(2, 5), bootstrap=20, seed=3)
+    evaluation = evaluate(logits, labels, parameters=MetricParameters(k=2, ns=(2, 5)), bootstrap=BootstrapSettings(20, seed=3))
     assert "W5CR" in evaluation.skipped and "W5CR" not in evaluation.metrics
     assert evaluation.bootstrap is not None and set(evaluation.bootstrap) == set(evaluation.metrics)
     hits, support = evaluation.stats.hits[[0, 2, 3, 5]], evaluation.stats.support[[0, 2, 3, 5]]
@@ -187,7 +198,14 @@ def test_same_seed_same_replicates_whatever_the_threads_and_blocks(monkeypatch):
     probs = Probabilities.from_scores(logits, "logits")
 
     def run(workers, seed=4):
-        reps = boot.bootstrap_replicates(logits, stats, probs, ns=(2,), replicates=40, seed=seed, workers=workers)
+        reps = boot.bootstrap_replicates(
+            logits,
+            stats,
+            probs,
+            parameters=MetricParameters(ns=(2,)),
+            bootstrap=BootstrapSettings(40, seed=seed),
+            workers=workers,
+        )
         return {name: rep.values for name, rep in reps.items()}
 
     one = run(1)
@@ -199,7 +217,7 @@ def test_same_seed_same_replicates_whatever_the_threads_and_blocks(monkeypatch):
 
 
 def _evaluate_ci(logits, labels, **kwargs):
-    ev = evaluate(logits, labels, ns=(3,), bootstrap=200, seed=1, **kwargs)
+    ev = evaluate(logits, labels, parameters=MetricParameters(ns=(3,)), bootstrap=BootstrapSettings(200, seed=1), **kwargs)
     return {name: s.ci for name, s in ev.bootstrap.items()}
 
 
@@ -221,15 +239,20 @@ def test_a_metric_without_variance_has_a_zero_width_interval():
             assert low == high, name
 
 
-def test_bad_bootstrap_arguments_are_refused():
-    logits, labels = _scores(np.random.default_rng(0), [4, 4], 1.0)
-    for kwargs, field in (
-        ({"bootstrap": 0}, "bootstrap"),
-        ({"bootstrap": 5, "confidence": 1.0}, "confidence"),
-        ({"bootstrap": 5, "seed": -1}, "seed"),
-    ):
-        with pytest.raises(InputError, match=field):
-            evaluate(logits, labels, ns=(), **kwargs)
+@pytest.mark.parametrize(
+    ("arguments", "field"), [((0,), "bootstrap"), ((5, 1.0), "confidence"), ((5, 0.95, -1), "seed"), ((True,), "bootstrap")]
+)
+def test_bad_bootstrap_settings_are_refused_naming_the_bad_one(arguments, field):
+    with pytest.raises(InputError, match=field) as error:
+        BootstrapSettings(*arguments)
+    assert error.value.field == field
+
+
+def test_bootstrap_settings_hold_plain_numbers():
+    # what a run's JSON writes: numpy integers would not serialise
+    settings = BootstrapSettings(np.int64(20), 0.9, np.int64(3))
+    assert settings == BootstrapSettings(20, 0.9, 3) and type(settings.replicates) is int and type(settings.seed) is int
+    assert settings.to_json()["replicates"] == 20 and BootstrapSettings() == BootstrapSettings(1000, 0.95, 0)
 
 
 # ----------------------------------------------------------------------------- CLI and compare
@@ -293,7 +316,12 @@ def _scores_file(logits, labels, ids, path="x.npz") -> ScoresFile:
 def test_compare_with_itself_gives_zero_difference_and_p_value_one():
     logits, labels = _scores(np.random.default_rng(6), [9, 7, 8, 6], 1.5)
     ids = [f"s{i}" for i in range(labels.size)]
-    result = compare(_scores_file(logits, labels, ids), _scores_file(logits, labels, ids), ns=(2,), replicates=60)
+    result = compare(
+        _scores_file(logits, labels, ids),
+        _scores_file(logits, labels, ids),
+        parameters=MetricParameters(ns=(2,)),
+        bootstrap=BootstrapSettings(60),
+    )
     for name, m in result.metrics.items():
         if np.isfinite(m.a):
             assert m.difference == 0.0 and m.p_value == 1.0 and m.ci == (0.0, 0.0), name
@@ -310,8 +338,8 @@ def test_compare_matches_samples_by_id_and_pairs_the_draws():
     shuffled = _scores_file(better[perm], labels[perm], ids[perm])
     in_order = _scores_file(better, labels, ids)
     np.testing.assert_array_equal(align(a, shuffled).scores, better)
-    first = compare(a, shuffled, ns=(2,), replicates=80, seed=2)
-    second = compare(a, in_order, ns=(2,), replicates=80, seed=2)
+    first = compare(a, shuffled, parameters=MetricParameters(ns=(2,)), bootstrap=BootstrapSettings(80, seed=2))
+    second = compare(a, in_order, parameters=MetricParameters(ns=(2,)), bootstrap=BootstrapSettings(80, seed=2))
     assert first.to_json() == second.to_json()
     accuracy = first.metrics["A"]
     assert accuracy.difference > 0 and accuracy.ci[0] > 0 and accuracy.p_value < 0.05
@@ -351,7 +379,9 @@ def test_compare_models_pairs_every_model_on_the_same_draws_as_a_naive_loop():
         "top": _scores_file(models["top"][perm], labels[perm], ids[perm]),
     }
     b, seed = 30, 5
-    result = compare_models(files, ns=(2,), replicates=b, seed=seed, confidence=0.9)
+    result = compare_models(
+        files, parameters=MetricParameters(ns=(2,)), bootstrap=BootstrapSettings(b, confidence=0.9, seed=seed)
+    )
     assert list(result) == [("lin", "mid"), ("lin", "top"), ("mid", "top")]
     draws = boot.StratifiedDraws.from_labels(labels, 4, seed)
     resampled = {name: [] for name in models}
@@ -368,7 +398,7 @@ def test_compare_models_pairs_every_model_on_the_same_draws_as_a_naive_loop():
             assert got.p_value == paired_p_value(d), (a, b_name, metric)
     assert result[("lin", "top")].metrics["A"].difference > 0
     with pytest.raises(InputError, match="at least two models"):
-        compare_models({"lin": files["lin"]}, replicates=5)
+        compare_models({"lin": files["lin"]}, bootstrap=BootstrapSettings(5))
 
 
 def test_worst_class_shares_count_each_class_over_the_replicates():
@@ -376,7 +406,13 @@ def test_worst_class_shares_count_each_class_over_the_replicates():
     logits, labels = _scores(rng, [10, 10, 10, 10], 0.8)
     stats = compute_stats(logits, labels)
     b, seed = 40, 3
-    reps = boot.bootstrap_replicates(logits, stats, Probabilities.from_scores(logits, "logits"), ns=(2,), replicates=b, seed=seed)
+    reps = boot.bootstrap_replicates(
+        logits,
+        stats,
+        Probabilities.from_scores(logits, "logits"),
+        parameters=MetricParameters(ns=(2,)),
+        bootstrap=BootstrapSettings(b, seed=seed),
+    )
     shares = worst_class_shares(reps, 4)
     draws = boot.StratifiedDraws.from_labels(labels, 4, seed)
     worst_recall, worst_precision = np.zeros(4), np.zeros(4)
@@ -399,8 +435,12 @@ def test_leaving_out_the_pairs_leaves_every_other_replicate_unchanged():
     logits, labels = _scores(np.random.default_rng(12), [6, 9, 7, 8], 1.2)
     stats = compute_stats(logits, labels)
     probs = Probabilities.from_scores(logits, "logits")
-    every = boot.bootstrap_replicates(logits, stats, probs, ns=(2,), replicates=20, seed=2)
-    without = boot.bootstrap_replicates(logits, stats, probs, ns=(2,), replicates=20, seed=2, pairs=False)
+    every = boot.bootstrap_replicates(
+        logits, stats, probs, parameters=MetricParameters(ns=(2,)), bootstrap=BootstrapSettings(20, seed=2)
+    )
+    without = boot.bootstrap_replicates(
+        logits, stats, probs, parameters=MetricParameters(ns=(2,)), bootstrap=BootstrapSettings(20, seed=2), pairs=False
+    )
     assert set(every) - set(without) == {"W2CA", "W2CA_balanced"}
     for name, rep in without.items():
         np.testing.assert_array_equal(rep.values, every[name].values, err_msg=name)
@@ -415,9 +455,26 @@ def test_the_bootstrap_of_hard_predictions_resamples_only_what_they_can_give():
     one_hot = np.eye(4)[logits.argmax(axis=1)]
     stats = compute_stats(one_hot, labels)
     probabilities = Probabilities.from_scores(one_hot, "logits")
-    every = boot.bootstrap_replicates(one_hot, stats, probabilities, k=2, ns=(2,), replicates=30, seed=4, pairs=False)
-    hard = boot.bootstrap_replicates(one_hot, stats, probabilities, k=2, ns=(2,), replicates=30, seed=4, pairs=False, top_k=1)
-    evaluation = evaluate(one_hot, labels, k=2, ns=(2,), top_k=1, bootstrap=30, seed=4)
+    every = boot.bootstrap_replicates(
+        one_hot,
+        stats,
+        probabilities,
+        parameters=MetricParameters(k=2, ns=(2,)),
+        bootstrap=BootstrapSettings(30, seed=4),
+        pairs=False,
+    )
+    hard = boot.bootstrap_replicates(
+        one_hot,
+        stats,
+        probabilities,
+        parameters=MetricParameters(k=2, ns=(2,)),
+        bootstrap=BootstrapSettings(30, seed=4),
+        pairs=False,
+        top_k=1,
+    )
+    evaluation = evaluate(
+        one_hot, labels, parameters=MetricParameters(k=2, ns=(2,)), top_k=1, bootstrap=BootstrapSettings(30, seed=4)
+    )
     assert set(hard) == set(evaluation.metrics) and set(hard) < set(every)
     for name, replicates in hard.items():
         np.testing.assert_array_equal(replicates.values, every[name].values)

@@ -12,8 +12,8 @@ from paths import REPO
 
 from classwise.cli import build_parser
 from classwise.metrics import catalogue, suite
-from classwise.metrics.bootstrap import bootstrap_replicates
-from classwise.metrics.catalogue import CATALOGUE, DEFAULTS, Metric, metric_names
+from classwise.metrics.bootstrap import BootstrapSettings, bootstrap_replicates
+from classwise.metrics.catalogue import CATALOGUE, DEFAULTS, Metric, MetricParameters, metric_names
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricReplicates, MetricResult
 from classwise.metrics.stats import compute_stats
@@ -56,7 +56,7 @@ def test_the_schema_and_the_command_line_default_to_the_catalogue() -> None:
 
 def test_evaluate_writes_every_catalogue_metric_in_catalogue_order_or_says_why_not() -> None:
     logits, labels = _random_scores(c=12)
-    evaluation = suite.evaluate(logits, labels, k=3, ns=(2, 20))  # 20 >= 12 classes: skipped
+    evaluation = suite.evaluate(logits, labels, parameters=MetricParameters(k=3, ns=(2, 20)))  # 20 >= 12 classes: skipped
     expected = metric_names(k=3, ns=(2, 20), where=lambda entry: not entry.needs_superclasses)  # none given
     computed = list(evaluation.metrics)
     assert computed == [name for name in expected if name not in evaluation.skipped]
@@ -65,7 +65,9 @@ def test_evaluate_writes_every_catalogue_metric_in_catalogue_order_or_says_why_n
 
 def test_the_bootstrap_resamples_every_metric_that_has_a_replicate_kernel() -> None:
     logits, labels = _random_scores(n=200, c=6)
-    evaluation = suite.evaluate(logits, labels, k=2, ns=(2,), bootstrap=20, seed=1)
+    evaluation = suite.evaluate(
+        logits, labels, parameters=MetricParameters(k=2, ns=(2,)), bootstrap=BootstrapSettings(20, seed=1)
+    )
     assert evaluation.bootstrap is not None
     with_kernel = {name for entry in CATALOGUE if entry.replicate for name, _ in entry.instances(k=2, ns=(2,))}
     assert set(evaluation.bootstrap) == with_kernel - {"WSupCA", "WSupCR"}  # no superclasses given
@@ -96,12 +98,20 @@ def test_a_new_metric_is_one_entry_and_its_kernels(monkeypatch: pytest.MonkeyPat
     )  # fmt: skip
     monkeypatch.setattr(catalogue, "CATALOGUE", (*CATALOGUE, entry))
     logits, labels = _random_scores(n=240, c=8)
-    evaluation = suite.evaluate(logits, labels, k=2, ns=(2,), bootstrap=30, seed=0)
+    evaluation = suite.evaluate(
+        logits, labels, parameters=MetricParameters(k=2, ns=(2,)), bootstrap=BootstrapSettings(30, seed=0)
+    )
     stats = compute_stats(logits, labels)
     assert evaluation.metrics["MCR"].value == pytest.approx(np.median(stats.hits / stats.support))
     assert evaluation.bootstrap is not None and "MCR" in evaluation.bootstrap
     assert "MCR" in catalogue.paper_rows((2,), 2, superclasses=False)
-    replicates = bootstrap_replicates(logits, stats, Probabilities.from_scores(logits, "logits"), k=2, ns=(2,), replicates=5)
+    replicates = bootstrap_replicates(
+        logits,
+        stats,
+        Probabilities.from_scores(logits, "logits"),
+        parameters=MetricParameters(k=2, ns=(2,)),
+        bootstrap=BootstrapSettings(5),
+    )
     assert replicates["MCR"].values.shape == (5,)
 
 
@@ -109,7 +119,7 @@ def test_an_entry_without_a_replicate_kernel_gets_no_interval(monkeypatch: pytes
     wca = next(entry for entry in CATALOGUE if entry.template == "WCA")
     monkeypatch.setattr(catalogue, "CATALOGUE", tuple(replace(e, replicate=None) if e is wca else e for e in CATALOGUE))
     logits, labels = _random_scores(n=120, c=4)
-    evaluation = suite.evaluate(logits, labels, k=2, ns=(2,), bootstrap=10)
+    evaluation = suite.evaluate(logits, labels, parameters=MetricParameters(k=2, ns=(2,)), bootstrap=BootstrapSettings(10))
     assert evaluation.bootstrap is not None
     assert "WCA" in evaluation.metrics and "WCA" not in evaluation.bootstrap and "A" in evaluation.bootstrap
 
@@ -119,7 +129,7 @@ def test_the_front_door_evaluates_and_the_metrics_package_exports_its_functions(
     import classwise.metrics as metrics
 
     logits, labels = _random_scores(n=90, c=5)
-    evaluation = classwise.evaluate(logits, labels, k=2, ns=(2,))
+    evaluation = classwise.evaluate(logits, labels, parameters=MetricParameters(k=2, ns=(2,)))
     stats = metrics.compute_stats(logits, labels)
     assert evaluation.metrics["WCA"] == metrics.worst_class_accuracy(stats)
     assert evaluation.metrics["A"].value == pytest.approx(np.mean(logits.argmax(axis=1) == labels))

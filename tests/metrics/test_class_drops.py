@@ -22,6 +22,7 @@ from classwise.metrics import proportions
 from classwise.metrics.class_drops import (
     COLUMNS,
     EXTRA_COLUMNS,
+    DropTestSettings,
     adjust_families,
     class_changes,
     class_drops,
@@ -107,7 +108,7 @@ def test_the_family_is_every_shift_and_class_of_one_model():
         shift: {model: _shifted(rng, clean[model], {2: 0.5 * k}) for model in clean} for k, shift in enumerate(["s1", "s2", "s3"])
     }
     for adjustment, method in (("bh", "fdr_bh"), ("holm", "holm")):
-        table = class_drops(clean, shifted, q=0.1, adjustment=adjustment)
+        table = class_drops(clean, shifted, tests=DropTestSettings(q=0.1, adjustment=adjustment))
         assert list(table["model"].unique()) == ["a", "b"] and list(table["shift"].unique()) == ["s1", "s2", "s3"]
         for _model, rows in table.groupby("model"):
             reject, expected, _, _ = multipletests(rows["p_value"], alpha=0.1, method=method)
@@ -149,7 +150,7 @@ def test_unpaired_shifts_use_every_sample_of_each_side(test):
     rng = np.random.default_rng(3)
     clean = _clean(rng, per_class=12)
     other = _clean(rng, per_class=9, prefix="o")
-    table = class_changes(clean, other, unpaired_test=test)
+    table = class_changes(clean, other, tests=DropTestSettings(unpaired_test=test))
     assert set(table["pairing"]) == {"unpaired"} and set(table["test"]) == {f"{test}_exact"}
     assert table["clean_only_correct"].isna().all()
     reference = getattr(stats, f"{test}_exact")
@@ -190,7 +191,7 @@ def test_abstentions_are_errors_and_classes_without_samples_are_not_tested():
     # the shift abstains on every sample of class 0: four errors (McNemar: b = 4, c = 0, p = 2 / 16)
     predicted = np.where(labels == 0, -1, labels)
     shift = SampleOutcomes.from_predictions(ids, labels, predicted, n_classes=4)
-    table = class_changes(clean, shift, q=0.5)
+    table = class_changes(clean, shift, tests=DropTestSettings(q=0.5))
     assert table.loc[0, "accuracy_shift"] == 0.0 and table.loc[0, "clean_only_correct"] == 4
     assert table.loc[0, "p_value"] == pytest.approx(2 / 16)
     # class 3 has no sample: no test, not significant, outside the family of 3
@@ -219,7 +220,19 @@ def test_inputs_that_cannot_be_compared_are_refused():
             class_changes(first, second)
         assert "twice.npz" in str(error.value)
     with pytest.raises(InputError, match="q"):
-        class_changes(clean, clean, q=0.0)
+        class_changes(clean, clean, tests=DropTestSettings(q=0.0))
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [({"q": 0.0}, "q"), ({"adjustment": "bonferroni"}, "adjustment"), ({"unpaired_test": "chi2"}, "unpaired_test"),
+     ({"confidence": 1.0}, "confidence"), ({"q": 2.0, "confidence": 0.0}, "confidence")],
+)  # fmt: skip
+def test_bad_test_settings_are_refused_naming_the_bad_one(bad, field):
+    # several bad: the one class_drops named first when it took them one by one
+    with pytest.raises(InputError) as error:
+        DropTestSettings(**bad)
+    assert error.value.field == field
 
 
 def test_significant_changes_and_drop_counts():
@@ -285,7 +298,7 @@ def test_cli_writes_the_table_and_says_how_many_classes_drop(tmp_path, capsys):
     printed = capsys.readouterr().out
     written = pd.read_csv(out)
     assert list(written.columns) == list(COLUMNS + EXTRA_COLUMNS)
-    expected = class_changes(a, b, model="resnet", shift_name="fog", adjustment="holm")
+    expected = class_changes(a, b, model="resnet", shift_name="fog", tests=DropTestSettings(adjustment="holm"))
     np.testing.assert_allclose(written["p_adjusted"], expected["p_adjusted"], rtol=1e-12)
     assert written["shift"].eq("fog").all() and written["model"].eq("resnet").all()
     assert written["pairing"].eq("paired_subset").all()

@@ -17,6 +17,8 @@ from scipy.stats import rankdata
 from classwise.errors import InputError
 from classwise.metrics import bootstrap as boot
 from classwise.metrics import worst_class as wc
+from classwise.metrics.bootstrap import BootstrapSettings
+from classwise.metrics.catalogue import MetricParameters
 from classwise.metrics.compare import paired_p_value
 from classwise.metrics.intervals import percentile_interval
 from classwise.metrics.outcomes import SampleOutcomes
@@ -59,7 +61,12 @@ def test_replicates_are_those_of_the_package_bootstrap_and_values_those_of_the_m
         logits = _logits(labels, hit, rng)
         stats = compute_stats(logits, labels)
         reps = boot.bootstrap_replicates(
-            logits, stats, Probabilities.from_scores(logits, "logits"), ns=(3,), replicates=150, seed=4, pairs=False
+            logits,
+            stats,
+            Probabilities.from_scores(logits, "logits"),
+            parameters=MetricParameters(ns=(3,)),
+            bootstrap=BootstrapSettings(150, seed=4),
+            pairs=False,
         )
         values = {"A": wc.accuracy(stats), "WCA": wc.worst_class_accuracy(stats), "W3CR": wc.worst_n_class_recall(stats, 3)}
         for metric in ("A", "WCA", "W3CR"):

@@ -13,6 +13,8 @@ import pytest
 from classwise import tables
 from classwise.metrics import bootstrap as boot
 from classwise.metrics import cfps, kernels
+from classwise.metrics.bootstrap import BootstrapSettings
+from classwise.metrics.catalogue import MetricParameters
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
 from classwise.metrics.suite import evaluate, worst_class_family, worst_class_shares
@@ -77,12 +79,12 @@ def test_cfps_max_declares_classes_with_equal_false_positives() -> None:
     confusion = compute_stats(logits, labels).confusion
     result = cfps.cfps_max(confusion)
     assert result.details["n_tied"] == 4 and result.details["tied"] == [0, 1, 2, 3]
-    assert evaluate(logits, labels, k=2, ns=(2,)).metrics["CFPS_max"].details["tied"] == [0, 1, 2, 3]
+    assert evaluate(logits, labels, parameters=MetricParameters(k=2, ns=(2,))).metrics["CFPS_max"].details["tied"] == [0, 1, 2, 3]
 
 
 def test_a_tied_cell_says_how_many_tie() -> None:
     logits, labels = _all_wrong()
-    document = evaluate(logits, labels, k=2, ns=(2,)).to_json()
+    document = evaluate(logits, labels, parameters=MetricParameters(k=2, ns=(2,))).to_json()
     document["class_names"] = [str(i) for i in range(10)]
     frame = tables.metric_table({"m": document}, ["A", "WCA", "W2CR"])
     assert frame.loc["WCA", "m"] == "0.00 (0; 10 tied)"
@@ -94,7 +96,13 @@ def test_a_tied_cell_says_how_many_tie() -> None:
 def test_no_class_is_the_bootstrap_worst_in_every_replicate_because_of_the_tie_rule(make) -> None:
     logits, labels = make()
     stats = compute_stats(logits, labels)
-    replicates = boot.bootstrap_replicates(logits, stats, Probabilities.from_scores(logits, "logits"), ns=(2,), replicates=30)
+    replicates = boot.bootstrap_replicates(
+        logits,
+        stats,
+        Probabilities.from_scores(logits, "logits"),
+        parameters=MetricParameters(ns=(2,)),
+        bootstrap=BootstrapSettings(30),
+    )
     shares = worst_class_shares(replicates, 10)
     np.testing.assert_allclose(shares["worst_recall_probability"], np.full(10, 0.1))
     summary = boot.summarize(replicates, confidence=0.95)["WCA"]
@@ -110,7 +118,12 @@ def test_tie_shares_equal_a_brute_force_over_the_replicates() -> None:
     stats = compute_stats(logits, labels)
     b, seed = 25, 5
     replicates = boot.bootstrap_replicates(
-        logits, stats, Probabilities.from_scores(logits, "logits"), ns=(2,), replicates=b, seed=seed, pairs=False
+        logits,
+        stats,
+        Probabilities.from_scores(logits, "logits"),
+        parameters=MetricParameters(ns=(2,)),
+        bootstrap=BootstrapSettings(b, seed=seed),
+        pairs=False,
     )
     draws = boot.StratifiedDraws.from_labels(labels, 5, seed)
     expected = {name: np.zeros(5) for name in ("WCA", "WCP", "CFPS_max")}
@@ -221,7 +234,11 @@ def test_pair_tie_shares_equal_a_brute_force_over_the_replicates(make) -> None:
     stats = compute_stats(logits, labels)
     b, seed = 20, 3
     replicates = boot.bootstrap_replicates(
-        logits, stats, Probabilities.from_scores(logits, "logits"), ns=(2,), replicates=b, seed=seed
+        logits,
+        stats,
+        Probabilities.from_scores(logits, "logits"),
+        parameters=MetricParameters(ns=(2,)),
+        bootstrap=BootstrapSettings(b, seed=seed),
     )
     draws = boot.StratifiedDraws.from_labels(labels, c, seed)
     for name in ("W2CA", "W2CA_balanced"):

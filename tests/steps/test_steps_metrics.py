@@ -14,7 +14,7 @@ from paths import REPO
 
 from classwise.errors import InputError
 from classwise.logits_io import save_logits
-from classwise.metrics.suite import BootstrapSettings
+from classwise.metrics.bootstrap import BootstrapSettings
 from classwise.pipeline.captions import caption_of, title_of
 from classwise.steps.metrics import DecisivenessSettings, WorstClassSettings, decisiveness_step, worst_class_step
 from classwise.steps.reports import compare_models_step

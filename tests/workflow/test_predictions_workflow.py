@@ -29,7 +29,7 @@ from snakemake_runner import job_counts, scheduled_jobs
 from snakemake_runner import run_snakemake as snakemake
 
 from classwise import tables
-from classwise.metrics.catalogue import paper_rows
+from classwise.metrics.catalogue import MetricParameters, paper_rows
 from classwise.metrics.suite import HARD_PREDICTIONS_REASON, evaluate
 
 pytestmark = pytest.mark.workflow
@@ -96,7 +96,7 @@ def test_the_metrics_land_where_they_land_for_any_model(run) -> None:
 
 def test_the_worst_class_table_agrees_with_the_library_on_the_published_arrays(run) -> None:
     workdir, _, (probs, labels) = run
-    expected = evaluate(probs, labels, kind="probs", k=5, ns=[10, 100]).to_json()
+    expected = evaluate(probs, labels, kind="probs", parameters=MetricParameters(k=5, ns=[10, 100])).to_json()
     frame = pd.read_csv(workdir / TABLES / "worst_class.csv", index_col=0, keep_default_na=False)
     assert list(frame.columns) == ["net", "hard"]
     rows = [row for row in paper_rows([10, 100], 5, superclasses=False) if row not in expected["skipped"]]

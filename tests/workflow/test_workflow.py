@@ -17,6 +17,8 @@ from snakemake_runner import run_snakemake as snakemake
 
 from classwise.logits_io import load_scores
 from classwise.metrics import worst_class as wc
+from classwise.metrics.bootstrap import BootstrapSettings
+from classwise.metrics.catalogue import MetricParameters
 from classwise.metrics.stats import compute_stats
 
 TINY_CONFIG = REPO / "tests" / "configs" / "tiny.yaml"
@@ -146,7 +148,9 @@ def test_intervals_and_comparisons_follow_the_library_on_the_cached_logits(finis
     shift = "pgd_linf_eps0.1"
     files = {model: load_scores(results / "logits" / "digits" / model / f"{shift}.npz") for model in MODELS}
     superclasses = {"round": [0, 6, 8, 9], "straight": [1, 4, 7], "curved": [2, 3, 5]}
-    expected = compare_models(files, superclasses=superclasses, k=3, ns=[2, 5], replicates=50, seed=1)
+    expected = compare_models(
+        files, superclasses=superclasses, parameters=MetricParameters(k=3, ns=[2, 5]), bootstrap=BootstrapSettings(50, seed=1)
+    )
     table = pd.read_csv(results / "tables" / "digits" / "original" / shift / "model_comparison.csv")
     assert len(table) == 12 and set(table["model_a"]) == {"linear"} and set(table["model_b"]) == {"mlp"}
     for row in table.itertuples():

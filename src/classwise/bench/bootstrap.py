@@ -64,7 +64,7 @@ def _bootstrap_once(logits: np.ndarray, labels: np.ndarray, replicates: int, wor
     wall, cpu = time.perf_counter(), time.process_time()
     stats = compute_stats(logits, labels)
     probabilities = Probabilities.from_scores(logits, "logits")
-    reps = boot.bootstrap_replicates(logits, stats, probabilities, replicates=replicates, workers=workers)
+    reps = boot.bootstrap_replicates(logits, stats, probabilities, bootstrap=boot.BootstrapSettings(replicates), workers=workers)
     return {
         "wall_s": time.perf_counter() - wall,
         "cpu_s": time.process_time() - cpu,

@@ -110,14 +110,18 @@ def _bootstrap_job(samples: int, classes: int, replicates: int, workers: int) ->
     def run() -> None:
         stats = compute_stats(logits, labels)
         boot.bootstrap_replicates(
-            logits, stats, Probabilities.from_scores(logits, "logits"), replicates=replicates, workers=workers
+            logits,
+            stats,
+            Probabilities.from_scores(logits, "logits"),
+            bootstrap=boot.BootstrapSettings(replicates),
+            workers=workers,
         )
 
     return _timed(run)[1]
 
 
 def run(classes: int, per_class: int, shifts: int, models: int, replicates: int, workers: int, seed: int) -> dict[str, Any]:
-    from classwise.metrics.class_drops import class_drops
+    from classwise.metrics.class_drops import DropTestSettings, class_drops
     from classwise.metrics.ranking import rank_models
 
     results: dict[str, Any] = {
@@ -155,7 +159,9 @@ def run(classes: int, per_class: int, shifts: int, models: int, replicates: int,
         for shift, by_model in shifted.items()
         if by_model[model].sample_ids[0].startswith("other")
     }
-    _, results["boschloo"] = _timed(lambda: class_drops({model: clean[model]}, unpaired, unpaired_test="boschloo"))
+    _, results["boschloo"] = _timed(
+        lambda: class_drops({model: clean[model]}, unpaired, tests=DropTestSettings(unpaired_test="boschloo"))
+    )
     results["boschloo"]["shifts"] = len(unpaired)
     print(f"{'boschloo':>12s}: {results['boschloo']['wall_s']:7.2f} s wall for {len(unpaired)} unpaired shifts of one model")
     ranking_replicates = replicates

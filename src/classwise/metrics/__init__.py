@@ -21,9 +21,10 @@ from classwise.metrics.robust_fairness import robust_fairness
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(("CATALOGUE", "DEFAULTS", "Metric", "metric_names"), "classwise.metrics.catalogue"),
+    **dict.fromkeys(("CATALOGUE", "DEFAULTS", "Metric", "MetricParameters", "metric_names"), "classwise.metrics.catalogue"),
     **dict.fromkeys(("ClassificationStats", "compute_stats"), "classwise.metrics.stats"),
     **dict.fromkeys(("Evaluation", "evaluate"), "classwise.metrics.suite"),
+    "BootstrapSettings": "classwise.metrics.bootstrap",
     **dict.fromkeys(("compare", "compare_models"), "classwise.metrics.compare"),
     **dict.fromkeys(
         (

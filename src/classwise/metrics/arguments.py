@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from classwise.logits_io import ScoresFile
 
-from classwise.metrics.catalogue import DEFAULTS
+from classwise.metrics.catalogue import DEFAULTS, MetricParameters
 
 #: Per-class interval methods (classwise.metrics.intervals.INTERVAL_METHODS; listed here so
 #: that building the parser imports nothing heavy).
@@ -76,6 +76,12 @@ def add_metric_arguments(parser: argparse.ArgumentParser) -> None:
         default=list(DEFAULTS.ns),
         help=f"n of W{{n}}CR (default {' '.join(map(str, DEFAULTS.ns))}; n >= C skipped)",
     )
+
+
+def metric_parameters(args: argparse.Namespace) -> MetricParameters:
+    """The options of :func:`add_metric_arguments` but ``--superclasses`` (a file, read per
+    input), as the library takes them."""
+    return MetricParameters(k=args.k, ns=args.n, gamma=args.gamma, bins=args.bins)
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:

@@ -41,7 +41,7 @@ from classwise.errors import InputError
 from classwise.metrics import catalogue, kernels
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics import worst_class as wc
-from classwise.metrics.catalogue import DEFAULTS
+from classwise.metrics.catalogue import DEFAULTS, MetricParameters
 from classwise.metrics.intervals import check_confidence, minimum_bound, percentile_interval
 from classwise.metrics.pair_losses import PairLosses
 from classwise.metrics.probabilities import Probabilities
@@ -55,6 +55,8 @@ __all__ = [
     "DEFAULT_REPLICATES",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_SEED",
+    "DEFAULT_BOOTSTRAP",
+    "BootstrapSettings",
     "StratifiedDraws",
     "MetricReplicates",
     "BootstrapSummary",
@@ -87,6 +89,42 @@ def check_seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"expected a non-negative integer seed, got {seed!r}", field="seed")
     return int(seed)
+
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    """How a bootstrap is run: ``replicates`` stratified replicates drawn from ``seed``,
+    summarised at ``confidence``; one record for every function that bootstraps
+    (:func:`~classwise.metrics.suite.evaluate`, :func:`bootstrap_replicates`,
+    :func:`~classwise.metrics.compare.compare`). Checked when made: a bad value is an
+    :class:`InputError` naming it (``bootstrap``, ``confidence`` or ``seed``), before any work."""
+
+    replicates: int = DEFAULT_REPLICATES
+    confidence: float = DEFAULT_CONFIDENCE
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        # normalised as well as checked (a numpy integer, a confidence given as an int): the
+        # JSON a run writes holds these values
+        object.__setattr__(self, "replicates", check_replicates(self.replicates))
+        object.__setattr__(self, "confidence", check_confidence(self.confidence))
+        object.__setattr__(self, "seed", check_seed(self.seed))
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``bootstrap`` block of a metrics JSON."""
+        return {
+            "replicates": self.replicates,
+            "confidence": self.confidence,
+            "seed": self.seed,
+            "resampling": "stratified by true class",
+            "ci": "percentile",
+            "ci_bound": "exact bound for minima (docs/uncertainty.md)",
+        }
+
+
+#: The bootstrap of a function that always bootstraps, unless told otherwise (one instance: a
+#: default argument is made once, and the record is frozen).
+DEFAULT_BOOTSTRAP = BootstrapSettings()
 
 
 # ----------------------------------------------------------------------------- draws
@@ -297,12 +335,8 @@ def bootstrap_replicates(
     probabilities: Probabilities,
     *,
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = DEFAULTS.gamma,
-    bins: int = DEFAULTS.bins,
-    k: int = DEFAULTS.k,
-    ns: Sequence[int] = DEFAULTS.ns,
-    replicates: int = DEFAULT_REPLICATES,
-    seed: int = DEFAULT_SEED,
+    parameters: MetricParameters = DEFAULTS,
+    bootstrap: BootstrapSettings = DEFAULT_BOOTSTRAP,
     workers: int | None = None,
     pairs: bool = True,
     top_k: int | None = None,
@@ -310,8 +344,10 @@ def bootstrap_replicates(
     """Replicate values of every metric of :func:`classwise.metrics.suite.evaluate`.
 
     ``scores`` are the ranking scores ``stats`` were computed from (logits or
-    log-probabilities) and ``probabilities`` the model's probabilities; the other arguments
-    are those of ``evaluate``.  Returns metric name -> :class:`MetricReplicates`, the names
+    log-probabilities) and ``probabilities`` the model's probabilities; ``superclasses`` and
+    the metrics' ``parameters`` are those of ``evaluate``, and ``bootstrap`` says how many
+    replicates to draw from which seed (its ``confidence`` is for the summaries:
+    :func:`summarize`).  Returns metric name -> :class:`MetricReplicates`, the names
     of ``evaluate``.  ``workers`` threads share the blocks of replicates (default: the CPU
     count); the result does not depend on it.  ``pairs=False`` leaves out W2CA and
     W2CA_balanced, the costliest part, for a caller that needs the other metrics only.
@@ -319,11 +355,14 @@ def bootstrap_replicates(
     metrics those cannot give (:func:`~classwise.metrics.catalogue.unavailable_for_hard_predictions`,
     as ``evaluate`` leaves them out) are not resampled.
     """
-    b = check_replicates(replicates)
-    draws = StratifiedDraws.from_labels(stats.labels, stats.n_classes, seed)
-    model = _prepare(scores, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, pairs=pairs)
+    k, ns = parameters.k, parameters.ns
+    draws = StratifiedDraws.from_labels(stats.labels, stats.n_classes, bootstrap.seed)
+    model = _prepare(
+        scores, stats, probabilities, superclasses=superclasses, gamma=parameters.gamma, bins=parameters.bins, k=k,
+        pairs=pairs,
+    )  # fmt: skip
     unavailable = () if top_k is None else catalogue.unavailable_for_hard_predictions(top_k, k=k, ns=ns, family=None)
-    return _replicates(model, draws, b, stats, k=k, ns=ns, workers=workers, unavailable=frozenset(unavailable))
+    return _replicates(model, draws, bootstrap.replicates, stats, k=k, ns=ns, workers=workers, unavailable=frozenset(unavailable))
 
 
 def _run_blocks(fn: Callable[[np.ndarray], dict[str, Any]], b: int, workers: int | None) -> list[dict[str, Any]]:

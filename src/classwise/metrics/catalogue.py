@@ -10,8 +10,9 @@ The catalogue's order is the order of the metrics in every output (JSON, tables)
 
 Everything that used to keep its own list of metric names is a query of :data:`CATALOGUE`:
 the suite (:func:`classwise.metrics.suite.worst_class_family`), the bootstrap, the table rows,
-the gate check, the skip notes and the DAG-build checks. The defaults (:data:`DEFAULTS`) are
-stated here once; the CLIs read them, and a test pins the workflow schema's to them.
+the gate check, the skip notes and the DAG-build checks. The defaults (:data:`DEFAULTS`, a
+:class:`MetricParameters`) are stated here once; the CLIs read them, and a test pins the
+workflow schema's to them.
 
 This module imports no numerical library: the workflow reads it while it builds the DAG. The
 functions an entry names (``compute``, ``replicate``: ``"module:function"``) are imported on
@@ -36,6 +37,7 @@ __all__ = [
     "LABEL_SETS_REASON",
     "HARD_PREDICTIONS_REASON",
     "Defaults",
+    "MetricParameters",
     "Family",
     "Metric",
     "kernel",
@@ -53,22 +55,32 @@ Worst = Literal["class", "pair", "superclass"]
 TableRow = Literal["always", "never", "balanced_pairs"]
 
 
-@dataclass(frozen=True)
-class Defaults:
-    """The metric parameters a run uses unless told otherwise (the CLI, the library and the
-    workflow schema all default to these)."""
+@dataclass(frozen=True, kw_only=True)
+class MetricParameters:
+    """The parameters of the metrics, one record for every function that computes them
+    (:func:`~classwise.metrics.suite.evaluate`, the bootstrap, the comparison): what a run uses
+    unless told otherwise, :data:`DEFAULTS` (the CLI, the library and the workflow schema all
+    default to these). Each family reads its own: the worst-class metrics ``k`` and ``ns``, the
+    decisiveness family ``gamma`` and ``bins``."""
 
     k: int = 5
     """k of the top-k metrics (``A@k``, ``WCA@k``, ``W{n}CR@k``)."""
-    ns: tuple[int, ...] = (10, 100)
-    """The n of ``W{n}CR``."""
+    ns: Sequence[int] = (10, 100)
+    """The n of ``W{n}CR`` (held as a tuple, whatever sequence is given: the record is frozen)."""
     gamma: float = 0.005
     """The probability floor of the decisiveness family's generalized means (the paper's)."""
     bins: int = 10
     """Equal-population bins of the measured decisiveness metrics."""
 
+    def __post_init__(self) -> None:
+        # a list (the CLI's --n, a config's n) would leave the frozen record mutable and unhashable
+        object.__setattr__(self, "ns", tuple(self.ns))
 
-DEFAULTS = Defaults()
+
+#: The name of :class:`MetricParameters` before the library's functions took it whole.
+Defaults = MetricParameters
+
+DEFAULTS = MetricParameters()
 
 #: Why some metrics are missing under a view with several correct labels per image (ImageNet ReaL).
 LABEL_SETS_REASON = (

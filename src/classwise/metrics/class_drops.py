@@ -21,6 +21,9 @@ tests of a model.
   ``n`` against ``k'`` of ``n'`` and **Newcombe's hybrid score interval**
   (``newcombe_hybrid_score``; :mod:`classwise.metrics.proportions`).
 
+How the classes are tested (the unpaired test, the intervals' ``confidence``, the adjustment and
+its level ``q``) is one :class:`DropTestSettings`.
+
 The **change** is ``accuracy_shift - accuracy_clean`` (negative: a drop), its interval at
 ``confidence`` (two-sided, per class: not adjusted for the many classes; the adjusted decision is
 ``significant``). Tests are two-sided. **Abstentions** are errors, never a class
@@ -41,6 +44,7 @@ classes; Python loops over models and shifts only.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,6 +62,7 @@ __all__ = [
     "INTERVAL_METHODS",
     "PAIRINGS",
     "TESTS",
+    "DropTestSettings",
     "adjust_families",
     "class_changes",
     "class_drops",
@@ -121,6 +126,28 @@ INTERVAL_METHODS: dict[str, str] = {
     "newcombe_hybrid_score": "Newcombe (1998a) hybrid score interval for a difference of independent proportions (method 10)",
     "none": "no interval: the class has no sample on one side",
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropTestSettings:
+    """How :func:`class_drops` tests the classes: ``unpaired_test`` (``"fisher"`` or
+    ``"boschloo"``) where a shift shares no sample with clean (paired: McNemar's, always), the
+    ``confidence`` of each change's interval, and the ``adjustment`` over each model's family
+    (``"bh"``: false discovery rate, ``"holm"``: family-wise error) at level ``q``. Checked when
+    made: a bad value is an :class:`InputError` naming it, before any outputs are read."""
+
+    q: float = 0.05
+    adjustment: str = "bh"
+    unpaired_test: str = "fisher"
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        # checked in the order class_drops checked its arguments, so that the same bad call
+        # names the same one
+        object.__setattr__(self, "confidence", check_confidence(self.confidence))
+        object.__setattr__(self, "q", check_level(self.q))
+        object.__setattr__(self, "adjustment", check_adjustment(self.adjustment))
+        object.__setattr__(self, "unpaired_test", proportions.check_unpaired_test(self.unpaired_test))
 
 
 def _pairing(
@@ -280,10 +307,7 @@ def class_changes(
     shift_name: str = "shift",
     n_classes: int | None = None,
     class_names: Sequence[str] | None = None,
-    q: float = 0.05,
-    adjustment: str = "bh",
-    unpaired_test: str = "fisher",
-    confidence: float = 0.95,
+    tests: DropTestSettings = DropTestSettings(),
 ) -> pd.DataFrame:
     """:func:`class_drops` of one model under one shift: the family is this shift's classes.
     To adjust over several shifts computed apart, concatenate the tables and call
@@ -293,10 +317,7 @@ def class_changes(
         {shift_name: {model: shift}},
         n_classes=n_classes,
         class_names=class_names,
-        q=q,
-        adjustment=adjustment,
-        unpaired_test=unpaired_test,
-        confidence=confidence,
+        tests=tests,
     )
 
 
@@ -306,10 +327,7 @@ def class_drops(
     *,
     n_classes: int | None = None,
     class_names: Sequence[str] | None = None,
-    q: float = 0.05,
-    adjustment: str = "bh",
-    unpaired_test: str = "fisher",
-    confidence: float = 0.95,
+    tests: DropTestSettings = DropTestSettings(),
     unpaired: Collection[str] = (),
 ) -> pd.DataFrame:
     """One row per (model, shift, class): is the class's change from clean real?
@@ -318,17 +336,14 @@ def class_drops(
     outputs under the shift (each a :class:`~classwise.metrics.outcomes.SampleOutcomes`, a
     loaded :class:`~classwise.logits_io.ScoresFile` or the path of an outputs file). Every
     model of a shift needs clean outputs. The reference itself does not belong in ``shifted``
-    (it would be compared with itself). Paired or unpaired by sample id, tested, and adjusted
+    (it would be compared with itself). Paired or unpaired by sample id, tested as ``tests``
+    says (default: Fisher's test, 95 % intervals, Benjamini-Hochberg at q = 0.05), and adjusted
     over each model's family (see the module docstring); ``n_classes`` and ``class_names``
     default to what the outputs carry. The shifts named in ``unpaired`` are sets of other
     images (ImageNet-V2, -Sketch): compared unpaired whatever their sample ids, which may
     number other images as clean's are numbered. Rows: models in the order of ``clean``, then
     shifts in the order of ``shifted``, then classes ascending.
     """
-    conf = check_confidence(confidence)
-    check_level(q)
-    check_adjustment(adjustment)
-    test = proportions.check_unpaired_test(unpaired_test)
     clean_outcomes = {model: as_outcomes(source) for model, source in clean.items()}
     shift_outcomes = {
         shift: {model: as_outcomes(source) for model, source in by_model.items()} for shift, by_model in shifted.items()
@@ -353,13 +368,13 @@ def class_drops(
                     reference,
                     by_model[model],
                     c,
-                    unpaired_test=test,
-                    confidence=conf,
+                    unpaired_test=tests.unpaired_test,
+                    confidence=tests.confidence,
                     clean_index=index,
                     other_images=shift in unpaired,
                 )
                 parts.append((model, shift, changes))
-    return adjust_families(_frame(parts, names, conf), q=q, adjustment=adjustment)
+    return adjust_families(_frame(parts, names, tests.confidence), q=tests.q, adjustment=tests.adjustment)
 
 
 def significant_changes(table: pd.DataFrame, *, direction: str = "drop") -> pd.DataFrame:

@@ -27,8 +27,9 @@ import numpy as np
 from classwise.errors import InputError
 from classwise.logits_io import ScoresFile
 from classwise.metrics import bootstrap as boot
-from classwise.metrics.catalogue import DEFAULTS
-from classwise.metrics.intervals import check_confidence, percentile_interval
+from classwise.metrics.bootstrap import BootstrapSettings
+from classwise.metrics.catalogue import DEFAULTS, MetricParameters
+from classwise.metrics.intervals import percentile_interval
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.suite import argmax_scores, evaluate
 from classwise.sample_ids import sample_id_positions
@@ -131,21 +132,18 @@ def compare(
     second: ScoresFile,
     *,
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = DEFAULTS.gamma,
-    bins: int = DEFAULTS.bins,
-    k: int = DEFAULTS.k,
-    ns: Sequence[int] = DEFAULTS.ns,
-    replicates: int = boot.DEFAULT_REPLICATES,
-    confidence: float = boot.DEFAULT_CONFIDENCE,
-    seed: int = boot.DEFAULT_SEED,
+    parameters: MetricParameters = DEFAULTS,
+    bootstrap: BootstrapSettings = boot.DEFAULT_BOOTSTRAP,
     workers: int | None = None,
 ) -> Comparison:
     """Every metric of ``second`` minus ``first`` with paired bootstrap intervals and
-    p-values; ``second`` is matched to ``first`` by sample id (:func:`align`)."""
+    p-values; ``second`` is matched to ``first`` by sample id (:func:`align`). ``parameters``:
+    the metrics' (those of :func:`~classwise.metrics.suite.evaluate`); ``bootstrap``: the
+    replicates both models share, their seed and the intervals' confidence (default 1000,
+    seed 0, 0.95)."""
     pairs = compare_models(
-        {"a": first, "b": second}, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
-        replicates=replicates, confidence=confidence, seed=seed, workers=workers,
-    )  # fmt: skip
+        {"a": first, "b": second}, superclasses=superclasses, parameters=parameters, bootstrap=bootstrap, workers=workers
+    )
     return pairs[("a", "b")]
 
 
@@ -153,13 +151,8 @@ def compare_models(
     files: Mapping[str, ScoresFile],
     *,
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = DEFAULTS.gamma,
-    bins: int = DEFAULTS.bins,
-    k: int = DEFAULTS.k,
-    ns: Sequence[int] = DEFAULTS.ns,
-    replicates: int = boot.DEFAULT_REPLICATES,
-    confidence: float = boot.DEFAULT_CONFIDENCE,
-    seed: int = boot.DEFAULT_SEED,
+    parameters: MetricParameters = DEFAULTS,
+    bootstrap: BootstrapSettings = boot.DEFAULT_BOOTSTRAP,
     workers: int | None = None,
 ) -> dict[tuple[str, str], Comparison]:
     """:func:`compare` of every pair of models: ``(a, b) -> b minus a`` for ``a`` before
@@ -167,9 +160,6 @@ def compare_models(
     first by sample id (:func:`align`) and bootstrapped once, on the same draws.  A pair is
     compared on the metrics both models give (hard predictions give no metric that needs
     scores; :func:`~classwise.metrics.suite.evaluate`)."""
-    b_count = boot.check_replicates(replicates)
-    conf = check_confidence(confidence)
-    seed = boot.check_seed(seed)
     if len(files) < 2:
         raise InputError(f"expected at least two models to compare, got {len(files)}", field="models")
     names = list(files)
@@ -179,14 +169,14 @@ def compare_models(
         f = reference if name == names[0] else align(reference, files[name])
         top_k = f.top_k if f.hard_predictions else None
         evaluation = evaluate(
-            f.scores, f.labels, kind=f.kind, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns, top_k=top_k,
+            f.scores, f.labels, kind=f.kind, superclasses=superclasses, parameters=parameters, top_k=top_k,
             abstained=f.abstained,
         )  # fmt: skip
         probabilities = Probabilities.from_scores(f.scores, f.kind)
         values[name] = {metric: result.value for metric, result in evaluation.metrics.items()}
         reps[name] = boot.bootstrap_replicates(
-            argmax_scores(f.scores, f.kind), evaluation.stats, probabilities, superclasses=superclasses, gamma=gamma,
-            bins=bins, k=k, ns=ns, replicates=b_count, seed=seed, workers=workers, pairs=top_k is None, top_k=top_k,
+            argmax_scores(f.scores, f.kind), evaluation.stats, probabilities, superclasses=superclasses,
+            parameters=parameters, bootstrap=bootstrap, workers=workers, pairs=top_k is None, top_k=top_k,
         )  # fmt: skip
     out = {}
     for a, b in itertools.combinations(names, 2):
@@ -197,15 +187,15 @@ def compare_models(
                 a=values[a][metric],
                 b=values[b][metric],
                 difference=values[b][metric] - values[a][metric],
-                ci=percentile_interval(d, conf),
+                ci=percentile_interval(d, bootstrap.confidence),
                 p_value=paired_p_value(d),
             )
         out[(a, b)] = Comparison(
             n_samples=int(reference.labels.shape[0]),
             n_classes=reference.n_classes,
-            replicates=b_count,
-            confidence=conf,
-            seed=seed,
+            replicates=bootstrap.replicates,
+            confidence=bootstrap.confidence,
+            seed=bootstrap.seed,
             metrics=metrics,
         )
     return out

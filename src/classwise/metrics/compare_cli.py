@@ -36,10 +36,12 @@ from classwise.metrics.arguments import emit_json, help_text
 def compare_command(args: argparse.Namespace) -> int:
     if args.class_drops is not None:
         return class_drops_command(args)
-    from classwise.metrics.arguments import input_loader, scores_read_as
+    from classwise.metrics.arguments import input_loader, metric_parameters, scores_read_as
+    from classwise.metrics.bootstrap import BootstrapSettings
     from classwise.metrics.compare import compare
     from classwise.superclasses import load_superclasses
 
+    bootstrap = BootstrapSettings(args.bootstrap, args.confidence, args.seed)  # checked before any file is read
     load = input_loader(args)
     first = load(args.a)
     second = load(args.b)
@@ -48,13 +50,8 @@ def compare_command(args: argparse.Namespace) -> int:
         first,
         second,
         superclasses=superclasses,
-        gamma=args.gamma,
-        bins=args.bins,
-        k=args.k,
-        ns=args.n,
-        replicates=args.bootstrap,
-        confidence=args.confidence,
-        seed=args.seed,
+        parameters=metric_parameters(args),
+        bootstrap=bootstrap,
     ).to_json()
     result["a"], result["b"] = str(args.a), str(args.b)
     result["scores"] = {"a": scores_read_as(first), "b": scores_read_as(second)}
@@ -68,10 +65,13 @@ def class_drops_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from classwise.metrics.arguments import input_loader
-    from classwise.metrics.class_drops import TESTS, class_changes
+    from classwise.metrics.class_drops import TESTS, DropTestSettings, class_changes
     from classwise.metrics.multiple_testing import ADJUSTMENTS
     from classwise.tables import write_csv
 
+    settings = DropTestSettings(
+        q=args.q, adjustment=args.adjustment, unpaired_test=args.unpaired_test, confidence=args.confidence
+    )
     load = input_loader(args)
     clean, shift = load(args.a), load(args.b)
     shift_name = args.shift if args.shift is not None else Path(args.b).stem
@@ -80,10 +80,7 @@ def class_drops_command(args: argparse.Namespace) -> int:
         shift,
         model=args.model,
         shift_name=shift_name,
-        q=args.q,
-        adjustment=args.adjustment,
-        unpaired_test=args.unpaired_test,
-        confidence=args.confidence,
+        tests=settings,
     )
     write_csv(args.class_drops, table, index=False)
     tested = table["p_value"].notna()

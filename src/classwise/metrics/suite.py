@@ -18,10 +18,11 @@ from classwise.metrics import bootstrap as boot
 from classwise.metrics import catalogue, kernels
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics import worst_class as wc
-from classwise.metrics.catalogue import DEFAULTS, LABEL_SETS_REASON
+from classwise.metrics.bootstrap import BootstrapSettings as BootstrapSettings  # importable here, where it began
+from classwise.metrics.catalogue import DEFAULTS, LABEL_SETS_REASON, MetricParameters
 from classwise.metrics.catalogue import HARD_PREDICTIONS_REASON as HARD_PREDICTIONS_REASON  # re-exported
 from classwise.metrics.cfps import false_positive_scores
-from classwise.metrics.intervals import check_confidence, proportion_interval
+from classwise.metrics.intervals import proportion_interval
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricResult
 from classwise.metrics.stats import ClassificationStats, compute_stats, ratio
@@ -168,31 +169,6 @@ def nelson_family(
 
 
 @dataclass(frozen=True)
-class BootstrapSettings:
-    """How the bootstrap of :func:`evaluate` was run."""
-
-    replicates: int
-    confidence: float
-    seed: int
-
-    @classmethod
-    def checked(cls, replicates: object, confidence: object, seed: object) -> BootstrapSettings:
-        """The settings after :func:`boot.check_replicates` and its siblings (``InputError``
-        naming the bad one)."""
-        return cls(boot.check_replicates(replicates), check_confidence(confidence), boot.check_seed(seed))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "replicates": self.replicates,
-            "confidence": self.confidence,
-            "seed": self.seed,
-            "resampling": "stratified by true class",
-            "ci": "percentile",
-            "ci_bound": "exact bound for minima (docs/uncertainty.md)",
-        }
-
-
-@dataclass(frozen=True)
 class Evaluation:
     """Every metric of one scores file, with the statistics they were computed from, and
     (when asked for) their bootstrap intervals."""
@@ -232,25 +208,21 @@ def evaluate(
     *,
     kind: ScoreKind = "logits",
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = DEFAULTS.gamma,
-    bins: int = DEFAULTS.bins,
-    k: int = DEFAULTS.k,
-    ns: Sequence[int] = DEFAULTS.ns,
-    bootstrap: int | None = None,
-    confidence: float = boot.DEFAULT_CONFIDENCE,
-    seed: int = boot.DEFAULT_SEED,
+    parameters: MetricParameters = DEFAULTS,
+    bootstrap: BootstrapSettings | None = None,
     workers: int | None = None,
     top_k: int | None = None,
     abstained: np.ndarray | None = None,
 ) -> Evaluation:
     """Compute every metric; argmax metrics use logits (or log-probabilities), the
-    probability metrics use the softmax (or the given probabilities).
+    probability metrics use the softmax (or the given probabilities). ``parameters``: the
+    metrics' k, n, gamma and bins (default :data:`~classwise.metrics.catalogue.DEFAULTS`).
 
-    ``bootstrap = B`` adds, per metric, the percentile interval of ``B`` stratified
-    bootstrap replicates at ``confidence`` (seeded by ``seed``; ``workers`` threads, the
-    result does not depend on their number), the shares of the most frequent worst classes,
-    and the exact bounds of the recall-type minima (:mod:`classwise.metrics.bootstrap`).
-    Off by default.
+    ``bootstrap = BootstrapSettings(B, confidence, seed)`` adds, per metric, the percentile
+    interval of ``B`` stratified bootstrap replicates at ``confidence`` (seeded by ``seed``;
+    ``workers`` threads, the result does not depend on their number), the shares of the most
+    frequent worst classes, and the exact bounds of the recall-type minima
+    (:mod:`classwise.metrics.bootstrap`). Off by default.
 
     Hard predictions: ``top_k`` says that ``scores`` encode, by rank, the ``top_k`` classes a
     model named per sample (:func:`classwise.logits_io.ranked_scores`; 1: its prediction), and
@@ -258,17 +230,14 @@ def evaluate(
     predictions cannot give (:func:`without_score_metrics`) are listed under ``skipped``;
     abstentions count as errors and are no class's prediction (:mod:`classwise.metrics.stats`),
     and the JSON gets a ``coverage`` block."""
-    confidence = check_confidence(confidence)
-    if bootstrap is not None:
-        bootstrap = boot.check_replicates(bootstrap)
-        seed = boot.check_seed(seed)
+    k, ns = parameters.k, parameters.ns
     ranked = argmax_scores(scores, kind)
     stats = compute_stats(ranked, labels, abstained=abstained)
     metrics = worst_class_family(stats, ranked, superclasses=superclasses, k=k, ns=ns)
     probabilities = Probabilities.from_scores(scores, kind)
     calibration = None
     if top_k is None:
-        nelson_metrics, calibration = nelson_family(probabilities, labels, gamma=gamma, bins=bins)
+        nelson_metrics, calibration = nelson_family(probabilities, labels, gamma=parameters.gamma, bins=parameters.bins)
         metrics.update(nelson_metrics)
     metrics.update(compute_family("cfps", kernels.SampleInputs(statistics=stats)))
     skipped = skipped_worst_class_metrics(stats.n_classes, k=k, ns=ns, with_samples=classes_with_samples(stats))
@@ -277,9 +246,8 @@ def evaluate(
     if bootstrap is None:
         return Evaluation(metrics=metrics, stats=stats, calibration=calibration, skipped=skipped)
     result = bootstrap_metrics(
-        ranked, stats, probabilities, settings=BootstrapSettings(bootstrap, confidence, seed),
-        superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns, workers=workers, pairs=top_k is None,
-        top_k=top_k,
+        ranked, stats, probabilities, bootstrap=bootstrap, superclasses=superclasses, parameters=parameters,
+        workers=workers, pairs=top_k is None, top_k=top_k,
     )  # fmt: skip
     return Evaluation(
         metrics=metrics,
@@ -323,28 +291,25 @@ def bootstrap_metrics(
     stats: ClassificationStats,
     probabilities: Probabilities,
     *,
-    settings: BootstrapSettings,
+    bootstrap: BootstrapSettings,
     superclasses: Mapping[str, Sequence[int]] | None = None,
-    gamma: float = DEFAULTS.gamma,
-    bins: int = DEFAULTS.bins,
-    k: int = DEFAULTS.k,
-    ns: Sequence[int] = DEFAULTS.ns,
+    parameters: MetricParameters = DEFAULTS,
     workers: int | None = None,
     pairs: bool = True,
     top_k: int | None = None,
 ) -> BootstrapResult:
     """The stratified bootstrap of every metric of :func:`evaluate` (``ranked``: the
     scores ``stats`` were computed from; ``pairs=False``: without W2CA), summarised at
-    ``settings.confidence`` with the exact bounds of the recall-type minima
+    ``bootstrap.confidence`` with the exact bounds of the recall-type minima
     (:mod:`classwise.metrics.bootstrap`); ``top_k``: hard predictions, without the metrics they
     cannot give."""
     replicates = boot.bootstrap_replicates(
-        ranked, stats, probabilities, superclasses=superclasses, gamma=gamma, bins=bins, k=k, ns=ns,
-        replicates=settings.replicates, seed=settings.seed, workers=workers, pairs=pairs, top_k=top_k,
+        ranked, stats, probabilities, superclasses=superclasses, parameters=parameters, bootstrap=bootstrap,
+        workers=workers, pairs=pairs, top_k=top_k,
     )  # fmt: skip
-    bounds = boot.minimum_bounds(stats, k=k, ns=ns, confidence=settings.confidence)
-    summaries = boot.summarize(replicates, confidence=settings.confidence, bounds=bounds)
-    return BootstrapResult(settings, replicates, summaries)
+    bounds = boot.minimum_bounds(stats, k=parameters.k, ns=parameters.ns, confidence=bootstrap.confidence)
+    summaries = boot.summarize(replicates, confidence=bootstrap.confidence, bounds=bounds)
+    return BootstrapResult(bootstrap, replicates, summaries)
 
 
 def per_class_table(

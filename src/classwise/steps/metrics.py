@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from classwise.labels.labelled_scores import LabelledScores
+    from classwise.metrics.bootstrap import BootstrapSettings
     from classwise.metrics.stats import ClassificationStats
-    from classwise.metrics.suite import BootstrapSettings
     from classwise.superclasses import Superclasses
 
 
@@ -105,12 +105,12 @@ class BootstrappedSettings(Settings):
         """The bootstrap checked (``InputError`` naming the bad value), None when it is off (no
         block, or 0 replicates). A property, not a field: the library's class imports numpy,
         which the step pays for, not the job before it."""
-        from classwise.metrics.suite import BootstrapSettings
+        from classwise.metrics.bootstrap import BootstrapSettings
 
         params = self.bootstrap
         if params is None or int(params["replicates"]) == 0:
             return None
-        return BootstrapSettings.checked(params["replicates"], params["confidence"], params["seed"])
+        return BootstrapSettings(params["replicates"], params["confidence"], params["seed"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,6 +181,7 @@ def worst_class_step(
     import numpy as np
     import pandas as pd
 
+    from classwise.metrics.catalogue import MetricParameters
     from classwise.metrics.probabilities import Probabilities
     from classwise.metrics.suite import (
         argmax_scores,
@@ -216,9 +217,9 @@ def worst_class_step(
     if bootstrap is not None:
         # no pair accuracies to resample for hard predictions (they need scores) nor under label sets
         result = bootstrap_metrics(
-            ranked, stats, Probabilities.from_scores(view.scores, view.kind), settings=bootstrap, superclasses=groups,
-            k=k, ns=ns, workers=workers, pairs=not view.hard_predictions and view.label_sets is None,
-            top_k=view.top_k if view.hard_predictions else None,
+            ranked, stats, Probabilities.from_scores(view.scores, view.kind), bootstrap=bootstrap, superclasses=groups,
+            parameters=MetricParameters(k=k, ns=ns), workers=workers,
+            pairs=not view.hard_predictions and view.label_sets is None, top_k=view.top_k if view.hard_predictions else None,
         )  # fmt: skip
         entries = result.attach(entries)
         shares = worst_class_shares(result.replicates, n_classes)
@@ -269,6 +270,7 @@ def decisiveness_step(
     import numpy as np
 
     from classwise.metrics import decisiveness as nelson
+    from classwise.metrics.catalogue import MetricParameters
     from classwise.metrics.probabilities import Probabilities
     from classwise.metrics.stats import compute_stats
     from classwise.metrics.suite import argmax_scores, bootstrap_metrics, nelson_family
@@ -297,8 +299,8 @@ def decisiveness_step(
         stats = compute_stats(ranked, view.labels, n_classes=view.scores.shape[1])
         # the decisiveness family needs neither the top-k, the n worst classes nor the pairs
         result = bootstrap_metrics(
-            ranked, stats, probabilities, settings=bootstrap, gamma=gamma, bins=bins, k=1, ns=(), workers=workers,
-            pairs=False,
+            ranked, stats, probabilities, bootstrap=bootstrap, parameters=MetricParameters(gamma=gamma, bins=bins, k=1, ns=()),
+            workers=workers, pairs=False,
         )  # fmt: skip
         entries = result.attach(entries)
         document["accuracy_ci"] = list(result.summaries["A"].ci)

@@ -121,7 +121,7 @@ def compare_models_step(
 
     from classwise import tables
     from classwise.logits_io import ScoresFile
-    from classwise.metrics.catalogue import skipped_for_class_count, unavailable_for_hard_predictions
+    from classwise.metrics.catalogue import MetricParameters, skipped_for_class_count, unavailable_for_hard_predictions
     from classwise.metrics.compare import compare_models
     from classwise.steps.metrics import load_view, view_superclasses
 
@@ -142,9 +142,8 @@ def compare_models_step(
     n_classes = next(iter(files.values())).n_classes
     groups = view_superclasses(view, settings.superclasses)  # the same columns for every model of the shift
     comparisons = compare_models(
-        files, superclasses=groups, k=k, ns=ns, replicates=bootstrap.replicates, confidence=bootstrap.confidence,
-        seed=bootstrap.seed, workers=workers,
-    )  # fmt: skip
+        files, superclasses=groups, parameters=MetricParameters(k=k, ns=ns), bootstrap=bootstrap, workers=workers
+    )
     # the same labels for every model: the same metrics trivial; hard predictions lack the score metrics
     trivial = skipped_for_class_count(n_classes, k=k, ns=ns, with_samples=int(np.unique(next(iter(files.values())).labels).size))
     skipped = {

@@ -513,9 +513,16 @@ def class_drop_table(
     import pandas as pd
 
     from classwise.errors import InputError
-    from classwise.metrics.class_drops import class_drops
+    from classwise.metrics.class_drops import DropTestSettings, class_drops
     from classwise.metrics.outcomes import SampleOutcomes
 
+    # checked once, before any outputs are read
+    tests = DropTestSettings(
+        q=float(settings["q"]),
+        adjustment=str(settings["adjustment"]),
+        unpaired_test=str(settings["unpaired_test"]),
+        confidence=float(settings["confidence"]),
+    )
     parts = []
     for model, by_shift in outputs.items():
         if "clean" not in by_shift:
@@ -534,10 +541,7 @@ def class_drop_table(
             shifted,
             n_classes=clean.n_classes,
             class_names=None if clean.class_names is None else list(clean.class_names),
-            q=float(settings["q"]),
-            adjustment=str(settings["adjustment"]),
-            unpaired_test=str(settings["unpaired_test"]),
-            confidence=float(settings["confidence"]),
+            tests=tests,
             unpaired=unpaired_shifts,
         )
         other = table[(table["pairing"] == "unpaired") & ~table["shift"].isin(list(unpaired_shifts))]
