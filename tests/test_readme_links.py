@@ -58,3 +58,20 @@ def test_the_readme_links_to_the_docs_and_shows_a_small_committed_figure() -> No
     assert images, "README.md shows no figure"
     for image in images:
         assert image.stat().st_size < 100_000, f"{image} is over 100 KB"
+
+
+def test_no_tracked_text_file_keeps_a_merge_conflict_marker() -> None:
+    """A merge that committed its markers renders them in the docs (a '=======' line is a
+    heading to Markdown) and breaks code only where Python reads it."""
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    suffixes = {".md", ".py", ".smk", ".yaml", ".yml", ".toml", ".js", ".css", ".rst", ".txt"}
+    marked = [
+        f"{name}:{number}"
+        for name in tracked
+        if Path(name).suffix in suffixes and (ROOT / name).is_file()
+        for number, line in enumerate((ROOT / name).read_text(errors="replace").splitlines(), 1)
+        if line.startswith(("<<<<<<< ", ">>>>>>> ")) or line == "<<<<<<<"
+    ]
+    assert not marked, marked
