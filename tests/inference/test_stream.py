@@ -10,6 +10,7 @@ import torch
 
 from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
+from classwise.inference.execution import Execution
 from classwise.inference.stream import predict_logits, resolve_device, shifted_images
 from classwise.models import build_model, train_model
 from classwise.shifts import expand_shifts
@@ -37,7 +38,7 @@ def setup() -> tuple[torch.nn.Module, ImageSet]:
 
 def test_clean_logits_equal_a_plain_forward_pass(setup) -> None:  # type: ignore[no-untyped-def]
     model, test = setup
-    logits = predict_logits(model, test, SHIFTS["clean"], base_seed=0, device="cpu")
+    logits = predict_logits(model, test, SHIFTS["clean"], base_seed=0, execution=Execution("cpu"))
     assert logits.shape == (len(test), 10) and logits.dtype == np.float32
     with torch.no_grad():
         expected = model(torch.from_numpy(test.images)).numpy()

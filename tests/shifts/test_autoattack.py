@@ -306,6 +306,7 @@ def test_bad_autoattack_config_entries(entry, field) -> None:  # type: ignore[no
 def test_predict_logits_under_autoattack(model, data) -> None:  # type: ignore[no-untyped-def]
     """The inference loop attacks batch by batch with the shift's seed, and logs every attack."""
     from classwise.data.imageset import ImageSet
+    from classwise.inference.execution import Execution
     from classwise.inference.stream import predict_logits
     from classwise.shifts.seeding import sample_seed
     from classwise.shifts.spec import autoattack_spec
@@ -314,7 +315,7 @@ def test_predict_logits_under_autoattack(model, data) -> None:  # type: ignore[n
     images = ImageSet(images=x.numpy(), labels=y.numpy(), sample_ids=[f"s{i}" for i in range(len(y))], class_names=list("abcd"))
     spec = autoattack_spec(norm="linf", eps=LARGE["linf"])
     log = io.StringIO()
-    logits = predict_logits(model, images, spec, base_seed=5, batch_size=8, device="cpu", attack_log=log)
+    logits = predict_logits(model, images, spec, base_seed=5, batch_size=8, execution=Execution("cpu"), attack_log=log)
     seed = sample_seed(5, spec.name)
     expected = torch.cat(
         [autoattack(model, x[i : i + 8], y[i : i + 8], norm="linf", eps=LARGE["linf"], seed=seed) for i in (0, 8)]

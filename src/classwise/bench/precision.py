@@ -49,6 +49,7 @@ def run(*, epochs: int = 10, samples: int | None = None, batch_size: int = 128, 
     import torch
 
     from classwise.data import load_digits_split
+    from classwise.inference.execution import Execution
     from classwise.inference.stream import predict_logits
     from classwise.metrics import worst_class as wc
     from classwise.metrics.stats import compute_stats
@@ -69,7 +70,7 @@ def run(*, epochs: int = 10, samples: int | None = None, batch_size: int = 128, 
     for name, spec in expand_shifts(SHIFTS).items():
         logits = {
             setting: predict_logits(
-                model, test, spec, base_seed=seed, batch_size=batch_size, device="cpu", precision=precision, channels_last=layout
+                model, test, spec, base_seed=seed, batch_size=batch_size, execution=Execution("cpu", precision, layout)
             )
             for setting, (precision, layout) in SETTINGS.items()
         }

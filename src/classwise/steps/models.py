@@ -192,11 +192,12 @@ def prototypes_step(
     limit_threads(threads)
     if settings.batch_size is None:
         raise InputError("the class prototypes need a batch size", field="inference.batch_size")
-    model_name, model_cfg, batch_size, device = settings.model_name, settings.model, settings.batch_size, settings.device
+    model_name, model_cfg, batch_size = settings.model_name, settings.model, settings.batch_size
     import numpy as np
     from tqdm import tqdm
 
     from classwise.data.sources import open_split
+    from classwise.inference.execution import Execution
     from classwise.inference.stream import predict_logits
     from classwise.models.prototypes import FeatureExtractor, add_class_sums, class_prototypes, save_prototypes
     from classwise.models.sources.prototype import load_backbone
@@ -209,13 +210,13 @@ def prototypes_step(
     extractor = wrap_pixel_space(FeatureExtractor(backbone, resize), data_config)
     train = open_split(dict(settings.dataset), "train", name=settings.dataset_name)
     n_classes = len(train.class_names)
-    clean = clean_spec()
+    clean, execution = clean_spec(), Execution(device=settings.device)
     batches, total = _batches(train, data_config, batch_size, workers=max(1, int(threads or 1)), chunk=64 * batch_size)
     sums: np.ndarray | None = None
     counts = np.zeros(n_classes, dtype=np.int64)
     bar = tqdm(total=total, desc=f"{model_name} prototypes", unit="img", file=progress, disable=progress is None)
     for batch in batches:
-        features = predict_logits(extractor, batch, clean, base_seed=0, batch_size=batch_size, device=device, progress=None)
+        features = predict_logits(extractor, batch, clean, base_seed=0, batch_size=batch_size, execution=execution, progress=None)
         if sums is None:
             sums = np.zeros((n_classes, features.shape[1]), dtype=np.float64)
         add_class_sums(sums, counts, features, batch.labels)
@@ -481,18 +482,15 @@ def _infer(
     names = ", ".join(target.name for target in targets)
     bar = tqdm(total=total, desc=f"{names} {spec.name}", unit="img", file=progress, disable=progress is None)
     with stream_logits(
-        [model for model, _, _ in loaded],
+        {target.name: model for target, (model, _, _) in zip(targets, loaded, strict=True)},
         _recorded(chunks, chunk_sizes),
         spec,
         n_classes=len(evaluation.class_names),
         base_seed=seed,
         batch_size=batch_size,
-        device=execution.device,
-        precision=execution.precision,
-        channels_last=execution.channels_last,
+        execution=execution,
         attack_log=progress,
         source_model=source_model,
-        names=[target.name for target in targets],
     ) as batches:
         for chunk, logits in _per_chunk(batches, chunk_sizes, bar):
             for gathered, model_logits in zip(outputs, logits, strict=True):
