@@ -25,6 +25,8 @@ from classwise.steps.threads import limit_threads
 if TYPE_CHECKING:
     import numpy as np
 
+    from classwise.inference.sharding import ShardPosition
+
 
 @dataclass(frozen=True, kw_only=True)
 class FitSettings(Settings):
@@ -469,13 +471,12 @@ def _infer(
     data_config = loaded[0][2]
     source_model = _source_model(spec, settings.source_model, source_weights, data_config, targets[0].name, execution.device)
     weights = [None if target.weights is None else str(target.weights) for target in targets]
-    position: dict[str, Any] | None = None
+    position: ShardPosition | None = None
     if shard is not None:  # whole batches of the set (after its per_class subset): classwise.inference.sharding
-        from classwise.inference.sharding import Shard, shard_range
+        from classwise.inference.sharding import ShardPosition
 
-        start, stop = shard_range(len(evaluation), batch_size, shard)
-        position = {"shard": Shard.of(shard), "start": start, "stop": stop, "samples": len(evaluation)}
-        evaluation = evaluation.subset(np.arange(start, stop))
+        position = ShardPosition.of(shard, len(evaluation), batch_size)
+        evaluation = evaluation.subset(np.arange(position.start, position.stop))
     chunks, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
     chunk_sizes: list[int] = []
     outputs = [_Outputs(evaluation, t.name, w, dataset_name) for t, w in zip(targets, weights, strict=True)]
@@ -511,7 +512,7 @@ def _infer(
             "skipped_images": gathered.skipped(),
             "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
         }
-        _write_logits(target.logits_path, arrays, metadata, subset, position, batch_size, progress)
+        _write_logits(target.logits_path, arrays, metadata, subset, position, progress)
 
 
 def _loaded_models(
@@ -596,8 +597,7 @@ def _write_logits(
     arrays: dict[str, Any],
     metadata: dict[str, Any],
     subset: np.ndarray | None,
-    position: dict[str, Any] | None,
-    batch_size: int,
+    position: ShardPosition | None,
     progress: TextIO | None,
 ) -> None:
     """The cached logits file and sidecar, or a shard file (``position``)."""
@@ -608,10 +608,10 @@ def _write_logits(
         return
     from classwise.inference.sharding import save_shard
 
-    save_shard(path, **position, batch_size=batch_size, **arrays, metadata=metadata, class_indices=subset)
+    save_shard(path, position=position, **arrays, metadata=metadata, class_indices=subset)
     if progress is not None:
         print(
-            f"shard {position['shard'].name}: samples [{position['start']}, {position['stop']}) of {position['samples']}, "
+            f"shard {position.shard.name}: samples [{position.start}, {position.stop}) of {position.samples}, "
             f"{len(arrays['labels'])} rows",
             file=progress,
         )
