@@ -12,7 +12,7 @@ from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
 from classwise.inference.execution import Execution
 from classwise.inference.stream import predict_logits, resolve_device, shifted_images
-from classwise.models import build_model, train_model
+from classwise.models import Hyperparameters, build_model, train_model
 from classwise.shifts import expand_shifts
 
 SHIFTS = expand_shifts(
@@ -32,7 +32,7 @@ SHIFTS = expand_shifts(
 def setup() -> tuple[torch.nn.Module, ImageSet]:
     train, test = load_digits_split(test_fraction=0.3, seed=0)
     model = build_model("linear", n_classes=10, input_shape=(1, 8, 8), seed=0)
-    train_model(model, train, epochs=5, lr=0.01, batch_size=64, seed=0)
+    train_model(model, train, hyperparameters=Hyperparameters(epochs=5, lr=0.01, batch_size=64, seed=0))
     return model, test.subset(np.arange(90))
 
 

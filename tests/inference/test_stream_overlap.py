@@ -23,7 +23,7 @@ from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
 from classwise.inference.execution import Execution
 from classwise.inference.stream import predict_logits, stream_logits
-from classwise.models import build_model, train_model
+from classwise.models import Hyperparameters, build_model, train_model
 from classwise.shifts import expand_shifts
 from classwise.shifts.corruptions import corrupt_batch
 from classwise.shifts.seeding import sample_seed
@@ -64,7 +64,7 @@ def setup() -> tuple[nn.Module, nn.Module, ImageSet]:
     models = []
     for seed, architecture in ((0, "linear"), (1, "mlp")):
         model = build_model(architecture, n_classes=10, input_shape=(1, 8, 8), seed=seed)
-        train_model(model, train, epochs=2, lr=0.01, batch_size=64, seed=seed)
+        train_model(model, train, hyperparameters=Hyperparameters(epochs=2, lr=0.01, batch_size=64, seed=seed))
         models.append(model)
     return models[0], models[1], test.subset(np.arange(60))
 
@@ -338,7 +338,7 @@ def test_a_group_job_that_fails_records_only_the_models_it_finished(tmp_path: Pa
 def cnn() -> tuple[nn.Module, ImageSet]:
     train, test = load_digits_split(test_fraction=0.3, seed=0)
     model = build_model("cnn", n_classes=10, input_shape=(1, 8, 8), seed=0)
-    train_model(model, train, epochs=1, lr=0.01, batch_size=64, seed=0)
+    train_model(model, train, hyperparameters=Hyperparameters(epochs=1, lr=0.01, batch_size=64, seed=0))
     return model, test.subset(np.arange(80))
 
 

@@ -10,7 +10,7 @@ import torch
 
 from classwise.data import load_digits_split
 from classwise.errors import InputError
-from classwise.models import build_model, train_model
+from classwise.models import Hyperparameters, build_model, train_model
 from classwise.shifts.attack_settings import PgdSettings
 from classwise.shifts.pgd import pgd_attack
 
@@ -30,7 +30,7 @@ def models(data) -> dict[str, torch.nn.Module]:  # type: ignore[no-untyped-def]
     out = {}
     for arch, options in (("linear", {}), ("mlp", {"hidden": [32]})):
         model = build_model(arch, n_classes=10, input_shape=(1, 8, 8), seed=0, **options)
-        train_model(model, train, epochs=5, lr=0.01, batch_size=64, seed=0)
+        train_model(model, train, hyperparameters=Hyperparameters(epochs=5, lr=0.01, batch_size=64, seed=0))
         out[arch] = model
     return out
 

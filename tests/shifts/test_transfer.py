@@ -14,7 +14,7 @@ from classwise.errors import InputError
 from classwise.inference.execution import Execution
 from classwise.inference.stream import predict_logits, shifted_images, transferred_images
 from classwise.logits_io import ScoresFile
-from classwise.models import build_model, train_model
+from classwise.models import Hyperparameters, build_model, train_model
 from classwise.pipeline.plan import check_runs
 from classwise.robustness.transfer import transfer_matrix
 from classwise.shifts.spec import ADVERSARIAL_KINDS, expand_shifts
@@ -120,8 +120,8 @@ def models() -> tuple[torch.nn.Module, torch.nn.Module, ImageSet]:
     train, test = load_digits_split(test_fraction=0.3, seed=0)
     source = build_model("linear", n_classes=10, input_shape=(1, 8, 8), seed=0)
     target = build_model("mlp", n_classes=10, input_shape=(1, 8, 8), seed=0)
-    train_model(source, train, epochs=3, lr=0.01, batch_size=64, seed=0)
-    train_model(target, train, epochs=3, lr=0.01, batch_size=64, seed=0)
+    train_model(source, train, hyperparameters=Hyperparameters(epochs=3, lr=0.01, batch_size=64, seed=0))
+    train_model(target, train, hyperparameters=Hyperparameters(epochs=3, lr=0.01, batch_size=64, seed=0))
     return source, target, test.subset(np.arange(60))
 
 

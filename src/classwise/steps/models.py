@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import classwise
 from classwise.errors import InputError
-from classwise.models.sources.train import TRAINING_DEFAULTS
+from classwise.models.hyperparameters import Hyperparameters
 from classwise.models.spec import ModelSpec
 from classwise.settings import Settings
 from classwise.steps.threads import limit_threads
@@ -107,23 +107,11 @@ def train_step(
     _, channels, height, width = train.images.shape  # an ImageSet's images are (N, C, H, W)
     input_shape = (int(channels), int(height), int(width))
     options = dict(model_cfg.get("options", {}))
+    hyperparameters = Hyperparameters.from_entry(model_cfg)
     model = build_model(
-        model_cfg["architecture"],
-        n_classes=len(train.class_names),
-        input_shape=input_shape,
-        seed=int(model_cfg.get("seed", TRAINING_DEFAULTS["seed"])),
-        **options,
+        model_cfg["architecture"], n_classes=len(train.class_names), input_shape=input_shape, seed=hyperparameters.seed, **options
     )
-    summary = train_model(
-        model,
-        train,
-        epochs=int(model_cfg.get("epochs", TRAINING_DEFAULTS["epochs"])),
-        lr=float(model_cfg.get("lr", TRAINING_DEFAULTS["lr"])),
-        batch_size=int(model_cfg.get("batch_size", TRAINING_DEFAULTS["batch_size"])),
-        weight_decay=float(model_cfg.get("weight_decay", TRAINING_DEFAULTS["weight_decay"])),
-        seed=int(model_cfg.get("seed", TRAINING_DEFAULTS["seed"])),
-        progress=progress,
-    )
+    summary = train_model(model, train, hyperparameters=hyperparameters, progress=progress)
     save_checkpoint(
         checkpoint_path,
         model,
