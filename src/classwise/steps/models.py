@@ -189,7 +189,13 @@ def prototypes_step(
     from classwise.data.sources import open_split
     from classwise.inference.execution import Execution
     from classwise.inference.stream import predict_logits
-    from classwise.models.prototypes import FeatureExtractor, add_class_sums, class_prototypes, save_prototypes
+    from classwise.models.prototypes import (
+        BackboneArchitecture,
+        FeatureExtractor,
+        add_class_sums,
+        class_prototypes,
+        save_prototypes,
+    )
     from classwise.models.sources.prototype import load_backbone
     from classwise.models.wrapper import wrap_pixel_space
     from classwise.shifts.spec import clean_spec
@@ -217,8 +223,7 @@ def prototypes_step(
     save_prototypes(
         prototypes_path,
         backbone=backbone,
-        library=str(spec.library),
-        architecture=str(spec.architecture),
+        architecture=BackboneArchitecture(str(spec.library), str(spec.architecture)),
         prototypes=class_prototypes(sums, counts, train.class_names),
         counts=counts,
         class_names=list(train.class_names),
