@@ -16,7 +16,16 @@ from typing import Any
 
 from classwise.errors import InputError
 
-__all__ = ["InputError", "__version__", "autoattack", "evaluate", "pgd_attack", "robust_fairness"]
+__all__ = [
+    "AutoAttackSettings",
+    "InputError",
+    "PgdSettings",
+    "__version__",
+    "autoattack",
+    "evaluate",
+    "pgd_attack",
+    "robust_fairness",
+]
 __version__ = "0.1.0"
 
 
@@ -26,6 +35,10 @@ def __getattr__(name: str) -> Any:
         from classwise._extras import import_module
 
         return getattr(import_module(f"classwise.shifts.{'pgd' if name == 'pgd_attack' else 'autoattack'}"), name)
+    if name in ("PgdSettings", "AutoAttackSettings"):  # the attacks' records: torch-free
+        import classwise.shifts.attack_settings
+
+        return getattr(classwise.shifts.attack_settings, name)
     if name in ("robust_fairness", "evaluate"):  # numpy and scipy: imported on first use like the rest of the API
         import classwise.metrics
 

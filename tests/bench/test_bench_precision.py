@@ -31,8 +31,9 @@ def test_a_tiny_run_reports_flips_and_the_change_of_a_and_wca(tmp_path: Path) ->
 def test_the_accuracies_are_those_of_the_logits_by_hand(tmp_path: Path) -> None:
     """A and WCA of the clean fp32 row against numpy on logits of an independent predict_logits call."""
     from classwise.data import load_digits_split
+    from classwise.inference.execution import Execution
     from classwise.inference.stream import predict_logits
-    from classwise.models import build_model, train_model
+    from classwise.models import Hyperparameters, build_model, train_model
     from classwise.shifts import expand_shifts
 
     out = tmp_path / "precision.json"
@@ -41,8 +42,8 @@ def test_the_accuracies_are_those_of_the_logits_by_hand(tmp_path: Path) -> None:
     train, test = load_digits_split(test_fraction=0.3, seed=0)
     test = test.subset(np.arange(30))
     model = build_model("cnn", n_classes=10, input_shape=test.input_shape, seed=0)
-    train_model(model, train, epochs=1, lr=0.01, batch_size=64, seed=0, device="cpu")
-    logits = predict_logits(model, test, expand_shifts({"clean": True})["clean"], base_seed=0, device="cpu")
+    train_model(model, train, hyperparameters=Hyperparameters(epochs=1, lr=0.01, batch_size=64, seed=0), device="cpu")
+    logits = predict_logits(model, test, expand_shifts({"clean": True})["clean"], base_seed=0, execution=Execution("cpu"))
     hits = logits.argmax(1) == test.labels
     recalls = [hits[test.labels == c].mean() for c in np.unique(test.labels)]
     assert row["accuracy"] == pytest.approx(hits.mean()) and row["worst_class_accuracy"] == pytest.approx(min(recalls))

@@ -13,7 +13,7 @@ import pytest
 from config_matrix import checkpoint_entry, write_checkpoint, write_image_folder
 
 from classwise.errors import InputError
-from classwise.inference.sharding import Shard, load_shard, merge_shards, save_shard, shard_range
+from classwise.inference.sharding import Shard, ShardPosition, load_shard, merge_shards, save_shard, shard_range
 from classwise.pipeline.config_checks import shift_shards
 from classwise.shifts.spec import expand_shifts, shard_counts
 from classwise.steps.models import InferenceSettings, InferTarget, infer_step, merge_shards_step, train_step
@@ -91,7 +91,7 @@ def test_sharded_inference_merges_into_the_bytes_of_an_unsharded_run(
     _assert_same_bytes(merged, unsharded)
     files = [load_shard(tmp_path / "shards" / f"{k}-of-{count}.npz") for k in range(1, count + 1)]
     assert [f.labels.shape[0] for f in files] == rows
-    assert all(f.start % batch_size == 0 for f in files)  # whole batches
+    assert all(f.position.start % batch_size == 0 for f in files)  # whole batches
 
 
 def test_shards_of_an_image_folder_skip_the_same_unreadable_image(tmp_path: Path) -> None:
@@ -228,7 +228,7 @@ def _write(path: Path, index: int, count: int, *, samples: int = 10, batch_size:
     lo = lo if start is None else start
     rows = np.arange(lo, hi)
     save_shard(
-        path, shard=Shard(index, count), start=lo, stop=hi, samples=samples, batch_size=batch_size,
+        path, position=ShardPosition(Shard(index, count), lo, hi, samples, batch_size),
         logits=np.stack([rows, -rows], axis=1).astype(np.float32), labels=rows % 2,
         sample_ids=np.array([f"s{r}" for r in rows]), class_names=np.array(["a", "b"]),
         metadata={"seed": seed, "skipped_images": [], "preprocessing": {"input_shape": [1, 2, 2]}},
@@ -268,7 +268,7 @@ def test_a_shard_whose_logits_do_not_match_its_classes_is_named_before_the_merge
     lo, hi = shard_range(10, 2, (2, 2))
     bad = tmp_path / "2.npz"
     save_shard(
-        bad, shard=Shard(2, 2), start=lo, stop=hi, samples=10, batch_size=2,
+        bad, position=ShardPosition(Shard(2, 2), lo, hi, 10, 2),
         logits=np.zeros((hi - lo, 3), dtype=np.float32), labels=np.arange(lo, hi) % 2,
         sample_ids=np.array([f"s{r}" for r in range(lo, hi)]), class_names=np.array(["a", "b"]),
         metadata={"seed": 0, "skipped_images": [], "preprocessing": {"input_shape": [1, 2, 2]}},
@@ -299,7 +299,7 @@ def test_a_shard_missing_rows_its_skipped_images_do_not_account_for_is_refused(t
     rows = np.arange(lo, hi - 1)  # the last sample neither inferred nor listed as skipped
     short = tmp_path / "2.npz"
     save_shard(
-        short, shard=Shard(2, 2), start=lo, stop=hi, samples=10, batch_size=2,
+        short, position=ShardPosition(Shard(2, 2), lo, hi, 10, 2),
         logits=np.stack([rows, -rows], axis=1).astype(np.float32), labels=rows % 2,
         sample_ids=np.array([f"s{r}" for r in rows]), class_names=np.array(["a", "b"]),
         metadata={"seed": 0, "skipped_images": [], "preprocessing": {"input_shape": [1, 2, 2]}},

@@ -10,8 +10,9 @@ import torch
 
 from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
+from classwise.inference.execution import Execution
 from classwise.inference.stream import predict_logits, resolve_device, shifted_images
-from classwise.models import build_model, train_model
+from classwise.models import Hyperparameters, build_model, train_model
 from classwise.shifts import expand_shifts
 
 SHIFTS = expand_shifts(
@@ -31,13 +32,13 @@ SHIFTS = expand_shifts(
 def setup() -> tuple[torch.nn.Module, ImageSet]:
     train, test = load_digits_split(test_fraction=0.3, seed=0)
     model = build_model("linear", n_classes=10, input_shape=(1, 8, 8), seed=0)
-    train_model(model, train, epochs=5, lr=0.01, batch_size=64, seed=0)
+    train_model(model, train, hyperparameters=Hyperparameters(epochs=5, lr=0.01, batch_size=64, seed=0))
     return model, test.subset(np.arange(90))
 
 
 def test_clean_logits_equal_a_plain_forward_pass(setup) -> None:  # type: ignore[no-untyped-def]
     model, test = setup
-    logits = predict_logits(model, test, SHIFTS["clean"], base_seed=0, device="cpu")
+    logits = predict_logits(model, test, SHIFTS["clean"], base_seed=0, execution=Execution("cpu"))
     assert logits.shape == (len(test), 10) and logits.dtype == np.float32
     with torch.no_grad():
         expected = model(torch.from_numpy(test.images)).numpy()

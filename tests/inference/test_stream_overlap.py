@@ -23,7 +23,7 @@ from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
 from classwise.inference.execution import Execution
 from classwise.inference.stream import predict_logits, stream_logits
-from classwise.models import build_model, train_model
+from classwise.models import Hyperparameters, build_model, train_model
 from classwise.shifts import expand_shifts
 from classwise.shifts.corruptions import corrupt_batch
 from classwise.shifts.seeding import sample_seed
@@ -64,7 +64,7 @@ def setup() -> tuple[nn.Module, nn.Module, ImageSet]:
     models = []
     for seed, architecture in ((0, "linear"), (1, "mlp")):
         model = build_model(architecture, n_classes=10, input_shape=(1, 8, 8), seed=seed)
-        train_model(model, train, epochs=2, lr=0.01, batch_size=64, seed=seed)
+        train_model(model, train, hyperparameters=Hyperparameters(epochs=2, lr=0.01, batch_size=64, seed=seed))
         models.append(model)
     return models[0], models[1], test.subset(np.arange(60))
 
@@ -73,7 +73,7 @@ def setup() -> tuple[nn.Module, nn.Module, ImageSet]:
 def test_batches_made_ahead_give_the_bytes_of_batches_made_one_after_the_other(setup, name: str) -> None:  # type: ignore[no-untyped-def]
     model, other, test = setup
     test = test.subset(np.arange(SAMPLES.get(name, len(test))))
-    options = {"base_seed": 5, "batch_size": 4 if name in SAMPLES else 8, "device": "cpu", "source_model": other}
+    options = {"base_seed": 5, "batch_size": 4 if name in SAMPLES else 8, "execution": Execution("cpu"), "source_model": other}
     ahead = predict_logits(model, test, SHIFTS[name], prefetch=2, **options)
     in_turn = predict_logits(model, test, SHIFTS[name], prefetch=0, **options)
     assert ahead.dtype == np.float32 and ahead.shape == (len(test), 10)
@@ -85,7 +85,7 @@ def test_corrupted_logits_are_the_bytes_of_a_plain_loop(setup) -> None:  # type:
     """The reference: each batch corrupted with its samples' seeds, then the model, by hand."""
     model, _, test = setup
     spec = SHIFTS["gaussian_noise_s3"]
-    logits = predict_logits(model, test, spec, base_seed=5, batch_size=16, device="cpu")
+    logits = predict_logits(model, test, spec, base_seed=5, batch_size=16, execution=Execution("cpu"))
     expected = []
     model.eval()
     for start in range(0, len(test), 16):
@@ -129,11 +129,11 @@ def test_the_next_batch_is_made_while_the_model_runs_and_the_thread_is_joined(se
     waiting = _Waiting(model, started)
     spec = SHIFTS["gaussian_noise_s3"]
     with stream_logits(
-        [waiting], _chunks(test, 20, started, closed), spec, n_classes=10, base_seed=5, batch_size=20, device="cpu"
+        [waiting], _chunks(test, 20, started, closed), spec, n_classes=10, base_seed=5, batch_size=20, execution=Execution("cpu")
     ) as batches:
         logits = np.concatenate([out for _, (out,) in batches])
     assert closed.is_set() and not _prefetch_threads()
-    assert logits.tobytes() == predict_logits(model, test, spec, base_seed=5, batch_size=20, device="cpu").tobytes()
+    assert logits.tobytes() == predict_logits(model, test, spec, base_seed=5, batch_size=20, execution=Execution("cpu")).tobytes()
 
 
 def test_an_error_of_the_model_stops_and_joins_the_thread(setup) -> None:  # type: ignore[no-untyped-def]
@@ -148,7 +148,9 @@ def test_an_error_of_the_model_stops_and_joins_the_thread(setup) -> None:  # typ
             yield test
 
     with pytest.raises(ValueError, match="the model failed"):
-        with stream_logits([Failing()], endless(), SHIFTS["clean"], n_classes=10, base_seed=0, batch_size=8, device="cpu") as b:
+        with stream_logits(
+            [Failing()], endless(), SHIFTS["clean"], n_classes=10, base_seed=0, batch_size=8, execution=Execution("cpu")
+        ) as b:
             list(b)
     assert not _prefetch_threads()
 
@@ -161,7 +163,9 @@ def test_an_error_while_making_a_batch_reaches_the_caller(setup) -> None:  # typ
         raise InputError("cannot read image", path="data/a/broken.png", field="image")
 
     with pytest.raises(InputError, match="broken.png"):
-        with stream_logits([model], unreadable(), SHIFTS["clean"], n_classes=10, base_seed=0, batch_size=8, device="cpu") as b:
+        with stream_logits(
+            [model], unreadable(), SHIFTS["clean"], n_classes=10, base_seed=0, batch_size=8, execution=Execution("cpu")
+        ) as b:
             list(b)
     assert not _prefetch_threads()
 
@@ -172,10 +176,12 @@ def test_an_error_while_making_a_batch_reaches_the_caller(setup) -> None:  # typ
 def test_several_models_fed_from_one_stream_get_their_own_logits(setup) -> None:  # type: ignore[no-untyped-def]
     model, other, test = setup
     spec = SHIFTS["gaussian_noise_s3"]
-    with stream_logits([model, other], [test], spec, n_classes=10, base_seed=2, batch_size=16, device="cpu") as batches:
+    with stream_logits(
+        [model, other], [test], spec, n_classes=10, base_seed=2, batch_size=16, execution=Execution("cpu")
+    ) as batches:
         pairs = [outputs for _, outputs in batches]
     for i, single in enumerate((model, other)):
-        expected = predict_logits(single, test, spec, base_seed=2, batch_size=16, device="cpu")
+        expected = predict_logits(single, test, spec, base_seed=2, batch_size=16, execution=Execution("cpu"))
         assert np.concatenate([outputs[i] for outputs in pairs]).tobytes() == expected.tobytes()
     with pytest.raises(InputError, match="each model needs its own"):
         with stream_logits([model, other], [test], SHIFTS["pgd_linf_eps0.1"], n_classes=10, base_seed=2) as batches:
@@ -332,7 +338,7 @@ def test_a_group_job_that_fails_records_only_the_models_it_finished(tmp_path: Pa
 def cnn() -> tuple[nn.Module, ImageSet]:
     train, test = load_digits_split(test_fraction=0.3, seed=0)
     model = build_model("cnn", n_classes=10, input_shape=(1, 8, 8), seed=0)
-    train_model(model, train, epochs=1, lr=0.01, batch_size=64, seed=0)
+    train_model(model, train, hyperparameters=Hyperparameters(epochs=1, lr=0.01, batch_size=64, seed=0))
     return model, test.subset(np.arange(80))
 
 
@@ -343,8 +349,8 @@ def test_low_precision_and_channels_last_are_close_to_fp32_and_leave_the_model_a
     model, test = cnn
     before = {name: (p.detach().clone(), p.is_contiguous()) for name, p in model.named_parameters()}
     spec = SHIFTS["clean"]
-    fp32 = predict_logits(model, test, spec, base_seed=0, batch_size=32, device="cpu")
-    options = {"base_seed": 0, "batch_size": 32, "device": "cpu", "precision": precision, "channels_last": channels_last}
+    fp32 = predict_logits(model, test, spec, base_seed=0, batch_size=32, execution=Execution("cpu"))
+    options = {"base_seed": 0, "batch_size": 32, "execution": Execution("cpu", precision, channels_last)}
     low = predict_logits(model, test, spec, **options)
     assert low.dtype == np.float32 and low.tobytes() == predict_logits(model, test, spec, **options).tobytes()
     tolerance = {"fp32": 1e-4, "fp16": 2e-2, "bf16": 1e-1}[precision] * float(np.abs(fp32).max())
@@ -359,9 +365,9 @@ def test_low_precision_and_channels_last_are_close_to_fp32_and_leave_the_model_a
 def test_pgd_runs_under_autocast(setup) -> None:  # type: ignore[no-untyped-def]
     model, _, test = setup
     spec = SHIFTS["pgd_linf_eps0.1"]
-    fp32 = predict_logits(model, test, spec, base_seed=1, batch_size=16, device="cpu")
-    bf16 = predict_logits(model, test, spec, base_seed=1, batch_size=16, device="cpu", precision="bf16")
-    clean = predict_logits(model, test, SHIFTS["clean"], base_seed=1, device="cpu")
+    fp32 = predict_logits(model, test, spec, base_seed=1, batch_size=16, execution=Execution("cpu"))
+    bf16 = predict_logits(model, test, spec, base_seed=1, batch_size=16, execution=Execution("cpu", "bf16"))
+    clean = predict_logits(model, test, SHIFTS["clean"], base_seed=1, execution=Execution("cpu"))
     assert np.isfinite(bf16).all() and not np.array_equal(bf16, fp32)
     assert (bf16.argmax(1) == test.labels).mean() < (clean.argmax(1) == test.labels).mean()  # still an attack
 
@@ -426,8 +432,8 @@ def test_out_of_memory_halves_the_batch_and_gives_a_run_at_the_smaller_size(setu
     test = test.subset(np.arange(24 if name in SAMPLES else len(test)))  # more than fit in one piece
     small = _SmallMemory(model, fits=16)
     with caplog.at_level(logging.WARNING, logger="classwise.inference.stream"):
-        backed_off = predict_logits(small, test, SHIFTS[name], base_seed=3, batch_size=64, device="cpu")
-    at_16 = predict_logits(model, test, SHIFTS[name], base_seed=3, batch_size=16, device="cpu")
+        backed_off = predict_logits(small, test, SHIFTS[name], base_seed=3, batch_size=64, execution=Execution("cpu"))
+    at_16 = predict_logits(model, test, SHIFTS[name], base_seed=3, batch_size=16, execution=Execution("cpu"))
     assert backed_off.tobytes() == at_16.tobytes()
     warnings = [r.getMessage() for r in caplog.records if "out of memory" in r.getMessage()]
     assert len(warnings) == 2 and "batch size 64" in warnings[0] and "going on at batch size 16" in warnings[1]
@@ -437,5 +443,5 @@ def test_out_of_memory_halves_the_batch_and_gives_a_run_at_the_smaller_size(setu
 def test_out_of_memory_at_one_image_is_raised(setup) -> None:  # type: ignore[no-untyped-def]
     model, _, test = setup
     with pytest.raises(torch.cuda.OutOfMemoryError):
-        predict_logits(_SmallMemory(model, fits=0), test, SHIFTS["clean"], base_seed=0, batch_size=4, device="cpu")
+        predict_logits(_SmallMemory(model, fits=0), test, SHIFTS["clean"], base_seed=0, batch_size=4, execution=Execution("cpu"))
     assert not _prefetch_threads()

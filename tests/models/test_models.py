@@ -10,7 +10,7 @@ import torch
 
 from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
-from classwise.models import build_model, load_checkpoint, save_checkpoint, train_model
+from classwise.models import Hyperparameters, build_model, load_checkpoint, save_checkpoint, train_model
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_default_init_is_reproducible_too() -> None:
 
 def _train(train: ImageSet, seed: int, **kwargs: object) -> tuple[torch.nn.Module, dict]:
     model = build_model("mlp", n_classes=10, input_shape=(1, 8, 8), seed=0, hidden=[32], dropout=0.1)
-    summary = train_model(model, train, epochs=3, lr=0.01, batch_size=32, seed=seed, **kwargs)  # type: ignore[arg-type]
+    summary = train_model(model, train, hyperparameters=Hyperparameters(epochs=3, lr=0.01, batch_size=32, seed=seed), **kwargs)  # type: ignore[arg-type]
     return model, summary
 
 
@@ -95,9 +95,9 @@ def test_training_is_deterministic_and_learns(small_train: ImageSet) -> None:
 def test_training_rejects_bad_arguments(small_train: ImageSet) -> None:
     model = build_model("linear", n_classes=10, input_shape=(1, 8, 8))
     with pytest.raises(InputError, match="batch_size"):
-        train_model(model, small_train, epochs=1, lr=0.01, batch_size=0, seed=0)
+        train_model(model, small_train, hyperparameters=Hyperparameters(epochs=1, lr=0.01, batch_size=0, seed=0))
     with pytest.raises(InputError, match="epochs"):
-        train_model(model, small_train, epochs=-1, lr=0.01, batch_size=8, seed=0)
+        train_model(model, small_train, hyperparameters=Hyperparameters(epochs=-1, lr=0.01, batch_size=8, seed=0))
 
 
 def _save(path, model, options, **overrides):  # type: ignore[no-untyped-def]
@@ -155,3 +155,20 @@ def test_missing_and_unreadable_checkpoints(tmp_path) -> None:  # type: ignore[n
     torch.save({"weights": torch.zeros(3)}, foreign)
     with pytest.raises(InputError, match="foreign.pt"):
         load_checkpoint(foreign)
+
+
+def test_hyperparameters_check_themselves_and_fill_in_a_train_entry_s_defaults() -> None:
+    from classwise.models.sources.train import TRAINING_DEFAULTS
+
+    bad = [({"epochs": -1}, "epochs"), ({"epochs": 1.5}, "epochs"), ({"batch_size": 0}, "batch_size")]
+    bad += [({"lr": -0.1}, "lr"), ({"weight_decay": True}, "weight_decay")]
+    for values, field in bad:
+        with pytest.raises(InputError) as error:
+            Hyperparameters(**values)  # type: ignore[arg-type]
+        assert error.value.field == field
+    assert Hyperparameters.from_entry({"architecture": "mlp", "epochs": 3, "lr": 1}) == Hyperparameters(epochs=3, lr=1.0)
+    assert (
+        Hyperparameters().to_dict()
+        == TRAINING_DEFAULTS
+        == {"epochs": 10, "lr": 0.01, "batch_size": 64, "weight_decay": 0.0, "seed": 0}
+    )

@@ -17,7 +17,7 @@ from classwise.cli import main
 from classwise.errors import InputError
 from classwise.metrics import robust_fairness
 from classwise.metrics.robust_fairness import gini, load_clean_and_attacked, robust_fairness_of_files
-from classwise.shifts.spec import ShiftSpec, corruption_spec, pgd_spec
+from classwise.shifts.spec import PgdSettings, ShiftSpec, corruption_spec, pgd_spec
 
 
 def _one_hot(predictions: list[int], n_classes: int) -> np.ndarray:
@@ -245,8 +245,8 @@ def test_the_command_line_fails_clearly_and_writes_nothing(tmp_path, capsys):
 
 
 def test_the_adversarial_shifts_are_the_untargeted_attacks():
-    assert pgd_spec(norm="linf", eps=0.1).adversarial
-    assert not pgd_spec(norm="linf", eps=0.1, target=2).adversarial
+    assert pgd_spec(PgdSettings("linf", 0.1)).adversarial
+    assert not pgd_spec(PgdSettings("linf", 0.1), target=2).adversarial
     assert not ShiftSpec("clean", "clean").adversarial
     assert not corruption_spec("gaussian_noise", 1).adversarial
 

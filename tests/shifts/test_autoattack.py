@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from classwise.errors import InputError
+from classwise.shifts.attack_settings import AutoAttackSettings, PgdSettings
 from classwise.shifts.autoattack import autoattack, autoattack_components, target_classes
 from classwise.shifts.pgd import pgd_attack
 
@@ -57,7 +58,7 @@ def model(data) -> nn.Module:  # type: ignore[no-untyped-def]
 def attacked(model, data) -> torch.Tensor:  # type: ignore[no-untyped-def]
     """The whole ensemble at an eps where APGD-CE fools a few samples and the rest run every attack."""
     x, y = data
-    return autoattack(model, x, y, norm="linf", eps=EPS, seed=SEED)
+    return autoattack(model, x, y, attack=AutoAttackSettings("linf", EPS), seed=SEED)
 
 
 def _correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -95,14 +96,16 @@ def test_agrees_with_torchattacks_autoattack_l2(model, data) -> None:  # type: i
     """At an eps where APGD-CE fools every image: APGD-T and Square, corrected at L2
     (test_autoattack_l2.py), never run."""
     x, y = data
-    ours = autoattack(model, x, y, norm="l2", eps=LARGE["l2"], seed=SEED)
+    ours = autoattack(model, x, y, attack=AutoAttackSettings("l2", LARGE["l2"]), seed=SEED)
     assert torch.equal(ours, _reference(model, x, y, norm="l2", eps=LARGE["l2"], seed=SEED))
 
 
 def test_never_more_robust_than_pgd(model, data, attacked) -> None:  # type: ignore[no-untyped-def]
     x, y = data
     for steps in (10, 40):
-        pgd = pgd_attack(model, x, y, norm="linf", eps=EPS, alpha=2.5 * EPS / steps, steps=steps, random_start=False)
+        pgd = pgd_attack(
+            model, x, y, attack=PgdSettings("linf", EPS, steps=steps, step_size=2.5 * EPS / steps, random_start=False)
+        )
         assert int(_correct(model, attacked, y).sum()) <= int(_correct(model, pgd, y).sum())
 
 
@@ -110,7 +113,7 @@ def test_worst_case_over_the_attacks(model, data, attacked) -> None:  # type: ig
     """Every sample APGD-CE alone fools (it runs first, on every sample, with the same seed) and
     every sample misclassified clean stays fooled by the ensemble."""
     x, y = data
-    components = autoattack_components(model, norm="linf", eps=EPS, version="standard", n_classes=N_CLASSES, seed=SEED)
+    components = autoattack_components(model, attack=AutoAttackSettings("linf", EPS, "standard"), n_classes=N_CLASSES, seed=SEED)
     first = dict(components)["apgd-ce"](x, y)
     fooled, fooled_first = ~_correct(model, attacked, y), ~_correct(model, first, y)
     assert int(fooled_first.sum()) > 0
@@ -122,7 +125,7 @@ def test_stays_in_the_ball_and_in_range(model, data, attacked) -> None:  # type:
     assert float((attacked - x).abs().max()) <= EPS + 1e-6
     assert float(attacked.min()) >= 0.0 and float(attacked.max()) <= 1.0
     for norm, eps in LARGE.items():
-        adv = autoattack(model, x, y, norm=norm, eps=eps)
+        adv = autoattack(model, x, y, attack=AutoAttackSettings(norm, eps))
         assert not bool(_correct(model, adv, y).any())
         assert float(adv.min()) >= 0.0 and float(adv.max()) <= 1.0
         size = (adv - x).abs().flatten(1).amax(1) if norm == "linf" else (adv - x).flatten(1).norm(dim=1)
@@ -131,15 +134,15 @@ def test_stays_in_the_ball_and_in_range(model, data, attacked) -> None:  # type:
 
 def test_eps_zero_changes_no_image(model, data) -> None:  # type: ignore[no-untyped-def]
     x, y = data
-    assert torch.equal(autoattack(model, x, y, norm="linf", eps=0.0), x)
-    assert torch.equal(autoattack(model, x, y, norm="l2", eps=0), x)
+    assert torch.equal(autoattack(model, x, y, attack=AutoAttackSettings("linf", 0.0)), x)
+    assert torch.equal(autoattack(model, x, y, attack=AutoAttackSettings("l2", 0)), x)
 
 
 def test_deterministic_and_leaves_the_global_generator_alone(model, data, attacked) -> None:  # type: ignore[no-untyped-def]
     x, y = data
     torch.manual_seed(123)
     before = torch.random.get_rng_state()
-    again = autoattack(model, x, y, norm="linf", eps=EPS, seed=SEED)
+    again = autoattack(model, x, y, attack=AutoAttackSettings("linf", EPS), seed=SEED)
     assert torch.equal(torch.random.get_rng_state(), before)
     assert again.numpy().tobytes() == attacked.numpy().tobytes()
 
@@ -160,7 +163,7 @@ def test_a_constant_model_keeps_every_prediction(data) -> None:  # type: ignore[
     x, y = x[1:3], y[1:3]  # classes 1 (the constant prediction: correct) and 2 (wrong)
     model = Constant()
     assert _correct(model, x, y).tolist() == [True, False]
-    adv = autoattack(model, x, y, norm="linf", eps=EPS)
+    adv = autoattack(model, x, y, attack=AutoAttackSettings("linf", EPS))
     assert torch.equal(_correct(model, adv, y), _correct(model, x, y))
     assert torch.isfinite(adv).all() and float((adv - x).abs().max()) <= EPS + 1e-6
 
@@ -170,7 +173,7 @@ def test_progress_names_every_attack_and_modes_are_restored(model, data) -> None
     model.train()
     log = io.StringIO()
     try:
-        autoattack(model, x, y, norm="linf", eps=LARGE["linf"], progress=log)
+        autoattack(model, x, y, attack=AutoAttackSettings("linf", LARGE["linf"]), progress=log)
         assert all(module.training for module in model.modules())
     finally:
         model.eval()
@@ -182,13 +185,13 @@ def test_progress_names_every_attack_and_modes_are_restored(model, data) -> None
 def test_reference_hyper_parameters() -> None:
     """fra31/auto-attack's set_version('standard'): 100 iterations, 9 targets, 5000 queries."""
     net = nn.Sequential(nn.Flatten(), nn.Linear(64, 100))
-    names = autoattack_components(net, norm="linf", eps=0.1, version="standard", n_classes=100, seed=0)
+    names = autoattack_components(net, attack=AutoAttackSettings("linf", 0.1, "standard"), n_classes=100, seed=0)
     attacks = dict(names)
     assert list(attacks) == ["apgd-ce", "apgd-t", "fab-t", "square"]
     assert attacks["apgd-ce"].steps == attacks["apgd-t"].steps == attacks["fab-t"].steps == 100
     assert attacks["apgd-t"].n_target_classes == attacks["fab-t"].n_target_classes == 9
     assert attacks["square"].n_queries == 5000 and attacks["square"].rescale_schedule is False
-    rand = dict(autoattack_components(net, norm="l2", eps=0.1, version="rand", n_classes=100, seed=0))
+    rand = dict(autoattack_components(net, attack=AutoAttackSettings("l2", 0.1, "rand"), n_classes=100, seed=0))
     assert list(rand) == ["apgd-ce", "apgd-dlr"] and all(a.eot_iter == 20 for a in rand.values())
     assert [target_classes(c) for c in (2, 4, 10, 100)] == [1, 3, 9, 9]
 
@@ -211,23 +214,24 @@ def test_bad_arguments_fail_before_any_work(data, kwargs, field) -> None:  # typ
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             raise AssertionError("the model ran")
 
-    arguments = {"norm": "linf", "eps": 0.1, **kwargs}
+    arguments = {"norm": "linf", "eps": 0.1, "seed": 0, **kwargs}
+    seed = arguments.pop("seed")
     with pytest.raises(InputError) as error:
-        autoattack(Exploding(), x, y, **arguments)
+        autoattack(Exploding(), x, y, attack=AutoAttackSettings(**arguments), seed=seed)
     assert error.value.field == field
 
 
 def test_bad_images_and_too_few_classes(model, data) -> None:  # type: ignore[no-untyped-def]
     x, y = data
     with pytest.raises(InputError, match=r"\[0, 1\]"):
-        autoattack(model, x + 1.0, y, norm="linf", eps=0.1)
+        autoattack(model, x + 1.0, y, attack=AutoAttackSettings("linf", 0.1))
     with pytest.raises(InputError, match="do not match"):
-        autoattack(model, x, y[:-1], norm="linf", eps=0.1)
+        autoattack(model, x, y[:-1], attack=AutoAttackSettings("linf", 0.1))
     three = nn.Sequential(nn.Flatten(), nn.Linear(64, 3))
     with pytest.raises(InputError, match="at least 4 classes"):
-        autoattack(three, x, y % 3, norm="linf", eps=0.1)
+        autoattack(three, x, y % 3, attack=AutoAttackSettings("linf", 0.1))
     with pytest.raises(InputError, match="labels must lie"):
-        autoattack(model, x, y + N_CLASSES, norm="linf", eps=0.1)
+        autoattack(model, x, y + N_CLASSES, attack=AutoAttackSettings("linf", 0.1))
 
 
 def test_per_sample_budget_guard() -> None:
@@ -306,18 +310,22 @@ def test_bad_autoattack_config_entries(entry, field) -> None:  # type: ignore[no
 def test_predict_logits_under_autoattack(model, data) -> None:  # type: ignore[no-untyped-def]
     """The inference loop attacks batch by batch with the shift's seed, and logs every attack."""
     from classwise.data.imageset import ImageSet
+    from classwise.inference.execution import Execution
     from classwise.inference.stream import predict_logits
     from classwise.shifts.seeding import sample_seed
     from classwise.shifts.spec import autoattack_spec
 
     x, y = data
     images = ImageSet(images=x.numpy(), labels=y.numpy(), sample_ids=[f"s{i}" for i in range(len(y))], class_names=list("abcd"))
-    spec = autoattack_spec(norm="linf", eps=LARGE["linf"])
+    spec = autoattack_spec(AutoAttackSettings("linf", LARGE["linf"]))
     log = io.StringIO()
-    logits = predict_logits(model, images, spec, base_seed=5, batch_size=8, device="cpu", attack_log=log)
+    logits = predict_logits(model, images, spec, base_seed=5, batch_size=8, execution=Execution("cpu"), attack_log=log)
     seed = sample_seed(5, spec.name)
     expected = torch.cat(
-        [autoattack(model, x[i : i + 8], y[i : i + 8], norm="linf", eps=LARGE["linf"], seed=seed) for i in (0, 8)]
+        [
+            autoattack(model, x[i : i + 8], y[i : i + 8], attack=AutoAttackSettings("linf", LARGE["linf"]), seed=seed)
+            for i in (0, 8)
+        ]
     )
     with torch.no_grad():
         assert np.array_equal(logits, model(expected).numpy())

@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 
+from classwise.shifts.attack_settings import AutoAttackSettings
 from classwise.shifts.autoattack import autoattack_components
 
 pytest.importorskip("torchattacks")
@@ -39,7 +40,7 @@ class Recording(nn.Module):
 
 
 def _component(model: nn.Module, name: str, *, eps: float) -> object:
-    return dict(autoattack_components(model, norm="l2", eps=eps, version="standard", n_classes=4, seed=SEED))[name]
+    return dict(autoattack_components(model, attack=AutoAttackSettings("l2", eps, "standard"), n_classes=4, seed=SEED))[name]
 
 
 def test_apgdt_steps_each_image_with_its_own_step_size() -> None:

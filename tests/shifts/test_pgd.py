@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
 from classwise.data import load_digits_split
 from classwise.errors import InputError
-from classwise.models import build_model, train_model
+from classwise.models import Hyperparameters, build_model, train_model
+from classwise.shifts.attack_settings import PgdSettings
 from classwise.shifts.pgd import pgd_attack
 
 N_EVAL = 200
@@ -27,7 +30,7 @@ def models(data) -> dict[str, torch.nn.Module]:  # type: ignore[no-untyped-def]
     out = {}
     for arch, options in (("linear", {}), ("mlp", {"hidden": [32]})):
         model = build_model(arch, n_classes=10, input_shape=(1, 8, 8), seed=0, **options)
-        train_model(model, train, epochs=5, lr=0.01, batch_size=64, seed=0)
+        train_model(model, train, hyperparameters=Hyperparameters(epochs=5, lr=0.01, batch_size=64, seed=0))
         out[arch] = model
     return out
 
@@ -43,7 +46,9 @@ def test_stays_in_ball_and_range_and_hurts(models, data, norm, eps, alpha, rando
     x, y, _ = data
     model = models["mlp"]
     gen = torch.Generator().manual_seed(0)
-    adv = pgd_attack(model, x, y, norm=norm, eps=eps, alpha=alpha, steps=10, random_start=random_start, generator=gen)
+    adv = pgd_attack(
+        model, x, y, attack=PgdSettings(norm, eps, steps=10, step_size=alpha, random_start=random_start), generator=gen
+    )
     assert adv.shape == x.shape and adv.dtype == torch.float32
     assert adv.min() >= 0.0 and adv.max() <= 1.0
     delta = (adv - x).flatten(1)
@@ -60,7 +65,7 @@ def test_stays_in_ball_and_range_and_hurts(models, data, norm, eps, alpha, rando
 def test_eps_zero_is_the_identity(models, data, norm) -> None:  # type: ignore[no-untyped-def]
     x, y, _ = data
     model = models["linear"]
-    adv = pgd_attack(model, x, y, norm=norm, eps=0.0, alpha=0.1, steps=5, random_start=True)
+    adv = pgd_attack(model, x, y, attack=PgdSettings(norm, 0.0, steps=5, step_size=0.1, random_start=True))
     assert torch.equal(adv, x)
     assert _accuracy(model, adv, y) == _accuracy(model, x, y)
 
@@ -69,7 +74,7 @@ def test_targeted_attack_succeeds_on_a_linear_model(models, data) -> None:  # ty
     x, y, _ = data
     model = models["linear"]
     targets = (y + 1) % 10
-    adv = pgd_attack(model, x, y, norm="linf", eps=0.5, alpha=0.05, steps=20, random_start=False, targets=targets)
+    adv = pgd_attack(model, x, y, attack=PgdSettings("linf", 0.5, steps=20, step_size=0.05, random_start=False), targets=targets)
     with torch.no_grad():
         hit = (model(adv).argmax(1) == targets).float().mean()
     assert hit > 0.95
@@ -79,15 +84,15 @@ def test_targeted_attack_succeeds_on_a_linear_model(models, data) -> None:  # ty
 def test_random_start_is_reproducible_from_the_generator(models, data) -> None:  # type: ignore[no-untyped-def]
     x, y, _ = data
     model = models["mlp"]
-    kwargs = dict(norm="linf", eps=0.1, alpha=0.025, steps=3, random_start=True)
-    a = pgd_attack(model, x, y, generator=torch.Generator().manual_seed(1), **kwargs)
-    b = pgd_attack(model, x, y, generator=torch.Generator().manual_seed(1), **kwargs)
-    c = pgd_attack(model, x, y, generator=torch.Generator().manual_seed(2), **kwargs)
+    attack = PgdSettings("linf", 0.1, steps=3, step_size=0.025, random_start=True)
+    a = pgd_attack(model, x, y, attack=attack, generator=torch.Generator().manual_seed(1))
+    b = pgd_attack(model, x, y, attack=attack, generator=torch.Generator().manual_seed(1))
+    c = pgd_attack(model, x, y, attack=attack, generator=torch.Generator().manual_seed(2))
     assert torch.equal(a, b)
     assert not torch.equal(a, c)
     # the start can also be given explicitly
     delta = torch.full_like(x, 0.05)
-    d = pgd_attack(model, x, y, init_delta=delta, **{**kwargs, "steps": 0})
+    d = pgd_attack(model, x, y, attack=dataclasses.replace(attack, steps=0), init_delta=delta)
     assert torch.allclose(d, torch.clamp(x + 0.05, 0, 1))
 
 
@@ -98,11 +103,11 @@ def test_model_mode_and_parameters_are_untouched(models, data) -> None:  # type:
     model.zero_grad(set_to_none=True)
     model.train()
     try:
-        pgd_attack(model, x[:20], y[:20], norm="l2", eps=0.5, alpha=0.1, steps=3, random_start=False)
+        pgd_attack(model, x[:20], y[:20], attack=PgdSettings("l2", 0.5, steps=3, step_size=0.1, random_start=False))
         assert model.training
     finally:
         model.eval()
-    pgd_attack(model, x[:20], y[:20], norm="linf", eps=0.1, alpha=0.1, steps=3, random_start=False)
+    pgd_attack(model, x[:20], y[:20], attack=PgdSettings("linf", 0.1, steps=3, step_size=0.1, random_start=False))
     assert not model.training
     assert all(p.grad is None for p in model.parameters())
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
@@ -111,7 +116,9 @@ def test_model_mode_and_parameters_are_untouched(models, data) -> None:  # type:
 def test_works_inside_inference_mode(models, data) -> None:  # type: ignore[no-untyped-def]
     x, y, _ = data
     with torch.inference_mode():
-        adv = pgd_attack(models["mlp"], x[:20], y[:20], norm="linf", eps=0.1, alpha=0.05, steps=3, random_start=False)
+        adv = pgd_attack(
+            models["mlp"], x[:20], y[:20], attack=PgdSettings("linf", 0.1, steps=3, step_size=0.05, random_start=False)
+        )
     assert not torch.equal(adv, x[:20])
 
 
@@ -120,7 +127,9 @@ def test_zero_gradients_do_not_break_l2() -> None:
     torch.nn.init.zeros_(model[1].weight)
     torch.nn.init.zeros_(model[1].bias)
     x = torch.rand(5, 1, 8, 8)
-    adv = pgd_attack(model, x, torch.zeros(5, dtype=torch.long), norm="l2", eps=1.0, alpha=0.5, steps=3, random_start=False)
+    adv = pgd_attack(
+        model, x, torch.zeros(5, dtype=torch.long), attack=PgdSettings("l2", 1.0, steps=3, step_size=0.5, random_start=False)
+    )
     assert torch.isfinite(adv).all()
     assert torch.equal(adv, x)
 
@@ -128,9 +137,9 @@ def test_zero_gradients_do_not_break_l2() -> None:
 def test_bad_arguments(models, data) -> None:  # type: ignore[no-untyped-def]
     x, y, _ = data
     with pytest.raises(InputError, match="norm"):
-        pgd_attack(models["linear"], x, y, norm="l1", eps=0.1, alpha=0.1, steps=1, random_start=False)  # type: ignore[arg-type]
+        pgd_attack(models["linear"], x, y, attack=PgdSettings("l1", 0.1, steps=1, step_size=0.1, random_start=False))  # type: ignore[arg-type]
     with pytest.raises(InputError, match="eps"):
-        pgd_attack(models["linear"], x, y, norm="linf", eps=-1.0, alpha=0.1, steps=1, random_start=False)
+        pgd_attack(models["linear"], x, y, attack=PgdSettings("linf", -1.0, steps=1, step_size=0.1, random_start=False))
 
 
 @pytest.mark.parametrize("norm,eps,alpha", [("linf", 0.1, 0.025), ("linf", 0.05, 0.0125), ("l2", 0.75, 0.2)])
@@ -138,7 +147,7 @@ def test_matches_torchattacks(models, data, norm, eps, alpha) -> None:  # type: 
     torchattacks = pytest.importorskip("torchattacks")
     x, y, _ = data
     model = models["mlp"]
-    ours = pgd_attack(model, x, y, norm=norm, eps=eps, alpha=alpha, steps=10, random_start=False)
+    ours = pgd_attack(model, x, y, attack=PgdSettings(norm, eps, steps=10, step_size=alpha, random_start=False))
     cls = torchattacks.PGD if norm == "linf" else torchattacks.PGDL2
     reference = cls(model, eps=eps, alpha=alpha, steps=10, random_start=False)(x, y)
     ours_acc, ref_acc = _accuracy(model, ours, y), _accuracy(model, reference, y)
@@ -168,7 +177,7 @@ def demo_cnn(data):  # type: ignore[no-untyped-def]
 def test_matches_torchattacks_on_the_demo_cnn(demo_cnn, norm, eps, alpha) -> None:  # type: ignore[no-untyped-def]
     torchattacks = pytest.importorskip("torchattacks")
     model, x, y = demo_cnn
-    ours = pgd_attack(model, x, y, norm=norm, eps=eps, alpha=alpha, steps=10, random_start=False)
+    ours = pgd_attack(model, x, y, attack=PgdSettings(norm, eps, steps=10, step_size=alpha, random_start=False))
     cls = torchattacks.PGD if norm == "linf" else torchattacks.PGDL2
     reference = cls(model, eps=eps, alpha=alpha, steps=10, random_start=False)(x, y)
     ours_acc, ref_acc = _accuracy(model, ours, y), _accuracy(model, reference, y)
@@ -184,7 +193,7 @@ def test_targeted_matches_torchattacks_targeted_by_label(models, data, norm, eps
     x, y, _ = data
     model = models["mlp"]
     targets = (y + 3) % 10
-    ours = pgd_attack(model, x, y, norm=norm, eps=eps, alpha=alpha, steps=10, random_start=False, targets=targets)
+    ours = pgd_attack(model, x, y, attack=PgdSettings(norm, eps, steps=10, step_size=alpha, random_start=False), targets=targets)
     cls = torchattacks.PGD if norm == "linf" else torchattacks.PGDL2
     attack = cls(model, eps=eps, alpha=alpha, steps=10, random_start=False)
     attack.set_mode_targeted_by_label(quiet=True)
@@ -202,7 +211,7 @@ def test_targeted_matches_torchattacks_targeted_by_label(models, data, norm, eps
 def test_targets_equal_to_labels_keep_samples_in_their_class(models, data) -> None:  # type: ignore[no-untyped-def]
     x, y, _ = data
     model = models["mlp"]
-    adv = pgd_attack(model, x, y, norm="linf", eps=0.1, alpha=0.025, steps=10, random_start=False, targets=y)
+    adv = pgd_attack(model, x, y, attack=PgdSettings("linf", 0.1, steps=10, step_size=0.025, random_start=False), targets=y)
     assert _accuracy(model, adv, y) >= _accuracy(model, x, y)
 
 
@@ -216,11 +225,7 @@ def test_large_steps_still_respect_ball_and_range(models, data, norm, eps) -> No
         models["mlp"],
         x,
         y,
-        norm=norm,
-        eps=eps,
-        alpha=10 * eps,
-        steps=3,
-        random_start=True,
+        attack=PgdSettings(norm, eps, steps=3, step_size=10 * eps, random_start=True),
         generator=torch.Generator().manual_seed(0),
         targets=(y + 1) % 10,
     )
@@ -233,12 +238,12 @@ def test_large_steps_still_respect_ball_and_range(models, data, norm, eps) -> No
 def test_runs_on_the_model_device_and_returns_on_the_input_device(models, data) -> None:  # type: ignore[no-untyped-def]
     x, y, _ = data
     model = models["mlp"]
-    adv = pgd_attack(model, x[:8], y[:8], norm="linf", eps=0.1, alpha=0.05, steps=2, random_start=False)
+    adv = pgd_attack(model, x[:8], y[:8], attack=PgdSettings("linf", 0.1, steps=2, step_size=0.05, random_start=False))
     assert adv.device == x.device and adv.dtype == torch.float32
     if torch.cuda.is_available():  # pragma: no cover - only with a GPU
         model.cuda()
         try:
-            on_gpu = pgd_attack(model, x[:8], y[:8], norm="linf", eps=0.1, alpha=0.05, steps=2, random_start=False)
+            on_gpu = pgd_attack(model, x[:8], y[:8], attack=PgdSettings("linf", 0.1, steps=2, step_size=0.05, random_start=False))
         finally:
             model.cpu()
         assert on_gpu.device == x.device
@@ -248,7 +253,7 @@ def test_runs_on_the_model_device_and_returns_on_the_input_device(models, data) 
 def test_bad_images_and_targets(models, data) -> None:  # type: ignore[no-untyped-def]
     x, y, _ = data
     model = models["linear"]
-    kwargs = dict(norm="linf", eps=0.1, alpha=0.1, steps=1, random_start=False)
+    kwargs = dict(attack=PgdSettings("linf", 0.1, steps=1, step_size=0.1, random_start=False))
     with pytest.raises(InputError, match=r"\[0, 1\]"):
         pgd_attack(model, x * 2, y, **kwargs)
     with pytest.raises(InputError, match="floating"):

@@ -133,18 +133,19 @@ def test_a_shift_that_does_not_fit_a_dataset_s_classes_says_why() -> None:
 
 @pytest.mark.parametrize("eps", [-0.1, math.nan, math.inf, True, "0.1"])
 def test_one_eps_check_on_the_config_side_and_the_job_side(eps: object) -> None:
-    """pgd_spec and autoattack_spec (the config's entries) and pgd_attack and autoattack (the
-    jobs) refuse the same radii with the same message."""
+    """The attacks' records as the config's entries make them (PgdSettings.from_entry,
+    AutoAttackSettings.from_entry) and as the jobs take them (pgd_attack, autoattack) refuse the
+    same radii with the same message."""
+    from classwise.shifts.attack_settings import AutoAttackSettings, PgdSettings
     from classwise.shifts.autoattack import check_autoattack_arguments
     from classwise.shifts.pgd import pgd_attack
-    from classwise.shifts.spec import autoattack_spec, pgd_spec
 
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3))
     images, labels = torch.rand(2, 1, 2, 2), torch.zeros(2, dtype=torch.long)
     calls = {
-        "shifts.pgd.eps": lambda: pgd_spec(norm="linf", eps=eps),  # type: ignore[arg-type]
-        "shifts.autoattack.eps": lambda: autoattack_spec(norm="linf", eps=eps),  # type: ignore[arg-type]
-        "eps": lambda: pgd_attack(model, images, labels, norm="linf", eps=eps, alpha=0.1, steps=1, random_start=False),  # type: ignore[arg-type]
+        "shifts.pgd.eps": lambda: PgdSettings.from_entry({"norm": "linf", "eps": eps}, "shifts.pgd"),
+        "shifts.autoattack.eps": lambda: AutoAttackSettings.from_entry({"norm": "linf", "eps": eps}, "shifts.autoattack"),
+        "eps": lambda: pgd_attack(model, images, labels, attack=PgdSettings("linf", eps, steps=1, step_size=0.1)),  # type: ignore[arg-type]
         "shifts.autoattack[0].eps": lambda: check_autoattack_arguments(
             norm="linf", eps=eps, version="standard", seed=0, field_prefix="shifts.autoattack[0]."
         ),
@@ -191,3 +192,28 @@ def test_a_new_kind_is_its_module_and_one_registry_line(monkeypatch: pytest.Monk
         InputError, match=r"c.yaml: field 'shifts.inverted': unknown key\(s\) \['inverted'\]; expected some of .*'invert'"
     ):
         configured_shifts(config, source="c.yaml")
+
+
+def test_the_attack_records_check_themselves_and_name_a_config_entry_s_field() -> None:
+    from classwise.shifts.attack_settings import AutoAttackSettings, PgdSettings
+
+    bad = {
+        "norm": lambda: PgdSettings("l1", 0.1),  # type: ignore[arg-type]
+        "steps": lambda: PgdSettings("linf", 0.1, steps=-1),
+        "step_size": lambda: PgdSettings("linf", 0.1, step_size=-0.1),
+        "random_start": lambda: PgdSettings("linf", 0.1, random_start=1),  # type: ignore[arg-type]
+        "version": lambda: AutoAttackSettings("linf", 0.1, "plus"),  # type: ignore[arg-type]
+    }
+    for field, make in bad.items():
+        with pytest.raises(InputError) as error:
+            make()
+        assert error.value.field == field
+    with pytest.raises(InputError) as error:
+        PgdSettings.from_entry({"norm": "linf", "eps": 0.1, "steps": 1.5}, "shifts.pgd[0]")
+    assert error.value.field == "shifts.pgd[0].steps" and "expected an integer >= 0, got 1.5" in str(error.value)
+    with pytest.raises(InputError) as error:
+        AutoAttackSettings.from_entry({"norm": "l1", "eps": 0.1}, "shifts.autoattack[1]")
+    assert error.value.field == "shifts.autoattack[1].norm"
+    # the step size: given, or 2.5 * eps / steps (none without steps)
+    assert PgdSettings("l2", 0.5, step_size=0.2).alpha == 0.2
+    assert PgdSettings("linf", 0.1, steps=4).alpha == 2.5 * 0.1 / 4 and PgdSettings("linf", 0.1, steps=0).alpha == 0.0

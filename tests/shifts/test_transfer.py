@@ -11,9 +11,10 @@ import torch
 from classwise import tables
 from classwise.data import ImageSet, load_digits_split
 from classwise.errors import InputError
+from classwise.inference.execution import Execution
 from classwise.inference.stream import predict_logits, shifted_images, transferred_images
 from classwise.logits_io import ScoresFile
-from classwise.models import build_model, train_model
+from classwise.models import Hyperparameters, build_model, train_model
 from classwise.pipeline.plan import check_runs
 from classwise.robustness.transfer import transfer_matrix
 from classwise.shifts.spec import ADVERSARIAL_KINDS, expand_shifts
@@ -119,8 +120,8 @@ def models() -> tuple[torch.nn.Module, torch.nn.Module, ImageSet]:
     train, test = load_digits_split(test_fraction=0.3, seed=0)
     source = build_model("linear", n_classes=10, input_shape=(1, 8, 8), seed=0)
     target = build_model("mlp", n_classes=10, input_shape=(1, 8, 8), seed=0)
-    train_model(source, train, epochs=3, lr=0.01, batch_size=64, seed=0)
-    train_model(target, train, epochs=3, lr=0.01, batch_size=64, seed=0)
+    train_model(source, train, hyperparameters=Hyperparameters(epochs=3, lr=0.01, batch_size=64, seed=0))
+    train_model(target, train, hyperparameters=Hyperparameters(epochs=3, lr=0.01, batch_size=64, seed=0))
     return source, target, test.subset(np.arange(60))
 
 
@@ -129,27 +130,27 @@ def test_the_transferred_images_are_the_source_s_own_attack_images(models, name)
     source, target, test = models
     spec = SHIFTS[name]
     test = test.subset(np.arange(20))  # AutoAttack's Square runs 5000 queries on any robust image
-    crafted = transferred_images(source, test, spec, base_seed=3, batch_size=32, device="cpu")
-    own = shifted_images(source, test, spec.attack, base_seed=3, batch_size=32, device="cpu")
+    crafted = transferred_images(source, test, spec, base_seed=3, batch_size=32, execution=Execution("cpu"))
+    own = shifted_images(source, test, spec.attack, base_seed=3, batch_size=32, execution=Execution("cpu"))
     assert np.array_equal(crafted, own)
     # the source evaluated under its own transfer shift is its white-box attack, logit for logit
     np.testing.assert_array_equal(
-        predict_logits(source, test, spec, base_seed=3, batch_size=32, device="cpu", source_model=source),
-        predict_logits(source, test, spec.attack, base_seed=3, batch_size=32, device="cpu"),
+        predict_logits(source, test, spec, base_seed=3, batch_size=32, execution=Execution("cpu"), source_model=source),
+        predict_logits(source, test, spec.attack, base_seed=3, batch_size=32, execution=Execution("cpu")),
     )
     # the target sees exactly those images
     with torch.no_grad():
         expected = target(torch.from_numpy(own)).numpy()
-    transferred = predict_logits(target, test, spec, base_seed=3, batch_size=32, device="cpu", source_model=source)
+    transferred = predict_logits(target, test, spec, base_seed=3, batch_size=32, execution=Execution("cpu"), source_model=source)
     np.testing.assert_allclose(transferred, expected, rtol=1e-5, atol=1e-5)
-    again = predict_logits(target, test, spec, base_seed=3, batch_size=32, device="cpu", source_model=source)
+    again = predict_logits(target, test, spec, base_seed=3, batch_size=32, execution=Execution("cpu"), source_model=source)
     assert np.array_equal(transferred, again)  # deterministic
 
 
 def test_a_transfer_without_its_source_model_is_an_error(models) -> None:  # type: ignore[no-untyped-def]
     _, target, test = models
     with pytest.raises(InputError, match="from model 'linear'"):
-        predict_logits(target, test, SHIFTS["transfer_linear_pgd_linf_eps0.1"], base_seed=0, device="cpu")
+        predict_logits(target, test, SHIFTS["transfer_linear_pgd_linf_eps0.1"], base_seed=0, execution=Execution("cpu"))
 
 
 def _scores(rng: np.random.Generator, n: int, classes: int, ids: np.ndarray, labels: np.ndarray) -> ScoresFile:

@@ -34,6 +34,7 @@ from classwise.atomic import write_json
 from classwise.bench.pgd import _timed, demo_cnn, parse_batch_sizes
 from classwise.inference.stream import resolve_device
 from classwise.models.architectures import Normalize
+from classwise.shifts.attack_settings import AutoAttackSettings
 from classwise.shifts.autoattack import REFERENCE_ITERATIONS, autoattack, target_classes
 
 EPS = 4 / 255
@@ -85,7 +86,7 @@ def bench_model(
     eps, seed = EPS, 0
     theirs = reference_autoattack(model, eps=eps, n_classes=n_classes, seed=seed)
     order: tuple[tuple[str, Callable[[], torch.Tensor]], ...] = (
-        ("classwise", lambda: autoattack(model, images, labels, norm="linf", eps=eps, seed=seed)),
+        ("classwise", lambda: autoattack(model, images, labels, attack=AutoAttackSettings("linf", eps), seed=seed)),
         ("torchattacks", lambda: theirs(images, labels)),
     )
     times: dict[str, list[float]] = {"classwise": [], "torchattacks": []}

@@ -119,6 +119,7 @@ def bench_case(
     import torch
 
     from classwise.data.sources import open_split
+    from classwise.inference.execution import Execution
     from classwise.inference.stream import stream_logits
     from classwise.models.data_config import DataConfig, preprocess_image
     from classwise.shifts.spec import ShiftSpec
@@ -138,7 +139,14 @@ def bench_case(
     def run(model: Any, prefetch: int) -> np.ndarray:
         chunks = dataset.iter_batches(batch_size, transform, workers=decode_threads)
         with stream_logits(
-            [model], chunks, spec, n_classes=n_classes, base_seed=0, batch_size=batch_size, device="cpu", prefetch=prefetch
+            [model],
+            chunks,
+            spec,
+            n_classes=n_classes,
+            base_seed=0,
+            batch_size=batch_size,
+            execution=Execution("cpu"),
+            prefetch=prefetch,
         ) as batches:
             return np.concatenate([logits for _, (logits,) in batches])
 
@@ -146,7 +154,7 @@ def bench_case(
         """``models`` fed from one stream: each batch decoded and shifted once for all."""
         chunks = dataset.iter_batches(batch_size, transform, workers=decode_threads)
         with stream_logits(
-            models, chunks, spec, n_classes=n_classes, base_seed=0, batch_size=batch_size, device="cpu", prefetch=2
+            models, chunks, spec, n_classes=n_classes, base_seed=0, batch_size=batch_size, execution=Execution("cpu"), prefetch=2
         ) as batches:
             per_batch = [outputs for _, outputs in batches]
         return [np.concatenate([outputs[i] for outputs in per_batch]) for i in range(len(models))]

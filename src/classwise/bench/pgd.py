@@ -29,6 +29,7 @@ from classwise.atomic import write_json
 from classwise.inference.stream import resolve_device
 from classwise.models import build_model
 from classwise.models.architectures import Normalize
+from classwise.shifts.attack_settings import PgdSettings
 from classwise.shifts.pgd import Norm, pgd_attack
 
 STEPS = 10
@@ -114,7 +115,9 @@ def bench_model(
         params = ATTACKS[norm]
 
         def ours(norm: Norm = norm, eps: float = params["eps"], alpha: float = params["alpha"]) -> torch.Tensor:
-            return pgd_attack(model, images, labels, norm=norm, eps=eps, alpha=alpha, steps=STEPS, random_start=False)
+            return pgd_attack(
+                model, images, labels, attack=PgdSettings(norm, eps, steps=STEPS, step_size=alpha, random_start=False)
+            )
 
         reference_cls = torchattacks.PGD if norm == "linf" else torchattacks.PGDL2
         theirs = reference_cls(model, eps=params["eps"], alpha=params["alpha"], steps=STEPS, random_start=False)

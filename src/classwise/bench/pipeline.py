@@ -347,6 +347,7 @@ def bench_throughput(
 
     from classwise.data.sources import open_split
     from classwise.data.stand_ins import image_folder_fixture
+    from classwise.inference.execution import Execution
     from classwise.inference.stream import predict_logits, resolve_device
     from classwise.logits_io import load_scores
     from classwise.models.data_config import preprocess_image
@@ -389,7 +390,7 @@ def bench_throughput(
     batches = [images.subset(np.arange(i, min(i + batch_size, n_images))) for i in starts]
 
     def pipeline_decoded(k: int) -> np.ndarray:
-        return predict_logits(model, batches[k], spec, base_seed=0, batch_size=batch_size, device=str(target))
+        return predict_logits(model, batches[k], spec, base_seed=0, batch_size=batch_size, execution=Execution(str(target)))
 
     def bare_decoded(k: int) -> np.ndarray:
         with torch.inference_mode():

@@ -49,17 +49,18 @@ def run(*, epochs: int = 10, samples: int | None = None, batch_size: int = 128, 
     import torch
 
     from classwise.data import load_digits_split
+    from classwise.inference.execution import Execution
     from classwise.inference.stream import predict_logits
     from classwise.metrics import worst_class as wc
     from classwise.metrics.stats import compute_stats
-    from classwise.models import build_model, train_model
+    from classwise.models import Hyperparameters, build_model, train_model
     from classwise.shifts import expand_shifts
 
     train, test = load_digits_split(test_fraction=0.3, seed=seed)
     if samples is not None:
         test = test.subset(np.arange(min(samples, len(test))))
     model = build_model("cnn", n_classes=test.n_classes, input_shape=test.input_shape, seed=seed)
-    train_model(model, train, epochs=epochs, lr=0.01, batch_size=64, seed=seed, device="cpu")
+    train_model(model, train, hyperparameters=Hyperparameters(epochs=epochs, lr=0.01, batch_size=64, seed=seed), device="cpu")
     results: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "torch": torch.__version__, "load_average_1min": load_average()},
         "model": f"cnn on the digits (8x8), {epochs} epochs, seed {seed}",
@@ -69,7 +70,7 @@ def run(*, epochs: int = 10, samples: int | None = None, batch_size: int = 128, 
     for name, spec in expand_shifts(SHIFTS).items():
         logits = {
             setting: predict_logits(
-                model, test, spec, base_seed=seed, batch_size=batch_size, device="cpu", precision=precision, channels_last=layout
+                model, test, spec, base_seed=seed, batch_size=batch_size, execution=Execution("cpu", precision, layout)
             )
             for setting, (precision, layout) in SETTINGS.items()
         }

@@ -24,7 +24,7 @@ from typing import Any
 
 from classwise.errors import InputError
 
-__all__ = ["PRECISIONS", "Execution"]
+__all__ = ["DEFAULT_EXECUTION", "PRECISIONS", "Execution"]
 
 #: The precisions an inference job runs at; the first is the default.
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -97,3 +97,8 @@ class Execution:
         if self.default_arithmetic:
             return {}
         return {"inference": {"precision": self.precision, "channels_last": self.channels_last}}
+
+
+#: A model run as it is on the default device (CUDA when available): the defaults of every
+#: inference entry point (:mod:`classwise.inference.stream`).
+DEFAULT_EXECUTION = Execution()

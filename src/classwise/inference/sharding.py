@@ -10,8 +10,8 @@ batch), never on a generator that runs across batches, so each batch's logits ar
 unsharded run.
 
 A shard file (``.npz``, written by :func:`save_shard`) holds the arrays of its rows and, under
-``shard.json``, where it lies (``index``, ``count``, ``start``, ``stop``, ``samples``,
-``batch_size``) and the sidecar metadata the unsharded job would write. :func:`merge_shards`
+``shard.json``, where it lies (its :class:`ShardPosition`: ``index``, ``count``, ``start``,
+``stop``, ``samples``, ``batch_size``) and the sidecar metadata the unsharded job would write. :func:`merge_shards`
 checks that the files are shards ``1..S`` of one run (same ``S``, same number of samples and
 batch size, each covering exactly its range, the same metadata) and writes their rows, in order,
 with :func:`classwise.logits_io.save_logits`: the same writer, arrays and sidecar as an
@@ -32,7 +32,7 @@ import numpy as np
 from classwise.errors import InputError
 from classwise.logits_io import open_npz, save_logits, write_npz_deterministic
 
-__all__ = ["Shard", "ShardFile", "load_shard", "merge_shards", "save_shard", "shard_range"]
+__all__ = ["Shard", "ShardFile", "ShardPosition", "load_shard", "merge_shards", "save_shard", "shard_range"]
 
 #: The array of a shard file that holds its position and metadata, as JSON text.
 SHARD_JSON = "shard.json"
@@ -86,14 +86,29 @@ def shard_range(n_samples: int, batch_size: int, shard: Shard | tuple[int, int])
 
 
 @dataclass(frozen=True)
-class ShardFile:
-    """The rows of one shard and where they lie (:func:`load_shard`)."""
+class ShardPosition:
+    """Where a shard's rows lie: shard ``shard`` of a set of ``samples`` samples inferred in
+    batches of ``batch_size``, covering the positions ``[start, stop)`` (:func:`shard_range`
+    for an inference; a file may claim others, which :func:`merge_shards` refuses)."""
 
     shard: Shard
     start: int
     stop: int
     samples: int
     batch_size: int
+
+    @classmethod
+    def of(cls, shard: Shard | tuple[int, int], samples: int, batch_size: int) -> ShardPosition:
+        """The position of ``shard`` among ``samples`` samples inferred in batches of ``batch_size``."""
+        start, stop = shard_range(samples, batch_size, shard)
+        return cls(Shard.of(shard), start, stop, samples, batch_size)
+
+
+@dataclass(frozen=True)
+class ShardFile:
+    """The rows of one shard and where they lie (:func:`load_shard`)."""
+
+    position: ShardPosition
     logits: np.ndarray
     labels: np.ndarray
     sample_ids: np.ndarray
@@ -106,11 +121,7 @@ class ShardFile:
 def save_shard(
     path: str | Path,
     *,
-    shard: Shard | tuple[int, int],
-    start: int,
-    stop: int,
-    samples: int,
-    batch_size: int,
+    position: ShardPosition,
     logits: np.ndarray,
     labels: np.ndarray,
     sample_ids: np.ndarray,
@@ -118,13 +129,20 @@ def save_shard(
     metadata: Mapping[str, Any],
     class_indices: np.ndarray | None = None,
 ) -> None:
-    """Write one shard's rows (``logits`` float32, as the cache holds them) and its position and
-    sidecar metadata as one ``.npz``, atomically and deterministically. The arrays are kept in
+    """Write one shard's rows (``logits`` float32, as the cache holds them) and its ``position``
+    and sidecar metadata as one ``.npz``, atomically and deterministically. The arrays are kept in
     their own dtypes (the merge concatenates them as the unsharded job concatenates its
     batches)."""
-    shard = Shard.of(shard)
-    position = {"index": shard.index, "count": shard.count, "start": start, "stop": stop, "samples": samples}
-    record = {**position, "batch_size": batch_size, "metadata": dict(metadata)}
+    shard = position.shard
+    record = {
+        "index": shard.index,
+        "count": shard.count,
+        "start": position.start,
+        "stop": position.stop,
+        "samples": position.samples,
+        "batch_size": position.batch_size,
+        "metadata": dict(metadata),
+    }
     arrays = {
         "logits": np.asarray(logits, dtype=np.float32),
         "labels": np.asarray(labels),
@@ -150,14 +168,15 @@ def load_shard(path: str | Path) -> ShardFile:
             raise InputError(f"not a shard file: missing {missing}", path=p, field=missing[0])
         try:
             record = json.loads(str(archive[SHARD_JSON][0]))
-            shard = Shard(record["index"], record["count"])
-            position = [int(record[key]) for key in ("start", "stop", "samples", "batch_size")]
+            position = ShardPosition(
+                Shard(record["index"], record["count"]), *(int(record[key]) for key in ("start", "stop", "samples", "batch_size"))
+            )
             metadata = dict(record["metadata"])
         except (ValueError, KeyError, IndexError, TypeError, InputError) as exc:
             raise InputError(f"unreadable shard record ({exc})", path=p, field=SHARD_JSON) from None
         arrays = {name: archive[name] for name in ("logits", "labels", "sample_ids", "class_names")}
         class_indices = archive["class_indices"] if "class_indices" in names else None
-    start, stop, samples, batch_size = position
+    start, stop = position.start, position.stop
     n = arrays["labels"].shape[0]
     if arrays["logits"].ndim != 2 or arrays["logits"].shape[0] != n or arrays["sample_ids"].shape != (n,):
         raise InputError(
@@ -183,9 +202,7 @@ def load_shard(path: str | Path) -> ShardFile:
             path=p,
             field="logits",
         )
-    return ShardFile(
-        shard, start, stop, samples, batch_size, class_indices=class_indices, metadata=metadata, path=str(p), **arrays
-    )
+    return ShardFile(position, class_indices=class_indices, metadata=metadata, path=str(p), **arrays)
 
 
 def merge_shards(paths: Sequence[str | Path], logits_path: str | Path) -> int:
@@ -199,7 +216,7 @@ def merge_shards(paths: Sequence[str | Path], logits_path: str | Path) -> int:
     seed, model, shift, device or code version)."""
     if not paths:
         raise InputError("no shard files to merge", path=logits_path, field="shards")
-    shards = sorted((load_shard(path) for path in paths), key=lambda s: s.shard.index)
+    shards = sorted((load_shard(path) for path in paths), key=lambda s: s.position.shard.index)
     _check_complete(shards, logits_path)
     for shard in shards:
         _check_same_run(shard, shards[0])
@@ -232,19 +249,19 @@ def merge_shards(paths: Sequence[str | Path], logits_path: str | Path) -> int:
 def _check_complete(shards: list[ShardFile], logits_path: str | Path) -> None:
     """Shards ``1..S`` of one count ``S``, each once (``shards`` sorted by index)."""
     first = shards[0]
-    count = first.shard.count
+    count = first.position.shard.count
     for shard in shards:
-        if shard.shard.count != count:
+        if shard.position.shard.count != count:
             raise InputError(
-                f"is shard {shard.shard.name}, but {first.path} is shard {first.shard.name}: shards of "
+                f"is shard {shard.position.shard.name}, but {first.path} is shard {first.position.shard.name}: shards of "
                 "different counts cannot be merged",
                 path=shard.path,
                 field="shards",
             )
-    indices = [s.shard.index for s in shards]
+    indices = [s.position.shard.index for s in shards]
     repeated = sorted({i for i in indices if indices.count(i) > 1})
     if repeated:
-        files = [s.path for s in shards if s.shard.index == repeated[0]]
+        files = [s.path for s in shards if s.position.shard.index == repeated[0]]
         raise InputError(f"shard {repeated[0]}-of-{count} is given twice ({files})", path=files[-1], field="shards")
     missing = sorted(set(range(1, count + 1)) - set(indices))
     if missing:
@@ -258,18 +275,19 @@ def _check_complete(shards: list[ShardFile], logits_path: str | Path) -> None:
 def _check_same_run(shard: ShardFile, first: ShardFile) -> None:
     """``shard`` covers exactly its batches of the set ``first`` covers part of, and was computed
     with the same settings and classes."""
-    if (shard.samples, shard.batch_size) != (first.samples, first.batch_size):
+    at, run = shard.position, first.position
+    if (at.samples, at.batch_size) != (run.samples, run.batch_size):
         raise InputError(
-            f"covers a set of {shard.samples} samples in batches of {shard.batch_size}, but {first.path} "
-            f"one of {first.samples} in batches of {first.batch_size}: shards of different runs",
+            f"covers a set of {at.samples} samples in batches of {at.batch_size}, but {first.path} "
+            f"one of {run.samples} in batches of {run.batch_size}: shards of different runs",
             path=shard.path,
             field="shards",
         )
-    expected = shard_range(first.samples, first.batch_size, shard.shard)
-    if (shard.start, shard.stop) != expected:
+    expected = shard_range(run.samples, run.batch_size, at.shard)
+    if (at.start, at.stop) != expected:
         raise InputError(
-            f"covers samples [{shard.start}, {shard.stop}), but shard {shard.shard.name} of "
-            f"{first.samples} samples in batches of {first.batch_size} covers [{expected[0]}, {expected[1]})",
+            f"covers samples [{at.start}, {at.stop}), but shard {at.shard.name} of "
+            f"{run.samples} samples in batches of {run.batch_size} covers [{expected[0]}, {expected[1]})",
             path=shard.path,
             field="shards",
         )

@@ -53,7 +53,7 @@ import itertools
 import logging
 import queue
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Generic, TypeVar
 
@@ -64,7 +64,7 @@ from tqdm import tqdm
 
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
-from classwise.inference.execution import Execution
+from classwise.inference.execution import DEFAULT_EXECUTION, Execution
 from classwise.shifts.kinds import Batch, Run, ShiftSpec
 
 log = logging.getLogger(__name__)
@@ -350,21 +350,17 @@ def _stream(
 
 @contextlib.contextmanager
 def stream_logits(
-    models: Sequence[nn.Module],
+    models: Sequence[nn.Module] | Mapping[str, nn.Module],
     chunks: Iterable[ImageSet],
     shift: ShiftSpec,
     *,
     n_classes: int,
     base_seed: int,
     batch_size: int = 256,
-    device: str = "auto",
-    precision: str = "fp32",
-    channels_last: bool = False,
+    execution: Execution = DEFAULT_EXECUTION,
     prefetch: int = PREFETCH,
     attack_log: IO[str] | None = None,
     source_model: nn.Module | None = None,
-    names: Sequence[str] | None = None,
-    want_logits: bool = True,
 ) -> Iterator[Iterator[tuple[Batch, list[np.ndarray]]]]:
     """Each batch of ``chunks`` (image sets, decoded lazily or in memory; batches of at most
     ``batch_size`` images cut from one chunk) with each model's ``(n, C)`` logits on it, made by
@@ -373,25 +369,36 @@ def stream_logits(
 
     Several ``models`` take the same images (the caller checks their data configs) under a
     shift that runs no model (an :class:`InputError` otherwise): each batch is decoded and
-    shifted once for all. ``n_classes``: the set's class count (a targeted shift's target is
-    checked against it); ``precision`` and ``channels_last``: how the models run
-    (:class:`classwise.inference.execution.Execution`); ``names``: the models' names in the log's
-    out-of-memory warnings; ``want_logits=False``: the images the models see instead of
-    logits."""
-    generator = _stream(
-        models,
+    shifted once for all; given as a mapping, their names label the log's out-of-memory
+    warnings. ``n_classes``: the set's class count (a targeted shift's target is checked against
+    it); ``execution``: the device, precision and layout the models run with
+    (:class:`classwise.inference.execution.Execution`); ``attack_log``: AutoAttack's line per
+    attack; ``source_model``: a ``transfer`` shift's source (:func:`transferred_images`)."""
+    named = dict(models) if isinstance(models, Mapping) else {f"model {i + 1}": model for i, model in enumerate(models)}
+    with _streaming(
+        list(named.values()),
         chunks,
         shift,
         n_classes=n_classes,
         base_seed=base_seed,
         batch_size=batch_size,
-        execution=Execution(device=device, precision=precision, channels_last=channels_last),
+        execution=execution,
         prefetch=prefetch,
-        want_logits=want_logits,
+        want_logits=True,
         attack_log=attack_log,
         source_model=source_model,
-        names=names,
-    )
+        names=list(named),
+    ) as batches:
+        yield batches
+
+
+@contextlib.contextmanager
+def _streaming(
+    models: Sequence[nn.Module], chunks: Iterable[ImageSet], shift: ShiftSpec, **options: Any
+) -> Iterator[Iterator[tuple[Batch, list[np.ndarray]]]]:
+    """:func:`_stream`'s batches, its thread joined when the ``with`` block ends (``want_logits=False``:
+    the images the models see instead of their logits)."""
+    generator = _stream(models, chunks, shift, **options)
     try:
         yield generator
     finally:
@@ -411,7 +418,9 @@ def _iterate(
     outputs: list[np.ndarray] = []
     bar = tqdm(total=len(images), desc=shift.name, unit="img", file=progress, disable=progress is None)
     try:
-        with stream_logits([model], [images], shift, n_classes=images.n_classes, want_logits=want_logits, **options) as batches:
+        with _streaming(
+            [model], [images], shift, n_classes=images.n_classes, want_logits=want_logits, names=None, **options
+        ) as batches:
             for batch, (output,) in batches:
                 outputs.append(output)
                 bar.update(len(batch.labels))
@@ -433,9 +442,7 @@ def predict_logits(
     *,
     base_seed: int,
     batch_size: int = 256,
-    device: str = "auto",
-    precision: str = "fp32",
-    channels_last: bool = False,
+    execution: Execution = DEFAULT_EXECUTION,
     prefetch: int = PREFETCH,
     progress: IO[str] | None = None,
     attack_log: IO[str] | None = None,
@@ -443,14 +450,14 @@ def predict_logits(
 ) -> np.ndarray:
     """``(N, C)`` float32 logits of ``model`` on ``images`` under ``shift``.
 
-    The model runs in eval mode on ``device`` (``"auto"``: CUDA when available) under
+    The model runs in eval mode on the execution's device (``"auto"``: CUDA when available) under
     :func:`torch.inference_mode` for clean and corrupted batches; PGD and AutoAttack batches are
     attacked first (gradients w.r.t. the input only). The model's device, train/eval mode and
-    layout are restored. ``precision``, ``channels_last``: :class:`classwise.inference.execution.Execution`;
-    ``prefetch``: batches made ahead by a background thread (:func:`stream_logits`);
-    ``progress``: a progress bar; ``attack_log``: AutoAttack's line per attack.
-    A ``transfer`` shift needs ``source_model``, the model its attack is crafted on
-    (:func:`transferred_images`).
+    layout are restored. ``execution``: the device, precision and layout
+    (:class:`classwise.inference.execution.Execution`); ``prefetch``: batches made ahead by a
+    background thread (:func:`stream_logits`); ``progress``: a progress bar; ``attack_log``:
+    AutoAttack's line per attack. A ``transfer`` shift needs ``source_model``, the model its
+    attack is crafted on (:func:`transferred_images`).
     """
     return _iterate(
         model,
@@ -460,9 +467,7 @@ def predict_logits(
         want_logits=True,
         base_seed=base_seed,
         batch_size=batch_size,
-        device=device,
-        precision=precision,
-        channels_last=channels_last,
+        execution=execution,
         prefetch=prefetch,
         attack_log=attack_log,
         source_model=source_model,
@@ -476,7 +481,7 @@ def shifted_images(
     *,
     base_seed: int,
     batch_size: int = 256,
-    device: str = "auto",
+    execution: Execution = DEFAULT_EXECUTION,
     progress: IO[str] | None = None,
     attack_log: IO[str] | None = None,
 ) -> np.ndarray:
@@ -490,8 +495,10 @@ def shifted_images(
         want_logits=False,
         base_seed=base_seed,
         batch_size=batch_size,
-        device=device,
+        execution=execution,
+        prefetch=PREFETCH,
         attack_log=attack_log,
+        source_model=None,
     )
 
 
@@ -502,7 +509,7 @@ def transferred_images(
     *,
     base_seed: int,
     batch_size: int = 256,
-    device: str = "auto",
+    execution: Execution = DEFAULT_EXECUTION,
     attack_log: IO[str] | None = None,
 ) -> np.ndarray:
     """The images of a ``transfer`` shift: its attack (:attr:`ShiftSpec.attack`) crafted on
@@ -511,5 +518,5 @@ def transferred_images(
     if source_model is None:
         raise InputError(f"shift {shift.name!r} transfers an attack from model {shift.source_model!r}: pass it", field="source")
     return shifted_images(
-        source_model, images, shift.attack, base_seed=base_seed, batch_size=batch_size, device=device, attack_log=attack_log
+        source_model, images, shift.attack, base_seed=base_seed, batch_size=batch_size, execution=execution, attack_log=attack_log
     )

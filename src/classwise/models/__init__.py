@@ -13,6 +13,7 @@ from classwise._extras import import_module
 if TYPE_CHECKING:
     from classwise.models.architectures import ARCHITECTURES, architecture_options, build_model
     from classwise.models.checkpoint import load_checkpoint, save_checkpoint
+    from classwise.models.hyperparameters import Hyperparameters
     from classwise.models.training import train_model
 
 _LAZY = {
@@ -21,6 +22,7 @@ _LAZY = {
     "build_model": "classwise.models.architectures",
     "load_checkpoint": "classwise.models.checkpoint",
     "save_checkpoint": "classwise.models.checkpoint",
+    "Hyperparameters": "classwise.models.hyperparameters",
     "train_model": "classwise.models.training",
 }
 

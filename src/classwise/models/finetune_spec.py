@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from classwise.errors import InputError
+from classwise.models.hyperparameters import Hyperparameters
 
 __all__ = [
     "DATA_CONFIG_KEYS",
@@ -64,6 +65,13 @@ class FinetuneSpec:
     weight_decay: float = FINETUNE_DEFAULTS["weight_decay"]
     seed: int = FINETUNE_DEFAULTS["seed"]
     data_config: Mapping[str, Any] | None = field(default=None)
+
+    @property
+    def hyperparameters(self) -> Hyperparameters:
+        """Its epochs, learning rate, batch size, weight decay and seed as one record."""
+        return Hyperparameters(
+            epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, weight_decay=self.weight_decay, seed=self.seed
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The entry with every default filled in (``source: finetune`` first)."""

@@ -32,6 +32,7 @@ Conventions:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from classwise.models.wrapper import PixelSpaceModel, wrap_pixel_space
 
 __all__ = [
     "PROTOTYPES_FORMAT",
+    "BackboneArchitecture",
     "FeatureExtractor",
     "PrototypeClassifier",
     "add_class_sums",
@@ -158,12 +160,24 @@ def build_architecture(library: str, architecture: str) -> nn.Module:
     return strip_head(model)
 
 
+@dataclass(frozen=True)
+class BackboneArchitecture:
+    """What rebuilds a prototype classifier's backbone (the file's ``library`` and
+    ``architecture``): one of the ``architecture`` names of ``library`` (timm or torchvision)."""
+
+    library: str
+    architecture: str
+
+    def build(self) -> nn.Module:
+        """The backbone, headless and randomly initialised (:func:`build_architecture`)."""
+        return build_architecture(self.library, self.architecture)
+
+
 def save_prototypes(
     path: str | Path,
     *,
     backbone: nn.Module,
-    library: str,
-    architecture: str,
+    architecture: BackboneArchitecture,
     prototypes: np.ndarray,
     counts: np.ndarray,
     class_names: Sequence[str],
@@ -172,12 +186,14 @@ def save_prototypes(
     backbone_record: Mapping[str, Any],
     config: Mapping[str, Any],
 ) -> None:
-    """Write a prototype classifier file (see the module docstring), atomically."""
+    """Write a prototype classifier file (see the module docstring), atomically: ``backbone``
+    (headless) is an ``architecture``, ``prototypes`` the mean feature of each class of
+    ``class_names`` over its ``counts`` train images."""
     payload = {
         "format": PROTOTYPES_FORMAT,
         "version": PROTOTYPES_VERSION,
-        "library": str(library),
-        "architecture": str(architecture),
+        "library": str(architecture.library),
+        "architecture": str(architecture.architecture),
         "counts": [int(c) for c in counts],
         "class_names": [str(name) for name in class_names],
         "resize": None if resize is None else int(resize),
@@ -212,7 +228,7 @@ def load_prototype_classifier(path: str | Path) -> tuple[PrototypeClassifier, Da
     """The prototype classifier saved at ``path`` (unwrapped: it takes normalised images; eval
     mode, on CPU), its data config and its metadata."""
     payload = _payload(path)
-    backbone = build_architecture(payload["library"], payload["architecture"])
+    backbone = BackboneArchitecture(payload["library"], payload["architecture"]).build()
     try:
         backbone.load_state_dict(payload["state_dict"], strict=True)
     except RuntimeError as exc:

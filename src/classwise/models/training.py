@@ -18,8 +18,9 @@ from tqdm import tqdm
 
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
+from classwise.models.hyperparameters import Hyperparameters
 
-__all__ = ["EpochBatches", "OptimizerFactory", "fit", "steps_per_epoch", "tensor_batches", "train_model"]
+__all__ = ["EpochBatches", "Hyperparameters", "OptimizerFactory", "fit", "steps_per_epoch", "tensor_batches", "train_model"]
 
 EpochBatches = Callable[[torch.Tensor], Iterable[tuple[torch.Tensor, torch.Tensor]]]
 """``batches(order)``: the ``(images, labels)`` batches of one epoch, visiting the samples in
@@ -34,15 +35,16 @@ def fit(
     n: int,
     batches: EpochBatches,
     optimizer: OptimizerFactory,
-    epochs: int,
-    seed: int,
+    hyperparameters: Hyperparameters,
     progress: IO[str] | None = None,
     device: str | torch.device = "auto",
     steps_per_epoch: int | None = None,
     desc: str = "train",
 ) -> list[dict[str, float]]:
-    """Train ``model`` in place with cross-entropy for ``epochs`` epochs over ``n`` samples;
-    return the per-epoch history (``epoch``, ``loss``, ``accuracy``, ``n_seen``).
+    """Train ``model`` in place with cross-entropy for ``hyperparameters.epochs`` epochs over ``n``
+    samples; return the per-epoch history (``epoch``, ``loss``, ``accuracy``, ``n_seen``).
+    ``hyperparameters`` gives the epochs and the seed; its learning rate, weight decay and batch
+    size are the caller's to put into ``optimizer`` and ``batches``.
 
     Deterministic for a given seed on the same machine and device type: the global torch RNG is
     seeded inside a :func:`torch.random.fork_rng` block (dropout is reproducible and the caller's
@@ -59,7 +61,7 @@ def fit(
     """
     from classwise.inference.stream import resolve_device
 
-    _check_positive_int(epochs, "epochs", allow_zero=True)
+    epochs, seed = hyperparameters.epochs, hyperparameters.seed  # checked when the record was made
     _check_positive_int(n, "n")
     target = resolve_device(device)
     original = _module_device(model)
@@ -130,16 +132,12 @@ def train_model(
     model: nn.Module,
     train: ImageSet,
     *,
-    epochs: int,
-    lr: float,
-    batch_size: int,
-    weight_decay: float = 0.0,
-    seed: int,
+    hyperparameters: Hyperparameters,
     progress: IO[str] | None = None,
     device: str = "auto",
 ) -> dict[str, Any]:
-    """Train ``model`` in place with Adam and cross-entropy (:func:`fit`); return a JSON-ready
-    summary.
+    """Train ``model`` in place with Adam and cross-entropy (:func:`fit`), as ``hyperparameters``
+    say; return a JSON-ready summary.
 
     The whole set is moved to the device once and each batch is taken from it in the epoch's
     order. The summary holds the settings, per-epoch mean training loss and accuracy (measured on
@@ -147,9 +145,8 @@ def train_model(
     """
     from classwise.inference.stream import resolve_device
 
-    _check_positive_int(epochs, "epochs", allow_zero=True)
-    _check_positive_int(batch_size, "batch_size")
-    _check_non_negative(lr=lr, weight_decay=weight_decay)
+    epochs, lr, batch_size = hyperparameters.epochs, hyperparameters.lr, hyperparameters.batch_size
+    weight_decay, seed = hyperparameters.weight_decay, hyperparameters.seed
     if len(train) == 0:
         raise InputError("the training set is empty", field="train")
 
@@ -163,8 +160,7 @@ def train_model(
         n=n,
         batches=tensor_batches(images, labels, batch_size),
         optimizer=lambda params: torch.optim.Adam(params, lr=float(lr), weight_decay=float(weight_decay)),
-        epochs=epochs,
-        seed=seed,
+        hyperparameters=hyperparameters,
         progress=progress,
         device=target,
     )
@@ -197,12 +193,6 @@ def tensor_batches(images: torch.Tensor, labels: torch.Tensor, batch_size: int) 
 def steps_per_epoch(n: int, batch_size: int) -> int:
     """Mini-batches in one epoch of ``n`` samples (the last one may be smaller)."""
     return math.ceil(n / batch_size)
-
-
-def _check_non_negative(**values: Any) -> None:
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise InputError(f"expected a number >= 0, got {value!r}", field=name)
 
 
 def _check_positive_int(value: Any, name: str, *, allow_zero: bool = False) -> None:

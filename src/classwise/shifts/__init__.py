@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from classwise._extras import import_module
 
 if TYPE_CHECKING:
+    from classwise.shifts.attack_settings import AutoAttackSettings, PgdSettings
     from classwise.shifts.autoattack import autoattack
     from classwise.shifts.corruptions import (
         CORRUPTIONS,
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from classwise.shifts.spec import ADVERSARIAL_KINDS, ShiftSpec, expand_shifts, stratified_subset
 
 _LAZY = {
+    "AutoAttackSettings": "classwise.shifts.attack_settings",
+    "PgdSettings": "classwise.shifts.attack_settings",
     "autoattack": "classwise.shifts.autoattack",
     "KINDS": "classwise.shifts.kinds",
     "ShiftKind": "classwise.shifts.kinds",

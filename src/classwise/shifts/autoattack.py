@@ -56,7 +56,7 @@ import torch
 from torch import nn
 
 from classwise.errors import InputError
-from classwise.shifts.attack_settings import AUTOATTACK_MIN_CLASSES, AUTOATTACK_VERSIONS, NORMS, Norm, check_eps
+from classwise.shifts.attack_settings import AUTOATTACK_MIN_CLASSES, AUTOATTACK_VERSIONS, AutoAttackSettings, Norm
 from classwise.shifts.attack_settings import AutoAttackVersion as Version
 from classwise.shifts.pgd import _flat_norm, _model_device, check_attack_inputs
 
@@ -81,27 +81,22 @@ def check_autoattack_arguments(*, norm: Any, eps: Any, version: Any, seed: Any, 
     """Raise :class:`InputError` on an unknown version or norm, ``eps`` that is not a finite
     number ``>= 0``, or a seed that is not an integer ``>= 0`` (``field_prefix`` names the
     config entry in the message, e.g. ``"shifts.autoattack[0]."``)."""
-    if version not in VERSIONS:
-        raise InputError(
-            f"unknown AutoAttack version {version!r}; expected one of {list(VERSIONS)}", field=f"{field_prefix}version"
-        )
-    if norm not in NORMS:
-        raise InputError(f"AutoAttack supports the norms {list(NORMS)}, got {norm!r}", field=f"{field_prefix}norm")
-    check_eps(eps, f"{field_prefix}eps")
+    try:
+        AutoAttackSettings(norm=norm, eps=eps, version=version)
+    except InputError as error:
+        raise InputError(error.message, field=f"{field_prefix}{error.field}") from None
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"expected an integer >= 0, got {seed!r}", field=f"{field_prefix}seed")
 
 
-def autoattack_components(
-    model: nn.Module, *, norm: Norm, eps: float, version: Version, n_classes: int, seed: int
-) -> list[tuple[str, Any]]:
-    """The ensemble of ``version`` as ``(name, torchattacks attack)`` pairs, in the order they
-    run, with the reference's hyper-parameters (module docstring)."""
+def autoattack_components(model: nn.Module, *, attack: AutoAttackSettings, n_classes: int, seed: int) -> list[tuple[str, Any]]:
+    """The ensemble of ``attack``'s version as ``(name, torchattacks attack)`` pairs, in the order
+    they run, with the reference's hyper-parameters (module docstring)."""
     import torchattacks
 
     from classwise.shifts import autoattack_l2
 
-    ta_norm = _TORCHATTACKS_NORM[norm]
+    ta_norm, eps, version = _TORCHATTACKS_NORM[attack.norm], float(attack.eps), attack.version
     with contextlib.redirect_stdout(io.StringIO()):  # a model without parameters makes torchattacks print
         if version == "standard":
             attacks: list[tuple[str, Any]] = [
@@ -179,9 +174,9 @@ def autoattack_components(
                 )
                 for loss in ("ce", "dlr")
             ]
-    for _, attack in attacks:
-        if hasattr(attack, "n_target_classes"):
-            attack.n_target_classes = target_classes(n_classes)
+    for _, component in attacks:
+        if hasattr(component, "n_target_classes"):
+            component.n_target_classes = target_classes(n_classes)
     return attacks
 
 
@@ -218,17 +213,16 @@ def autoattack(
     images: torch.Tensor,
     labels: torch.Tensor,
     *,
-    norm: Norm,
-    eps: float,
-    version: Version = "standard",
+    attack: AutoAttackSettings,
     seed: int = 0,
     progress: IO[str] | None = None,
 ) -> torch.Tensor:
     """Adversarial versions of ``images`` (``(N, C, H, W)`` floats in ``[0, 1]``) under AutoAttack.
 
-    ``norm`` is ``"linf"`` or ``"l2"``, ``eps`` the radius in pixel units (the model takes
-    ``[0, 1]`` images and normalises them itself), ``version`` ``"standard"`` or ``"rand"``,
-    ``seed`` the seed of every attack's random draws. The ensemble, its hyper-parameters, the
+    ``attack`` (:class:`~classwise.shifts.attack_settings.AutoAttackSettings`): the norm,
+    ``"linf"`` or ``"l2"``, the radius ``eps`` in pixel units (the model takes ``[0, 1]`` images
+    and normalises them itself) and the version, ``"standard"`` or ``"rand"``; ``seed`` the seed
+    of every attack's random draws. The ensemble, its hyper-parameters, the
     per-sample worst case and the targets on fewer than 10 classes: see the module docstring.
     ``eps == 0`` returns a copy of the clean images without running the model.
 
@@ -239,8 +233,9 @@ def autoattack(
     :func:`check_autoattack_arguments`), images outside ``[0, 1]``, labels that do not match,
     and a model with fewer outputs than the version needs.
     """
-    check_autoattack_arguments(norm=norm, eps=eps, version=version, seed=seed)
+    check_autoattack_arguments(norm=attack.norm, eps=attack.eps, version=attack.version, seed=seed)
     check_attack_inputs(images, labels)
+    eps, version = attack.eps, attack.version
     home = images.device
     device = _model_device(model) or home
     with torch.inference_mode(False):
@@ -266,17 +261,9 @@ def autoattack(
                     field="labels",
                 )
             with _own_generators(device):
-                return _worst_case(
-                    model,
-                    clean,
-                    targets,
-                    norm=norm,
-                    eps=float(eps),
-                    version=version,
-                    n_classes=n_classes,
-                    seed=seed,
-                    progress=progress,
-                ).to(home)
+                return _worst_case(model, clean, targets, attack=attack, n_classes=n_classes, seed=seed, progress=progress).to(
+                    home
+                )
         finally:
             for module, mode in modes:
                 module.training = mode
@@ -287,21 +274,20 @@ def _worst_case(
     clean: torch.Tensor,
     labels: torch.Tensor,
     *,
-    norm: Norm,
-    eps: float,
-    version: Version,
+    attack: AutoAttackSettings,
     n_classes: int,
     seed: int,
     progress: IO[str] | None,
 ) -> torch.Tensor:
     """Run the ensemble, each attack on the samples every earlier one left correct (module docstring)."""
-    attacks = autoattack_components(model, norm=norm, eps=eps, version=version, n_classes=n_classes, seed=seed)
+    norm, eps, version = attack.norm, float(attack.eps), attack.version
+    attacks = autoattack_components(model, attack=attack, n_classes=n_classes, seed=seed)
     result = clean.clone()
     remaining = torch.arange(len(clean), device=clean.device)
-    for name, attack in attacks:
-        attack.set_device(clean.device)
+    for name, component in attacks:
+        component.set_device(clean.device)
         started = time.perf_counter()
-        adv = _within_budget(attack(clean[remaining], labels[remaining]).detach(), clean[remaining], norm=norm, eps=eps)
+        adv = _within_budget(component(clean[remaining], labels[remaining]).detach(), clean[remaining], norm=norm, eps=eps)
         with torch.no_grad():
             fooled = model(adv).max(1)[1] != labels[remaining]
         result[remaining] = adv  # the fooled keep theirs; the others are overwritten by the next attack

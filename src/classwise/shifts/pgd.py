@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from classwise.errors import InputError
-from classwise.shifts.attack_settings import NORMS, Norm, check_eps
+from classwise.shifts.attack_settings import Norm, PgdSettings
 
 _TINY = 1e-12
 
@@ -90,26 +90,25 @@ def pgd_attack(
     images: torch.Tensor,
     labels: torch.Tensor,
     *,
-    norm: Norm,
-    eps: float,
-    alpha: float,
-    steps: int,
-    random_start: bool,
+    attack: PgdSettings,
     targets: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
     init_delta: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Adversarial versions of ``images`` (``(N, C, H, W)`` floats in ``[0, 1]``).
 
-    Untargeted (``targets is None``): ascend the cross-entropy of ``labels``. Targeted: descend
-    the cross-entropy of ``targets`` (``(N,)`` class indices; a sample whose target equals its
-    label is pushed further into its own class). ``linf`` steps ``alpha * sign(grad)`` and clips
-    to the ``eps`` box; ``l2`` steps ``alpha * grad / ||grad||`` (zero gradients stay zero) and
-    rescales onto the ``eps`` ball; both then clip to ``[0, 1]``. ``eps`` and ``alpha`` are in
-    pixel units: the model takes ``[0, 1]`` images and normalises them itself.
+    ``attack`` (:class:`~classwise.shifts.attack_settings.PgdSettings`) holds the norm, the radius
+    ``eps``, the number of steps and their size ``alpha`` (:attr:`~classwise.shifts.attack_settings.PgdSettings.alpha`),
+    and whether the attack starts at random. Untargeted (``targets is None``): ascend the
+    cross-entropy of ``labels``. Targeted: descend the cross-entropy of ``targets`` (``(N,)``
+    class indices; a sample whose target equals its label is pushed further into its own class).
+    ``linf`` steps ``alpha * sign(grad)`` and clips to the ``eps`` box; ``l2`` steps
+    ``alpha * grad / ||grad||`` (zero gradients stay zero) and rescales onto the ``eps`` ball;
+    both then clip to ``[0, 1]``. ``eps`` and ``alpha`` are in pixel units: the model takes
+    ``[0, 1]`` images and normalises them itself.
 
     The start is the clean image, a random point in the ball from ``generator``
-    (``random_start=True``; drawn as torchattacks' PGD and PGDL2 draw theirs, see
+    (``attack.random_start``; drawn as torchattacks' PGD and PGDL2 draw theirs, see
     :func:`random_start_delta`), or ``images + init_delta`` when ``init_delta`` is given
     (projected; overrides ``random_start``). ``eps == 0`` returns a copy of the clean images.
 
@@ -118,13 +117,7 @@ def pgd_attack(
     and its modes are restored afterwards; gradients are taken with respect to the input only,
     so no parameter accumulates ``.grad``. Works inside :func:`torch.inference_mode`.
     """
-    if norm not in NORMS:
-        raise InputError(f"unknown norm {norm!r}; expected one of {list(NORMS)}", field="norm")
-    check_eps(eps, "eps")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha >= 0:
-        raise InputError(f"expected a number >= 0, got {alpha!r}", field="alpha")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise InputError(f"expected an integer >= 0, got {steps!r}", field="steps")
+    norm, eps, alpha, steps = attack.norm, attack.eps, attack.alpha, attack.steps  # checked when the record was made
     check_attack_inputs(images, labels)
     home = images.device
     device = _model_device(model) or home
@@ -146,7 +139,7 @@ def pgd_attack(
                 )
             delta = project(init_delta.detach().to(device=device, dtype=clean.dtype).clone(), norm=norm, eps=eps)
             adv = torch.clamp(clean + delta, 0.0, 1.0)
-        elif random_start:
+        elif attack.random_start:
             delta = random_start_delta(clean.shape, norm=norm, eps=eps, generator=generator, dtype=clean.dtype)
             adv = torch.clamp(clean + delta.to(device), 0.0, 1.0)
         else:

@@ -14,12 +14,18 @@ from typing import Any
 import numpy as np
 
 from classwise.errors import InputError
-from classwise.shifts.attack_settings import AUTOATTACK_MIN_CLASSES, AUTOATTACK_VERSIONS
+from classwise.shifts.attack_settings import (
+    AUTOATTACK_MIN_CLASSES,
+    AUTOATTACK_VERSIONS,
+    PGD_DEFAULTS,
+    AutoAttackSettings,
+    PgdSettings,
+)
 from classwise.shifts.kinds import KINDS, Entry, ShiftSpec
 from classwise.shifts.kinds.autoattack import autoattack_spec
 from classwise.shifts.kinds.clean import clean_spec
 from classwise.shifts.kinds.corruption import corruption_spec
-from classwise.shifts.kinds.pgd import PGD_DEFAULTS, PGD_NORMS, pgd_spec
+from classwise.shifts.kinds.pgd import PGD_NORMS, pgd_spec
 from classwise.shifts.kinds.transfer import transfer_spec
 
 __all__ = [
@@ -29,6 +35,8 @@ __all__ = [
     "PGD_DEFAULTS",
     "PGD_NORMS",
     "SHIFT_KINDS",
+    "AutoAttackSettings",
+    "PgdSettings",
     "ShiftSpec",
     "autoattack_spec",
     "check_shards",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import classwise
 from classwise.errors import InputError
-from classwise.models.sources.train import TRAINING_DEFAULTS
+from classwise.models.hyperparameters import Hyperparameters
 from classwise.models.spec import ModelSpec
 from classwise.settings import Settings
 from classwise.steps.threads import limit_threads
@@ -24,6 +24,8 @@ from classwise.steps.threads import limit_threads
 # predictions import this module too, before their step starts (python -m classwise.bench.demo).
 if TYPE_CHECKING:
     import numpy as np
+
+    from classwise.inference.sharding import ShardPosition
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,23 +115,11 @@ def train_step(
     _, channels, height, width = train.images.shape  # an ImageSet's images are (N, C, H, W)
     input_shape = (int(channels), int(height), int(width))
     options = dict(model_cfg.get("options", {}))
+    hyperparameters = Hyperparameters.from_entry(model_cfg)
     model = build_model(
-        model_cfg["architecture"],
-        n_classes=len(train.class_names),
-        input_shape=input_shape,
-        seed=int(model_cfg.get("seed", TRAINING_DEFAULTS["seed"])),
-        **options,
+        model_cfg["architecture"], n_classes=len(train.class_names), input_shape=input_shape, seed=hyperparameters.seed, **options
     )
-    summary = train_model(
-        model,
-        train,
-        epochs=int(model_cfg.get("epochs", TRAINING_DEFAULTS["epochs"])),
-        lr=float(model_cfg.get("lr", TRAINING_DEFAULTS["lr"])),
-        batch_size=int(model_cfg.get("batch_size", TRAINING_DEFAULTS["batch_size"])),
-        weight_decay=float(model_cfg.get("weight_decay", TRAINING_DEFAULTS["weight_decay"])),
-        seed=int(model_cfg.get("seed", TRAINING_DEFAULTS["seed"])),
-        progress=progress,
-    )
+    summary = train_model(model, train, hyperparameters=hyperparameters, progress=progress)
     save_checkpoint(
         checkpoint_path,
         model,
@@ -200,13 +190,20 @@ def prototypes_step(
     limit_threads(threads)
     if settings.batch_size is None:
         raise InputError("the class prototypes need a batch size", field="inference.batch_size")
-    model_name, model_cfg, batch_size, device = settings.model_name, settings.model, settings.batch_size, settings.device
+    model_name, model_cfg, batch_size = settings.model_name, settings.model, settings.batch_size
     import numpy as np
     from tqdm import tqdm
 
     from classwise.data.sources import open_split
+    from classwise.inference.execution import Execution
     from classwise.inference.stream import predict_logits
-    from classwise.models.prototypes import FeatureExtractor, add_class_sums, class_prototypes, save_prototypes
+    from classwise.models.prototypes import (
+        BackboneArchitecture,
+        FeatureExtractor,
+        add_class_sums,
+        class_prototypes,
+        save_prototypes,
+    )
     from classwise.models.sources.prototype import load_backbone
     from classwise.models.wrapper import wrap_pixel_space
     from classwise.shifts.spec import clean_spec
@@ -217,13 +214,13 @@ def prototypes_step(
     extractor = wrap_pixel_space(FeatureExtractor(backbone, resize), data_config)
     train = open_split(dict(settings.dataset), "train", name=settings.dataset_name)
     n_classes = len(train.class_names)
-    clean = clean_spec()
+    clean, execution = clean_spec(), Execution(device=settings.device)
     batches, total = _batches(train, data_config, batch_size, workers=max(1, int(threads or 1)), chunk=64 * batch_size)
     sums: np.ndarray | None = None
     counts = np.zeros(n_classes, dtype=np.int64)
     bar = tqdm(total=total, desc=f"{model_name} prototypes", unit="img", file=progress, disable=progress is None)
     for batch in batches:
-        features = predict_logits(extractor, batch, clean, base_seed=0, batch_size=batch_size, device=device, progress=None)
+        features = predict_logits(extractor, batch, clean, base_seed=0, batch_size=batch_size, execution=execution, progress=None)
         if sums is None:
             sums = np.zeros((n_classes, features.shape[1]), dtype=np.float64)
         add_class_sums(sums, counts, features, batch.labels)
@@ -234,8 +231,7 @@ def prototypes_step(
     save_prototypes(
         prototypes_path,
         backbone=backbone,
-        library=str(spec.library),
-        architecture=str(spec.architecture),
+        architecture=BackboneArchitecture(str(spec.library), str(spec.architecture)),
         prototypes=class_prototypes(sums, counts, train.class_names),
         counts=counts,
         class_names=list(train.class_names),
@@ -476,31 +472,27 @@ def _infer(
     data_config = loaded[0][2]
     source_model = _source_model(spec, settings.source_model, source_weights, data_config, targets[0].name, execution.device)
     weights = [None if target.weights is None else str(target.weights) for target in targets]
-    position: dict[str, Any] | None = None
+    position: ShardPosition | None = None
     if shard is not None:  # whole batches of the set (after its per_class subset): classwise.inference.sharding
-        from classwise.inference.sharding import Shard, shard_range
+        from classwise.inference.sharding import ShardPosition
 
-        start, stop = shard_range(len(evaluation), batch_size, shard)
-        position = {"shard": Shard.of(shard), "start": start, "stop": stop, "samples": len(evaluation)}
-        evaluation = evaluation.subset(np.arange(start, stop))
+        position = ShardPosition.of(shard, len(evaluation), batch_size)
+        evaluation = evaluation.subset(np.arange(position.start, position.stop))
     chunks, total = _batches(evaluation, data_config, batch_size, workers=max(1, int(threads or 1)))
     chunk_sizes: list[int] = []
     outputs = [_Outputs(evaluation, t.name, w, dataset_name) for t, w in zip(targets, weights, strict=True)]
     names = ", ".join(target.name for target in targets)
     bar = tqdm(total=total, desc=f"{names} {spec.name}", unit="img", file=progress, disable=progress is None)
     with stream_logits(
-        [model for model, _, _ in loaded],
+        {target.name: model for target, (model, _, _) in zip(targets, loaded, strict=True)},
         _recorded(chunks, chunk_sizes),
         spec,
         n_classes=len(evaluation.class_names),
         base_seed=seed,
         batch_size=batch_size,
-        device=execution.device,
-        precision=execution.precision,
-        channels_last=execution.channels_last,
+        execution=execution,
         attack_log=progress,
         source_model=source_model,
-        names=[target.name for target in targets],
     ) as batches:
         for chunk, logits in _per_chunk(batches, chunk_sizes, bar):
             for gathered, model_logits in zip(outputs, logits, strict=True):
@@ -521,7 +513,7 @@ def _infer(
             "skipped_images": gathered.skipped(),
             "code_version": {"classwise": classwise.__version__, "python": platform.python_version()},
         }
-        _write_logits(target.logits_path, arrays, metadata, subset, position, batch_size, progress)
+        _write_logits(target.logits_path, arrays, metadata, subset, position, progress)
 
 
 def _loaded_models(
@@ -606,8 +598,7 @@ def _write_logits(
     arrays: dict[str, Any],
     metadata: dict[str, Any],
     subset: np.ndarray | None,
-    position: dict[str, Any] | None,
-    batch_size: int,
+    position: ShardPosition | None,
     progress: TextIO | None,
 ) -> None:
     """The cached logits file and sidecar, or a shard file (``position``)."""
@@ -618,10 +609,10 @@ def _write_logits(
         return
     from classwise.inference.sharding import save_shard
 
-    save_shard(path, **position, batch_size=batch_size, **arrays, metadata=metadata, class_indices=subset)
+    save_shard(path, position=position, **arrays, metadata=metadata, class_indices=subset)
     if progress is not None:
         print(
-            f"shard {position['shard'].name}: samples [{position['start']}, {position['stop']}) of {position['samples']}, "
+            f"shard {position.shard.name}: samples [{position.start}, {position.stop}) of {position.samples}, "
             f"{len(arrays['labels'])} rows",
             file=progress,
         )

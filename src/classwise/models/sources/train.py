@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from classwise.errors import InputError
+from classwise.models.hyperparameters import Hyperparameters
 from classwise.models.sources.base import Datasets, PipelineSource, json_safe
 from classwise.models.sources.checkpoint import classwise_checkpoint
 from classwise.models.spec import ModelSpec
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
     from classwise.models.data_config import DataConfig
 
 
-#: The training settings an entry may leave out.
-TRAINING_DEFAULTS: dict[str, Any] = {"epochs": 10, "lr": 0.01, "batch_size": 64, "weight_decay": 0.0, "seed": 0}
+#: The training settings an entry may leave out (:class:`~classwise.models.hyperparameters.Hyperparameters`' defaults).
+TRAINING_DEFAULTS: dict[str, Any] = Hyperparameters().to_dict()
 
 
 class TrainSource(PipelineSource):

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from classwise.errors import InputError, field_path
-from classwise.shifts.attack_settings import AUTOATTACK_MIN_CLASSES, AUTOATTACK_VERSIONS, NORMS, check_eps
+from classwise.errors import field_path
+from classwise.shifts.attack_settings import AUTOATTACK_MIN_CLASSES, AutoAttackSettings
 from classwise.shifts.kinds.base import (
     Batch,
     Entry,
@@ -30,22 +30,22 @@ if TYPE_CHECKING:
 
 
 def autoattack_spec(
-    *, norm: str, eps: float, version: str = "standard", per_class: int | None = None, field_prefix: str = "shifts.autoattack"
+    attack: AutoAttackSettings, *, per_class: int | None = None, field_prefix: str = "shifts.autoattack"
 ) -> ShiftSpec:
-    """The spec named ``autoattack_{norm}_eps{eps:g}`` (``standard``) or
-    ``autoattack_rand_{norm}_eps{eps:g}``; validates every parameter."""
-    if version not in AUTOATTACK_VERSIONS:
-        raise InputError(
-            f"unknown AutoAttack version {version!r}; expected one of {list(AUTOATTACK_VERSIONS)}",
-            field=f"{field_prefix}.version",
-        )
-    if norm not in NORMS:
-        raise InputError(f"AutoAttack supports the norms {list(NORMS)}, got {norm!r}", field=f"{field_prefix}.norm")
-    eps_f = check_eps(eps, f"{field_prefix}.eps")
+    """The spec of ``attack`` named ``autoattack_{norm}_eps{eps:g}`` (``standard``) or
+    ``autoattack_rand_{norm}_eps{eps:g}``; ``per_class`` is checked here, its error naming the
+    field under ``field_prefix``."""
+    eps_f, norm, version = float(attack.eps), attack.norm, attack.version
     params: dict[str, Any] = {"norm": norm, "eps": eps_f, "version": version}
     add_per_class(params, per_class, field_prefix)
     infix = "" if version == "standard" else f"{version}_"
     return ShiftSpec(name=f"autoattack_{infix}{norm}_eps{eps_f:g}", kind=KIND.name, params=params)
+
+
+def autoattack_settings(spec: ShiftSpec) -> AutoAttackSettings:
+    """The attack of an ``autoattack`` spec."""
+    params = spec.params
+    return AutoAttackSettings(norm=params["norm"], eps=float(params["eps"]), version=params.get("version", "standard"))
 
 
 class AutoAttack(ShiftKind):
@@ -59,13 +59,8 @@ class AutoAttack(ShiftKind):
             prefix = field_path("shifts.autoattack", i)
             check_mapping(entry, prefix)
             check_keys(entry, prefix, allowed={"norm", "eps", "version", "per_class", "shards"}, required=("norm", "eps"))
-            spec = autoattack_spec(
-                norm=entry["norm"],
-                eps=entry["eps"],
-                version=entry.get("version", "standard"),
-                per_class=entry.get("per_class"),
-                field_prefix=prefix,
-            )
+            attack = AutoAttackSettings.from_entry(entry, prefix)
+            spec = autoattack_spec(attack, per_class=entry.get("per_class"), field_prefix=prefix)
             entries.append(Entry(prefix, entry, [spec]))
         return entries
 
@@ -87,14 +82,11 @@ class AutoAttack(ShiftKind):
         from classwise.shifts.autoattack import autoattack
         from classwise.shifts.seeding import sample_seed
 
-        params = spec.params
         return autoattack(
             run.model,
             torch.from_numpy(np.ascontiguousarray(batch.images)).to(run.device),
             torch.from_numpy(np.ascontiguousarray(batch.labels)).to(run.device),
-            norm=params["norm"],
-            eps=float(params["eps"]),
-            version=params.get("version", "standard"),
+            attack=autoattack_settings(spec),
             seed=sample_seed(run.base_seed, spec.name),
             progress=run.attack_log,
         )

@@ -9,13 +9,14 @@ class, every sample attacked towards ``t``."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from classwise.errors import InputError, field_path
-from classwise.shifts.attack_settings import NORMS, check_eps
+from classwise.shifts.attack_settings import NORMS, PgdSettings
 from classwise.shifts.kinds.base import (
     Batch,
     Entry,
@@ -27,49 +28,30 @@ from classwise.shifts.kinds.base import (
     as_list,
     check_keys,
     check_mapping,
-    number,
 )
 
 if TYPE_CHECKING:
     import torch
 
 PGD_NORMS = NORMS
-PGD_DEFAULTS: dict[str, Any] = {"steps": 10, "random_start": True}
-"""``step_size`` defaults to ``2.5 * eps / steps`` (Madry et al.) when not given."""
 
 
 def pgd_spec(
-    *,
-    norm: str,
-    eps: float,
-    steps: int = 10,
-    step_size: float | None = None,
-    random_start: bool = True,
-    target: int | None = None,
-    per_class: int | None = None,
-    field_prefix: str = "shifts.pgd",
+    attack: PgdSettings, *, target: int | None = None, per_class: int | None = None, field_prefix: str = "shifts.pgd"
 ) -> ShiftSpec:
-    """The spec named ``pgd_{norm}_eps{eps:g}`` (untargeted) or ``pgd_targeted_{target}``
-    (every sample attacked towards class ``target``); validates every parameter."""
-    if norm not in NORMS:
-        raise InputError(f"unknown norm {norm!r}; expected one of {list(NORMS)}", field=f"{field_prefix}.norm")
-    eps_f = check_eps(eps, f"{field_prefix}.eps")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise InputError(f"expected an integer >= 0, got {steps!r}", field=f"{field_prefix}.steps")
-    if step_size is None:
-        step_size_f = 2.5 * eps_f / steps if steps else 0.0
-    else:
-        step_size_f = number(step_size, f"{field_prefix}.step_size", minimum=0.0)
-    if not isinstance(random_start, bool):
-        raise InputError(f"expected true or false, got {random_start!r}", field=f"{field_prefix}.random_start")
+    """The spec of ``attack`` named ``pgd_{norm}_eps{eps:g}`` (untargeted) or
+    ``pgd_targeted_{target}`` (every sample attacked towards class ``target``), its step size
+    resolved (:attr:`PgdSettings.alpha`); ``target`` and ``per_class`` are checked here, their
+    errors naming the field under ``field_prefix``."""
+    eps_f = float(attack.eps)
     params: dict[str, Any] = {
-        "norm": norm,
+        "norm": attack.norm,
         "eps": eps_f,
-        "steps": int(steps),
-        "step_size": step_size_f,
-        "random_start": random_start,
+        "steps": int(attack.steps),
+        "step_size": attack.alpha,
+        "random_start": attack.random_start,
     }
-    name = f"pgd_{norm}_eps{eps_f:g}"
+    name = f"pgd_{attack.norm}_eps{eps_f:g}"
     if target is not None:
         if isinstance(target, bool) or not isinstance(target, int) or target < 0:
             raise InputError(f"expected a class index >= 0, got {target!r}", field=f"{field_prefix}.targets")
@@ -85,15 +67,18 @@ def pgd_entry(entry: Any, prefix: str, *, target: int | None = None, inline: boo
     entry's)."""
     if target is None:
         _check_pgd_keys(entry, prefix, inline=inline)
-    return pgd_spec(
-        norm=entry["norm"],
-        eps=entry["eps"],
-        steps=entry.get("steps", PGD_DEFAULTS["steps"]),
-        step_size=entry.get("step_size"),
-        random_start=entry.get("random_start", PGD_DEFAULTS["random_start"]),
-        target=target,
-        per_class=entry.get("per_class"),
-        field_prefix=prefix,
+    return pgd_spec(PgdSettings.from_entry(entry, prefix), target=target, per_class=entry.get("per_class"), field_prefix=prefix)
+
+
+def pgd_settings(spec: ShiftSpec) -> PgdSettings:
+    """The attack of a ``pgd`` spec (its step size as resolved when the spec was made)."""
+    params = spec.params
+    return PgdSettings(
+        norm=params["norm"],
+        eps=float(params["eps"]),
+        steps=int(params["steps"]),
+        step_size=float(params["step_size"]),
+        random_start=params.get("random_start", True),
     )
 
 
@@ -142,22 +127,19 @@ class Pgd(ShiftKind):
 
         from classwise.shifts.pgd import pgd_attack
 
-        params = spec.params
+        attack = pgd_settings(spec)
         x = torch.from_numpy(np.ascontiguousarray(batch.images)).to(run.device)
         y = torch.from_numpy(np.ascontiguousarray(batch.labels)).to(run.device)
         init = None
-        if params.get("random_start", True) and float(params["eps"]) > 0:
+        if attack.random_start and attack.eps > 0:
             init = _random_start(batch, spec, run.base_seed).to(run.device)
         target = self.target(spec)
         return pgd_attack(
             run.model,
             x,
             y,
-            norm=params["norm"],
-            eps=float(params["eps"]),
-            alpha=float(params["step_size"]),
-            steps=int(params["steps"]),
-            random_start=False,
+            # each sample's random start drawn from its own seed (init_delta), none from a shared generator
+            attack=dataclasses.replace(attack, random_start=False),
             targets=None if target is None else torch.full_like(y, target),
             init_delta=init,
         )
