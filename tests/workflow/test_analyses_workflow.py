@@ -112,7 +112,7 @@ def test_features_are_image_statistics_joined_with_the_metadata(run: tuple[Path,
 
 @pytest.mark.parametrize("view", VIEWS)
 def test_subset_tests_agree_with_the_library_on_the_cached_logits(run: tuple[Path, Path, dict[str, int]], view: str) -> None:
-    from classwise.testsuites.subsets import subset_performance_tests, worst_subsets
+    from classwise.testsuites.subsets import SubsetTestOptions, subset_performance_tests, worst_subsets
 
     results = run[0] / "results"
     scores, labels, ids = _view_scores(results, view, "clean")
@@ -121,7 +121,10 @@ def test_subset_tests_agree_with_the_library_on_the_cached_logits(run: tuple[Pat
     tested = ["brightness", "contrast", "sharpness", "writer"]  # height, width, aspect ratio are constant
     options = _options()["subset_tests"]
     expected = subset_performance_tests(
-        scores, labels, features[["sample_id", *tested]], metrics=options["metrics"], n_resamples=options["n_resamples"], seed=0
+        scores,
+        labels,
+        features[["sample_id", *tested]],
+        options=SubsetTestOptions(metrics=options["metrics"], n_resamples=options["n_resamples"], seed=0),
     )
     model_dir = results / "analyses" / "digits" / view / "linear"
     rows = pd.read_csv(model_dir / "subset_tests_all.csv", keep_default_na=False, na_values=[""])
