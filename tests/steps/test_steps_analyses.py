@@ -339,7 +339,7 @@ def test_reference_reports_and_summary_match_the_library(tmp_path: Path) -> None
 
 # ---------------------------------------------------------------------------- extrapolation
 def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
-    from classwise.extrapolation.simulation import evaluate_methods
+    from classwise.extrapolation.simulation import MethodComparison, evaluate_methods
 
     logits = _save(tmp_path / "clean.npz", 0, 1.5)
     outputs = _outputs(tmp_path, "extrapolation")
@@ -368,7 +368,7 @@ def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
     )
     assert progress.getvalue().count("CleaneX fit: 100%") == 2  # one finished bar per repetition
     scores, labels = _logits(0, 1.5)
-    evaluation = evaluate_methods(scores, labels, 3, C, 2, 1, methods=("naive", "kde"))
+    evaluation = evaluate_methods(scores, labels, 3, C, MethodComparison(repetitions=2, seed=1, methods=("naive", "kde")))
     table = pd.read_csv(outputs["csv_path"], index_col="method")
     assert table.index.tolist() == ["naive", "kde", "cleanex"]
     expected = evaluation.summary().set_index("method")
@@ -593,7 +593,7 @@ def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: P
 
 
 def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
-    from classwise.extrapolation.simulation import run_simulation_benchmark
+    from classwise.extrapolation.simulation import MethodComparison, run_simulation_benchmark
 
     outputs = _outputs(tmp_path, "simulation")
     block = {
@@ -615,7 +615,7 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
         **outputs,
         threads=2,
     )
-    benchmark = run_simulation_benchmark(0, k1s=[4, 6], k2=12, repetitions=2, methods=("naive", "kde"))
+    benchmark = run_simulation_benchmark(MethodComparison(repetitions=2, seed=0, methods=("naive", "kde")), k1s=[4, 6], k2=12)
     table = pd.read_csv(outputs["csv_path"])
     np.testing.assert_allclose(table["rmse_mean"], benchmark.summary()["rmse_mean"], rtol=1e-12)
     assert table["k1"].tolist() == [4, 4, 6, 6]

@@ -163,17 +163,17 @@ def test_reference_report_agrees_with_the_library(run: tuple[Path, Path, dict[st
 
 
 def test_extrapolation_agrees_with_the_library(run: tuple[Path, Path, dict[str, int]]) -> None:
-    from classwise.extrapolation.methods import CleanexTraining
-    from classwise.extrapolation.simulation import evaluate_methods
+    from classwise.extrapolation.methods import CleanexTraining, FitOptions
+    from classwise.extrapolation.simulation import MethodComparison, evaluate_methods
 
     results = run[0] / "results"
     options = _options()["extrapolation"]
     scores, labels, _ = _view_scores(results, "original", "clean")
-    evaluation = evaluate_methods(
-        scores, labels, options["k1"], 10, options["repetitions"], 0,
-        methods=options["methods"],
-        cleanex=CleanexTraining(options["cleanex_max_steps"], options["cleanex_tolerance"], options["cleanex_patience"]),
-    )  # fmt: skip
+    training = CleanexTraining(options["cleanex_max_steps"], options["cleanex_tolerance"], options["cleanex_patience"])
+    comparison = MethodComparison(
+        repetitions=options["repetitions"], seed=0, methods=options["methods"], fit=FitOptions(cleanex=training)
+    )
+    evaluation = evaluate_methods(scores, labels, options["k1"], 10, comparison)
     model_dir = results / "analyses" / "digits" / "original" / "linear"
     table = pd.read_csv(model_dir / "extrapolation.csv", index_col="method")
     assert table.index.tolist() == options["methods"]
@@ -203,11 +203,13 @@ def test_extrapolation_agrees_with_the_library(run: tuple[Path, Path, dict[str, 
 
 
 def test_simulation_agrees_with_the_library(run: tuple[Path, Path, dict[str, int]]) -> None:
-    from classwise.extrapolation.simulation import run_simulation_benchmark
+    from classwise.extrapolation.simulation import MethodComparison, run_simulation_benchmark
 
     options = _options()["simulation"]
     benchmark = run_simulation_benchmark(
-        0, k1s=options["k1"], k2=options["k2"], repetitions=options["repetitions"], methods=options["methods"]
+        MethodComparison(repetitions=options["repetitions"], seed=0, methods=options["methods"]),
+        k1s=options["k1"],
+        k2=options["k2"],
     )
     table = pd.read_csv(run[0] / "results" / "analyses" / "extrapolation_simulation.csv")
     assert table["k1"].unique().tolist() == options["k1"]
