@@ -41,8 +41,8 @@ scores below the correct one; they differ in how the distribution of ``C_x`` is 
     ``1 - C_x``; ``Ĉ_x = 1 - q_x``.  Loss ``mean_{k=2..K} (mean_x Ĉ_x^(k-1) - A_k)^2``
     with the exact observed ``A_k``; full-batch Adam, learning rate ``1e-4``, fresh weights
     seeded by ``seed``.  Prediction ``mean_x Ĉ_x^(k-1)``.  Runs on the CPU unless
-    :attr:`FitOptions.device` says otherwise.  Two departures from the notebook, both about how long training takes,
-    not what it fits:
+    :attr:`FitOptions.device` says otherwise.  Two departures from the notebook, both about how
+    long training takes, not what it fits:
 
     * the output bias starts at ``logit(1 - A_2)``, so that the first prediction is the
       observed 2-class accuracy: with the default initialisation every ``Ĉ_x`` starts near
