@@ -10,9 +10,16 @@ import pytest
 from scipy.special import log_ndtr
 
 from classwise.errors import InputError
-from classwise.extrapolation.methods import CleanexTraining, _Plateau, cleanex_fit, extrapolate_with_fit, naive_curve
+from classwise.extrapolation.methods import (
+    CleanexTraining,
+    FitOptions,
+    _Plateau,
+    cleanex_fit,
+    extrapolate_with_fit,
+    naive_curve,
+)
 from classwise.extrapolation.rroc import c_x, expected_accuracy
-from classwise.extrapolation.simulation import evaluate_methods
+from classwise.extrapolation.simulation import MethodComparison, evaluate_methods
 
 pytest.importorskip("torch")
 
@@ -52,6 +59,10 @@ def test_the_plateau_rule_by_hand() -> None:
         ({"tolerance": 1.0}, "tolerance"),
         ({"tolerance": -0.1}, "tolerance"),
         ({"tolerance": True}, "tolerance"),
+        ({"lr": 0.0}, "lr"),
+        ({"lr": float("inf")}, "lr"),
+        ({"beta2": 1.0}, "beta2"),
+        ({"beta2": "0.9"}, "beta2"),
     ],
 )
 def test_bad_training_settings_name_their_field(settings: dict[str, object], field: str) -> None:
@@ -76,7 +87,7 @@ def high_accuracy_case(n: int = 300, n_classes: int = 5, k_max: int = 10) -> tup
 def test_a_fit_on_a_known_case_converges_and_reaches_the_observed_curve() -> None:
     scores, labels, truth = high_accuracy_case()
     training = CleanexTraining(max_steps=2000, tolerance=0.01, patience=50)
-    fit = cleanex_fit(scores, labels, seed=0, training=training)
+    fit = cleanex_fit(scores, labels, seed=0, fit=FitOptions(cleanex=training))
     assert fit.converged and fit.steps < training.max_steps
     # The answer it is fitted to: the exact observed curve (checked against brute force in
     # test_extrapolation); the loss is that curve's mean squared error.
@@ -93,7 +104,7 @@ def test_a_fit_on_a_known_case_converges_and_reaches_the_observed_curve() -> Non
 
 def test_the_fit_starts_at_the_observed_two_class_accuracy() -> None:
     scores, labels, _ = high_accuracy_case()
-    fit = cleanex_fit(scores, labels, seed=0, training=CleanexTraining(max_steps=1))
+    fit = cleanex_fit(scores, labels, seed=0, fit=FitOptions(cleanex=CleanexTraining(max_steps=1)))
     # One Adam step at lr 1e-4 from the initial bias logit(1 - A_2): A_2 = mean C_x (the rAUC).
     assert fit.curve(2)[0] == pytest.approx(c_x(scores, labels).mean(), abs=0.01)
 
@@ -101,11 +112,11 @@ def test_the_fit_starts_at_the_observed_two_class_accuracy() -> None:
 def test_a_fit_capped_at_too_few_steps_says_it_did_not_converge(caplog: pytest.LogCaptureFixture) -> None:
     scores, labels, _ = high_accuracy_case()
     with caplog.at_level(logging.WARNING, logger="classwise.extrapolation.methods"):
-        fit = cleanex_fit(scores, labels, seed=0, training=CleanexTraining(max_steps=5, patience=100))
+        fit = cleanex_fit(scores, labels, seed=0, fit=FitOptions(cleanex=CleanexTraining(max_steps=5, patience=100)))
     assert not fit.converged and fit.steps == 5
     assert "did not converge: stopped at max_steps = 5" in caplog.text
     assert "did NOT converge" in fit.describe()
-    result = extrapolate_with_fit(scores, labels, 8, "cleanex", cleanex=CleanexTraining(max_steps=5))
+    result = extrapolate_with_fit(scores, labels, 8, "cleanex", fit=FitOptions(cleanex=CleanexTraining(max_steps=5)))
     assert result.fit is not None and not result.fit.converged
     assert extrapolate_with_fit(scores, labels, 8, "naive").fit is None
 
@@ -113,7 +124,13 @@ def test_a_fit_capped_at_too_few_steps_says_it_did_not_converge(caplog: pytest.L
 def test_the_evaluation_records_every_fit() -> None:
     scores, labels, _ = high_accuracy_case(n=200, n_classes=8)
     training = CleanexTraining(max_steps=40, tolerance=0.01, patience=10)
-    evaluation = evaluate_methods(scores, labels, 5, 8, 2, 0, methods=("naive", "cleanex"), cleanex=training)
+    evaluation = evaluate_methods(
+        scores,
+        labels,
+        5,
+        8,
+        MethodComparison(repetitions=2, seed=0, methods=("naive", "cleanex"), fit=FitOptions(cleanex=training)),
+    )
     fits = evaluation.fits
     assert fits["method"].tolist() == ["cleanex", "cleanex"] and fits["repetition"].tolist() == [0, 1]
     summary = evaluation.summary().set_index("method")
@@ -127,7 +144,7 @@ def test_the_evaluation_records_every_fit() -> None:
         classes = rng.choice(8, size=5, replace=False)
         keep = np.isin(labels, classes)
         remap = np.searchsorted(np.sort(classes), labels[keep])
-        direct = cleanex_fit(scores[keep][:, np.sort(classes)], remap, seed=rep, training=training)
+        direct = cleanex_fit(scores[keep][:, np.sort(classes)], remap, seed=rep, fit=FitOptions(cleanex=training))
         assert (direct.steps, direct.converged) == (fits["steps"][rep], fits["converged"][rep])
         assert direct.loss == fits["final_loss"][rep]
 
@@ -135,8 +152,8 @@ def test_the_evaluation_records_every_fit() -> None:
 def test_the_same_seed_gives_the_same_bytes() -> None:
     scores, labels, _ = high_accuracy_case()
     training = CleanexTraining(max_steps=100, tolerance=0.01, patience=20)
-    a = cleanex_fit(scores, labels, seed=4, training=training)
-    b = cleanex_fit(scores, labels, seed=4, training=training)
-    c = cleanex_fit(scores, labels, seed=5, training=training)
+    a = cleanex_fit(scores, labels, seed=4, fit=FitOptions(cleanex=training))
+    b = cleanex_fit(scores, labels, seed=4, fit=FitOptions(cleanex=training))
+    c = cleanex_fit(scores, labels, seed=5, fit=FitOptions(cleanex=training))
     assert a.c.tobytes() == b.c.tobytes() and (a.steps, a.loss, a.converged) == (b.steps, b.loss, b.converged)
     assert a.c.tobytes() != c.c.tobytes()

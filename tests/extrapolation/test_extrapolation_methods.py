@@ -13,6 +13,7 @@ from classwise.errors import InputError
 from classwise.extrapolation.methods import (
     METHODS,
     CleanexTraining,
+    FitOptions,
     GaussianBasis,
     basis_centres,
     cleanex_fit,
@@ -23,7 +24,7 @@ from classwise.extrapolation.methods import (
     silverman_bandwidth,
 )
 from classwise.extrapolation.rroc import c_x, expected_accuracy, power_curve
-from classwise.extrapolation.simulation import evaluate_methods, simulate_scores
+from classwise.extrapolation.simulation import MethodComparison, evaluate_methods, simulate_scores
 
 K_OBSERVED = 40
 K_MAX = 400
@@ -59,7 +60,7 @@ def rmse(a: np.ndarray, b: np.ndarray) -> float:
 def test_every_method_returns_a_valid_curve(gaussian_case: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     scores, labels, _ = gaussian_case
     for method in METHODS:
-        curve = extrapolate(scores[:200], labels[:200], 60, method, cleanex=CleanexTraining(max_steps=20))
+        curve = extrapolate(scores[:200], labels[:200], 60, method, fit=FitOptions(cleanex=CleanexTraining(max_steps=20)))
         assert curve.shape == (59,)
         assert np.isfinite(curve).all() and (curve >= 0).all() and (curve <= 1).all()
         assert (np.diff(curve) <= 1e-12).all(), method
@@ -101,7 +102,7 @@ def test_kde_c_against_a_direct_computation() -> None:
 def test_regression_recovers_the_gaussian_curve(gaussian_case: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     scores, labels, truth = gaussian_case
     # C_x = Phi(s_x), s_x ~ N(2, 1): exactly one basis function of width 1.
-    assert rmse(regression_curve(scores, labels, K_MAX, bandwidths=(1.0,)), truth) < 0.01
+    assert rmse(regression_curve(scores, labels, K_MAX, fit=FitOptions(bandwidths=(1.0,))), truth) < 0.01
     # With the width chosen from 0.1..1.0 on random halves of the classes the choice
     # varies with the seed (measured RMSE 0.004 to 0.054 over seeds 0-5).
     for seed in (0, 1):
@@ -139,15 +140,15 @@ def test_cleanex_is_seeded_and_leaves_the_global_rng_alone(gaussian_case: tuple[
     torch.manual_seed(123)
     before = torch.rand(1)
     torch.manual_seed(123)
-    a = cleanex_fit(scores[:200], labels[:200], seed=7, training=CleanexTraining(max_steps=30))
+    a = cleanex_fit(scores[:200], labels[:200], seed=7, fit=FitOptions(cleanex=CleanexTraining(max_steps=30)))
     after = torch.rand(1)
-    b = cleanex_fit(scores[:200], labels[:200], seed=7, training=CleanexTraining(max_steps=30))
-    c = cleanex_fit(scores[:200], labels[:200], seed=8, training=CleanexTraining(max_steps=30))
+    b = cleanex_fit(scores[:200], labels[:200], seed=7, fit=FitOptions(cleanex=CleanexTraining(max_steps=30)))
+    c = cleanex_fit(scores[:200], labels[:200], seed=8, fit=FitOptions(cleanex=CleanexTraining(max_steps=30)))
     assert torch.equal(before, after)
     np.testing.assert_array_equal(a.c, b.c)
     assert not np.array_equal(a.c, c.c)
     with pytest.raises(InputError, match="steps"):
-        cleanex_fit(scores, labels, training=CleanexTraining(max_steps=0))
+        cleanex_fit(scores, labels, fit=FitOptions(cleanex=CleanexTraining(max_steps=0)))
 
 
 def test_cleanex_recovers_the_gaussian_curve() -> None:
@@ -155,7 +156,9 @@ def test_cleanex_recovers_the_gaussian_curve() -> None:
     # on this case: the loss leaves its plateau (~3e-3) after ~800 Adam steps; from
     # ~1,000 steps the extrapolation RMSE is 0.02-0.04 (naive: 0.2).
     scores, labels, truth = gaussian_marginal_case(n=200, n_classes=30, k_max=K_MAX)
-    fit = cleanex_fit(scores, labels, seed=0, training=CleanexTraining(max_steps=1500, tolerance=0.0, patience=1500))
+    fit = cleanex_fit(
+        scores, labels, seed=0, fit=FitOptions(cleanex=CleanexTraining(max_steps=1500, tolerance=0.0, patience=1500))
+    )
     assert fit.loss < 1e-4
     curve = power_curve(np.clip(fit.c, 0.0, 1.0), np.arange(2, K_MAX + 1))
     assert rmse(curve, truth) < 0.05
@@ -173,7 +176,9 @@ def test_simulation_is_seeded_and_shaped() -> None:
 
 def test_evaluate_methods_on_a_small_simulation() -> None:
     scores, labels = simulate_scores(0, n_classes=300)
-    evaluation = evaluate_methods(scores, labels, 60, 300, 2, 0, methods=("naive", "kde", "regression"))
+    evaluation = evaluate_methods(
+        scores, labels, 60, 300, MethodComparison(repetitions=2, seed=0, methods=("naive", "kde", "regression"))
+    )
     assert evaluation.ks[0] == 2 and evaluation.ks[-1] == 300
     np.testing.assert_allclose(evaluation.true_curve, expected_accuracy(scores, labels))
     assert evaluation.observed.shape == (2, 59)
@@ -189,7 +194,7 @@ def test_evaluate_methods_on_a_small_simulation() -> None:
 def test_evaluate_methods_logs_each_repetition(caplog: pytest.LogCaptureFixture) -> None:
     scores, labels = simulate_scores(1, n_classes=40)
     with caplog.at_level(logging.INFO, logger="classwise.extrapolation.simulation"):
-        evaluation = evaluate_methods(scores, labels, 10, 40, 3, 0, methods=("naive", "kde"))
+        evaluation = evaluate_methods(scores, labels, 10, 40, MethodComparison(repetitions=3, seed=0, methods=("naive", "kde")))
     lines = [r.getMessage() for r in caplog.records if r.name == "classwise.extrapolation.simulation"]
     assert [line.split(", RMSE")[0] for line in lines] == [f"k1 = 10, repetition {r}/3" for r in (1, 2, 3)]
     for rep, line in enumerate(lines):  # noqa: B007 - read by the query string as @rep
@@ -201,15 +206,41 @@ def test_evaluate_methods_logs_each_repetition(caplog: pytest.LogCaptureFixture)
 def test_evaluate_methods_rejects_bad_settings() -> None:
     scores, labels = simulate_scores(0, n_classes=10, per_class=2)
     with pytest.raises(InputError, match="k_max"):
-        evaluate_methods(scores, labels, 5, 11, 1, 0)
+        evaluate_methods(scores, labels, 5, 11, MethodComparison(repetitions=1, seed=0))
     with pytest.raises(InputError, match="k1"):
-        evaluate_methods(scores, labels, 1, 10, 1, 0)
+        evaluate_methods(scores, labels, 1, 10, MethodComparison(repetitions=1, seed=0))
     with pytest.raises(InputError, match="methods"):
-        evaluate_methods(scores, labels, 5, 10, 1, 0, methods=("magic",))
+        MethodComparison(repetitions=1, seed=0, methods=("magic",))
     with pytest.raises(InputError, match="method"):
         extrapolate(scores, labels, 10, "magic")
     with pytest.raises(InputError, match="k_max"):
         extrapolate(scores, labels, 1, "naive")
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: FitOptions(ties="coin"), "ties"),
+        (lambda: FitOptions(bandwidths=()), "bandwidths"),
+        (lambda: FitOptions(bandwidths=(0.5, 0.0)), "bandwidths"),
+        (lambda: FitOptions(cleanex={"max_steps": 10}), "cleanex"),
+        (lambda: MethodComparison(repetitions=0, seed=0), "repetitions"),
+        (lambda: MethodComparison(repetitions=1, seed=0, methods=()), "methods"),
+        (lambda: MethodComparison(repetitions=1, seed=0, methods="naive"), "methods"),
+        (lambda: MethodComparison(repetitions=1, seed=0, fit=CleanexTraining()), "fit"),
+    ],
+)
+def test_method_records_refuse_bad_values_when_made(make, field: str) -> None:
+    """The fit options and the comparison are checked when made, before any class is drawn."""
+    with pytest.raises(InputError) as info:
+        make()
+    assert info.value.field == field
+
+
+def test_method_records_hold_their_sequences_as_tuples() -> None:
+    assert FitOptions(bandwidths=[0.5, 1.0]).bandwidths == (0.5, 1.0)
+    comparison = MethodComparison(repetitions=2, seed=1, methods=["naive", "kde"])
+    assert comparison.methods == ("naive", "kde") and comparison.fit == FitOptions()
 
 
 def test_cleanex_progress_bar_changes_nothing_but_the_stream() -> None:
@@ -220,8 +251,8 @@ def test_cleanex_progress_bar_changes_nothing_but_the_stream() -> None:
     rng = np.random.default_rng(2)
     scores, labels = rng.normal(size=(30, 5)), np.arange(30) % 5
     stream = io.StringIO()
-    shown = cleanex_fit(scores, labels, seed=3, training=CleanexTraining(max_steps=20), progress=stream)
-    silent = cleanex_fit(scores, labels, seed=3, training=CleanexTraining(max_steps=20))
+    shown = cleanex_fit(scores, labels, seed=3, fit=FitOptions(cleanex=CleanexTraining(max_steps=20), progress=stream))
+    silent = cleanex_fit(scores, labels, seed=3, fit=FitOptions(cleanex=CleanexTraining(max_steps=20)))
     np.testing.assert_array_equal(shown.c, silent.c)
     text = stream.getvalue()
     assert "CleaneX fit: 100%" in text and "20/20" in text and f"loss={silent.loss:.2e}" in text  # the final loss

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from classwise.errors import InputError
 from classwise.metrics.decisiveness import measured_metrics, reported_metrics
 from classwise.metrics.probabilities import Probabilities
-from classwise.plots import MAX_LABELLED_CLASSES
+from classwise.plots import MAX_LABELLED_CLASSES, FigureLabels
 from classwise.plots import classwise as cw
 from classwise.plots.classwise import plot_class_bars, plot_confusion, plot_similarity
 from classwise.plots.reliability import plot_reliability
@@ -78,8 +78,7 @@ def test_class_bars(tmp_path, confusion10):
     path = plot_class_bars(
         values,
         NAMES10,
-        ylabel="recall",
-        title="class-wise accuracy",
+        labels=FigureLabels(title="class-wise accuracy", ylabel="recall"),
         path=tmp_path / "bars.png",
         reference_lines={"m1": 0.8, "m2": 0.6},
     )
@@ -98,9 +97,9 @@ def test_thousand_classes(tmp_path):
     c = 1000
     names = [f"class {i}" for i in range(c)]
     values = {"a": rng.random(c), "b": rng.random(c)}
-    _assert_png(plot_class_bars(values, names, ylabel="CFPS", title="1000 classes", path=tmp_path / "b.png"))
+    _assert_png(plot_class_bars(values, names, labels=FigureLabels(title="1000 classes", ylabel="CFPS"), path=tmp_path / "b.png"))
     bands = {model: (v * 0.8, np.minimum(1.0, v * 1.2)) for model, v in values.items()}
-    fig = cw.class_bars_figure(values, names, ylabel="recall", title="1000 classes", intervals=bands)
+    fig = cw.class_bars_figure(values, names, labels=FigureLabels(title="1000 classes", ylabel="recall"), intervals=bands)
     sorted_axes, named_axes = fig.axes[:2]
     for line, v in zip(sorted_axes.lines, values.values()):  # each model's values, sorted
         np.testing.assert_allclose(line.get_ydata(), np.sort(v))
@@ -151,7 +150,7 @@ def test_failed_save_leaves_nothing(tmp_path, monkeypatch, calibration, confusio
     kept.write_bytes(b"previous figure")
     calls = [
         lambda p: plot_reliability(measured, reported, title="t", path=p),
-        lambda p: plot_class_bars({"m": np.ones(10)}, NAMES10, ylabel="y", title="t", path=p),
+        lambda p: plot_class_bars({"m": np.ones(10)}, NAMES10, labels=FigureLabels(title="t", ylabel="y"), path=p),
         lambda p: plot_confusion(confusion10, NAMES10, title="t", path=p),
         lambda p: plot_similarity(["a", "b"], np.eye(2), title="t", path=p),
         lambda p: cw.plot_worst_probabilities({"WCA": {"m": [("x", 1.0)]}}, title="t", path=p),
@@ -168,8 +167,8 @@ def test_failed_save_leaves_nothing(tmp_path, monkeypatch, calibration, confusio
 @pytest.mark.parametrize(
     "call",
     [
-        lambda p: plot_class_bars({"m": np.ones(3)}, NAMES10, ylabel="y", title="t", path=p),
-        lambda p: plot_class_bars({}, NAMES10, ylabel="y", title="t", path=p),
+        lambda p: plot_class_bars({"m": np.ones(3)}, NAMES10, labels=FigureLabels(title="t", ylabel="y"), path=p),
+        lambda p: plot_class_bars({}, NAMES10, labels=FigureLabels(title="t", ylabel="y"), path=p),
         lambda p: plot_confusion(np.ones((3, 3)), NAMES10, title="t", path=p),
         lambda p: plot_confusion(-np.ones((2, 2)), ["a", "b"], title="t", path=p),
         lambda p: plot_similarity(["a", "b"], np.eye(3), title="t", path=p),
@@ -188,7 +187,7 @@ def test_class_bars_draw_each_interval_as_an_error_bar():
         "m1": (np.array([0.3, np.nan, 0.7]), np.array([0.6, np.nan, 1.0])),
         "m2": (np.array([0.1, 0.2, 0.8]), np.array([0.35, 0.65, 1.0])),
     }
-    fig = cw.class_bars_figure(values, ["a", "b", "c"], ylabel="recall", title="t", intervals=intervals)
+    fig = cw.class_bars_figure(values, ["a", "b", "c"], labels=FigureLabels(title="t", ylabel="recall"), intervals=intervals)
     segments = [seg for coll in fig.axes[0].collections for seg in coll.get_segments()]
     drawn = sorted((round(float(seg[0][1]), 6), round(float(seg[1][1]), 6)) for seg in segments)
     expected = sorted(
@@ -199,7 +198,9 @@ def test_class_bars_draw_each_interval_as_an_error_bar():
     )
     assert drawn == [(round(low, 6), round(high, 6)) for low, high in expected]
     with pytest.raises(InputError, match="field 'intervals.m1'"):
-        cw.class_bars_figure(values, ["a", "b", "c"], ylabel="y", title="t", intervals={"m1": (np.zeros(2), np.ones(2))})
+        cw.class_bars_figure(
+            values, ["a", "b", "c"], labels=FigureLabels(title="t", ylabel="y"), intervals={"m1": (np.zeros(2), np.ones(2))}
+        )
 
 
 def test_worst_probability_figure_shows_only_the_listed_classes_even_for_a_thousand(tmp_path):
@@ -243,7 +244,9 @@ def _bars_with_names(names, path):
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fig = cw.class_bars_figure({"m": np.linspace(0.5, 0.9, len(names))}, names, ylabel="recall", title=names[0])
+        fig = cw.class_bars_figure(
+            {"m": np.linspace(0.5, 0.9, len(names))}, names, labels=FigureLabels(title=names[0], ylabel="recall")
+        )
         from classwise.plots import save_png
 
         save_png(fig, path)
@@ -291,10 +294,12 @@ def test_characters_no_font_has_give_one_warning_naming_the_font_to_install(tmp_
 def test_class_bars_legend_sits_outside_the_axes_and_explains_the_lines_and_error_bars():
     values = {"m1": np.array([0.95, 0.9, 0.97]), "m2": np.array([0.92, 0.99, 0.96])}  # bars up to the top
     intervals = {model: (v - 0.05, np.minimum(v + 0.02, 1.0)) for model, v in values.items()}
+    labels = FigureLabels(
+        title="t", ylabel="recall", reference_label="dashed: accuracy A", interval_label="error bars: 95 % interval"
+    )
     fig = cw.class_bars_figure(
-        values, ["a", "b", "c"], ylabel="recall", title="t", reference_lines={"m1": 0.94, "m2": 0.96},
-        intervals=intervals, reference_label="dashed: accuracy A", interval_label="error bars: 95 % interval",
-    )  # fmt: skip
+        values, ["a", "b", "c"], labels=labels, reference_lines={"m1": 0.94, "m2": 0.96}, intervals=intervals
+    )
     ax = fig.axes[0]
     assert ax.get_legend() is None and len(fig.legends) == 1
     legend = fig.legends[0]
@@ -305,5 +310,5 @@ def test_class_bars_legend_sits_outside_the_axes_and_explains_the_lines_and_erro
     box, axes = legend.get_window_extent(), ax.get_window_extent()
     assert not box.overlaps(axes), (box, axes)  # the legend covers no bar
     # without lines or intervals (the CFPS figure), the models alone
-    plain = cw.class_bars_figure(values, ["a", "b", "c"], ylabel="CFPS", title="t")
+    plain = cw.class_bars_figure(values, ["a", "b", "c"], labels=FigureLabels(title="t", ylabel="CFPS"))
     assert [text.get_text() for text in plain.legends[0].get_texts()] == ["m1", "m2"]

@@ -197,7 +197,7 @@ def test_image_features_of_image_files_use_their_original_size(tmp_path: Path) -
 
 # ---------------------------------------------------------------------------- subset tests
 def test_subset_tests_match_the_library_and_skip_constant_features(tmp_path: Path) -> None:
-    from classwise.testsuites.subsets import subset_performance_tests, worst_subsets
+    from classwise.testsuites.subsets import SubsetSplit, SubsetTestOptions, subset_performance_tests, worst_subsets
 
     logits = _save(tmp_path / "clean.npz", 0, 2.0)
     features = _features(tmp_path / "features.csv")
@@ -219,10 +219,8 @@ def test_subset_tests_match_the_library_and_skip_constant_features(tmp_path: Pat
         scores,
         labels,
         frame[["sample_id", "brightness", "group"]],
-        metrics=SUBSET_OPTIONS["metrics"],
-        n_quantiles=3,
-        n_resamples=49,
-        seed=3,
+        split=SubsetSplit(n_quantiles=3),
+        options=SubsetTestOptions(metrics=SUBSET_OPTIONS["metrics"], n_resamples=49, seed=3),
     )
     rows = pd.read_csv(tmp_path / "all.csv", keep_default_na=False, na_values=[""])
     assert rows["feature"].unique().tolist() == ["brightness", "group"]  # height is constant
@@ -297,7 +295,7 @@ def test_subset_tests_name_unknown_features(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- reference tests
 def test_reference_reports_and_summary_match_the_library(tmp_path: Path) -> None:
-    from classwise.testsuites.reference import reference_report, summarise_reports
+    from classwise.testsuites.reference import ReferenceTestOptions, reference_report, summarise_reports
 
     paths, expected = {}, []
     for model, signal in (("good", 4.0), ("weak", 1.5)):
@@ -319,7 +317,9 @@ def test_reference_reports_and_summary_match_the_library(tmp_path: Path) -> None
             **outputs,
         )
         sets = {shift: _logits(seed, s) for shift, seed, s in (("clean", 0, signal), ("noise", 1, signal / 3))}
-        report = reference_report(sets, dataset="synthetic", model=model, thresholds={"accuracy": {"absolute": 0.6}})
+        report = reference_report(
+            sets, options=ReferenceTestOptions(thresholds={"accuracy": {"absolute": 0.6}}), dataset="synthetic", model=model
+        )
         expected.append(report)
         written = testsuite_steps.read_report(outputs["csv_path"])
         assert list(written.columns) == list(report.columns)
@@ -339,7 +339,7 @@ def test_reference_reports_and_summary_match_the_library(tmp_path: Path) -> None
 
 # ---------------------------------------------------------------------------- extrapolation
 def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
-    from classwise.extrapolation.simulation import evaluate_methods
+    from classwise.extrapolation.simulation import MethodComparison, evaluate_methods
 
     logits = _save(tmp_path / "clean.npz", 0, 1.5)
     outputs = _outputs(tmp_path, "extrapolation")
@@ -368,7 +368,7 @@ def test_extrapolation_step_matches_the_library(tmp_path: Path) -> None:
     )
     assert progress.getvalue().count("CleaneX fit: 100%") == 2  # one finished bar per repetition
     scores, labels = _logits(0, 1.5)
-    evaluation = evaluate_methods(scores, labels, 3, C, 2, 1, methods=("naive", "kde"))
+    evaluation = evaluate_methods(scores, labels, 3, C, MethodComparison(repetitions=2, seed=1, methods=("naive", "kde")))
     table = pd.read_csv(outputs["csv_path"], index_col="method")
     assert table.index.tolist() == ["naive", "kde", "cleanex"]
     expected = evaluation.summary().set_index("method")
@@ -593,7 +593,7 @@ def test_extrapolation_needs_fewer_observed_classes_than_the_set_has(tmp_path: P
 
 
 def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
-    from classwise.extrapolation.simulation import run_simulation_benchmark
+    from classwise.extrapolation.simulation import MethodComparison, run_simulation_benchmark
 
     outputs = _outputs(tmp_path, "simulation")
     block = {
@@ -615,7 +615,7 @@ def test_simulation_step_matches_the_library(tmp_path: Path) -> None:
         **outputs,
         threads=2,
     )
-    benchmark = run_simulation_benchmark(0, k1s=[4, 6], k2=12, repetitions=2, methods=("naive", "kde"))
+    benchmark = run_simulation_benchmark(MethodComparison(repetitions=2, seed=0, methods=("naive", "kde")), k1s=[4, 6], k2=12)
     table = pd.read_csv(outputs["csv_path"])
     np.testing.assert_allclose(table["rmse_mean"], benchmark.summary()["rmse_mean"], rtol=1e-12)
     assert table["k1"].tolist() == [4, 4, 6, 6]

@@ -14,6 +14,7 @@ from classwise.errors import InputError
 from classwise.testsuites.classification import to_probabilities
 from classwise.testsuites.reference import (
     REFERENCE_METRICS,
+    ReferenceTestOptions,
     atc_predicted_accuracy,
     atc_threshold,
     calibration_curve,
@@ -159,7 +160,9 @@ def test_statuses_follow_the_thresholds() -> None:
         "average_uncertainty": {"absolute": 0.01},  # lower is better: fail above 0.01
         "calibration_mse": {"absolute": 1.0},
     }
-    table = compare_to_reference(ref_logits, ref_y, ev_logits, ev_y, thresholds=thresholds).set_index("metric")
+    table = compare_to_reference(
+        ref_logits, ref_y, ev_logits, ev_y, options=ReferenceTestOptions(thresholds=thresholds)
+    ).set_index("metric")
     assert table.loc["accuracy", "status"] == "fail"
     assert table.loc["macro_f1", "status"] == "warn"
     assert table.loc["macro_recall", "status"] == "pass"
@@ -218,3 +221,20 @@ def test_threshold_and_input_errors() -> None:
         reference_report({"blur": (ref_logits, ref_y)})
     with pytest.raises(InputError):
         reference_report({"clean": (ref_logits, None)})
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({"thresholds": {"f1": {"absolute": 0.5}}}, "thresholds.f1"),
+        ({"n_bins": 0}, "n_bins"),
+        ({"min_bin_count": 0}, "min_bin_count"),
+        ({"label_set": "some"}, "label_set"),
+        ({"reference": None}, "reference"),
+    ],
+)
+def test_reference_test_options_refuse_bad_values_when_made(values: dict[str, object], field: str) -> None:
+    """The options are checked when the record is made, before any score is read."""
+    with pytest.raises(InputError) as err:
+        ReferenceTestOptions(**values)  # type: ignore[arg-type]
+    assert err.value.field == field

@@ -9,6 +9,8 @@ import pytest
 from classwise.errors import InputError
 from classwise.testsuites.classification import SubsetEvaluator, to_probabilities
 from classwise.testsuites.subsets import (
+    SubsetSplit,
+    SubsetTestOptions,
     adjust_pvalues,
     benjamini_hochberg,
     holm,
@@ -163,7 +165,7 @@ def test_planted_bad_subset_fails_and_is_the_worst() -> None:
     bad = blur >= np.quantile(blur, 0.75)
     logits[bad] = rng.normal(size=(bad.sum(), 5)).astype(np.float32)
     features = pd.DataFrame({"sample_id": np.arange(600).astype(str), "blur": blur, "noise": rng.normal(size=600)})
-    table = subset_performance_tests(logits, y, features, n_resamples=199, seed=0)
+    table = subset_performance_tests(logits, y, features, options=SubsetTestOptions(n_resamples=199, seed=0))
     top = table[(table["feature"] == "blur") & (table["subset"].str.endswith("]"))]
     for metric in ["macro_f1", "macro_precision", "macro_recall", "accuracy", "auc_ovo", "average_uncertainty"]:
         row = top[top["metric"] == metric].iloc[0]
@@ -182,14 +184,16 @@ def test_null_features_do_not_fail_and_results_are_seeded() -> None:
     rng = np.random.default_rng(5)
     features = pd.DataFrame({f"f{j}": rng.normal(size=300) for j in range(4)})
     features["cat"] = rng.choice(["a", "b", "c"], 300)
-    table = subset_performance_tests(logits, y, features, n_resamples=99, seed=7)
+    table = subset_performance_tests(logits, y, features, options=SubsetTestOptions(n_resamples=99, seed=7))
     assert (table["status"] == "pass").all()
     # Holm per metric over the 4 * 4 + 3 = 19 subsets
     assert table.groupby("metric").size().eq(19).all()
-    again = subset_performance_tests(logits, y, features, n_resamples=99, seed=7)
+    again = subset_performance_tests(logits, y, features, options=SubsetTestOptions(n_resamples=99, seed=7))
     pd.testing.assert_frame_equal(table, again)
     # the generator of a (feature, subset) does not depend on the order of the features
-    reordered = subset_performance_tests(logits, y, features[features.columns[::-1]], n_resamples=99, seed=7)
+    reordered = subset_performance_tests(
+        logits, y, features[features.columns[::-1]], options=SubsetTestOptions(n_resamples=99, seed=7)
+    )
     key = ["feature", "subset", "metric"]
     a = table.set_index(key)["p_value"]
     b = reordered.set_index(key)["p_value"].loc[a.index]
@@ -199,7 +203,13 @@ def test_null_features_do_not_fail_and_results_are_seeded() -> None:
 def test_small_and_whole_subsets_are_skipped() -> None:
     logits, y = _model(6, 120, 3)
     features = pd.DataFrame({"const": np.ones(120), "rare": np.r_[np.zeros(110), np.ones(10)]})
-    table = subset_performance_tests(logits, y, features, n_resamples=20, min_subset_size=20, metrics=["accuracy"])
+    table = subset_performance_tests(
+        logits,
+        y,
+        features,
+        split=SubsetSplit(min_subset_size=20),
+        options=SubsetTestOptions(n_resamples=20, metrics=["accuracy"]),
+    )
     assert table["status"].tolist() == ["skipped", "pass", "skipped"]
     assert table["n"].tolist() == [120, 110, 10]
     assert np.isfinite(table["value"]).all() and table["p_value"].isna().tolist() == [True, False, True]
@@ -209,7 +219,7 @@ def test_small_and_whole_subsets_are_skipped() -> None:
 def test_subset_values_match_direct_evaluation() -> None:
     logits, y = _model(8, 200, 4)
     features = pd.DataFrame({"x": np.random.default_rng(9).normal(size=200)})
-    table = subset_performance_tests(logits, y, features, n_resamples=10)
+    table = subset_performance_tests(logits, y, features, options=SubsetTestOptions(n_resamples=10))
     probs = to_probabilities(logits)
     from classwise.testsuites.classification import classification_metrics
 
@@ -231,10 +241,34 @@ def test_bad_arguments_raise_input_error() -> None:
     with pytest.raises(InputError):
         subset_performance_tests(logits, y, pd.DataFrame({"sample_id": np.arange(50)}))
     with pytest.raises(InputError):
-        subset_performance_tests(logits, y, ok, categorical=["nope"])
+        subset_performance_tests(logits, y, ok, split=SubsetSplit(categorical=["nope"]))
     with pytest.raises(InputError):
-        subset_performance_tests(logits, y, ok, correction="sidak")  # type: ignore[arg-type]
-    with pytest.raises(InputError):
-        subset_performance_tests(logits, y, ok, metrics=["f1"])
+        subset_performance_tests(logits, y, ok, options={"alpha": 0.1})  # type: ignore[arg-type]
     with pytest.raises(InputError):
         split_feature(np.arange(5.0), n_quantiles=1)
+
+
+@pytest.mark.parametrize(
+    ("record", "values", "field"),
+    [
+        (SubsetTestOptions, {"correction": "sidak"}, "correction"),
+        (SubsetTestOptions, {"metrics": ["f1"]}, "metrics"),
+        (SubsetTestOptions, {"n_resamples": 0}, "n_resamples"),
+        (SubsetTestOptions, {"alpha": 1.0}, "alpha"),
+        (SubsetTestOptions, {"label_set": "some"}, "label_set"),
+        (SubsetSplit, {"n_quantiles": 1}, "n_quantiles"),
+        (SubsetSplit, {"min_subset_size": 0}, "min_subset_size"),
+        (SubsetSplit, {"categorical": "blur"}, "categorical"),
+    ],
+)
+def test_subset_test_records_refuse_bad_values_when_made(record: type, values: dict[str, object], field: str) -> None:
+    """The options are checked when the record is made, before any score is read."""
+    with pytest.raises(InputError) as err:
+        record(**values)
+    assert err.value.field == field
+
+
+def test_subset_test_records_hold_their_sequences_as_tuples() -> None:
+    assert SubsetSplit(categorical=["a", "b"]).categorical == ("a", "b")
+    assert SubsetTestOptions(metrics=["accuracy"]).metrics == ("accuracy",)
+    assert SubsetTestOptions() == SubsetTestOptions(metrics=list(SubsetTestOptions().metrics))

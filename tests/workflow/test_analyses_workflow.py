@@ -112,7 +112,7 @@ def test_features_are_image_statistics_joined_with_the_metadata(run: tuple[Path,
 
 @pytest.mark.parametrize("view", VIEWS)
 def test_subset_tests_agree_with_the_library_on_the_cached_logits(run: tuple[Path, Path, dict[str, int]], view: str) -> None:
-    from classwise.testsuites.subsets import subset_performance_tests, worst_subsets
+    from classwise.testsuites.subsets import SubsetTestOptions, subset_performance_tests, worst_subsets
 
     results = run[0] / "results"
     scores, labels, ids = _view_scores(results, view, "clean")
@@ -121,7 +121,10 @@ def test_subset_tests_agree_with_the_library_on_the_cached_logits(run: tuple[Pat
     tested = ["brightness", "contrast", "sharpness", "writer"]  # height, width, aspect ratio are constant
     options = _options()["subset_tests"]
     expected = subset_performance_tests(
-        scores, labels, features[["sample_id", *tested]], metrics=options["metrics"], n_resamples=options["n_resamples"], seed=0
+        scores,
+        labels,
+        features[["sample_id", *tested]],
+        options=SubsetTestOptions(metrics=options["metrics"], n_resamples=options["n_resamples"], seed=0),
     )
     model_dir = results / "analyses" / "digits" / view / "linear"
     rows = pd.read_csv(model_dir / "subset_tests_all.csv", keep_default_na=False, na_values=[""])
@@ -160,17 +163,17 @@ def test_reference_report_agrees_with_the_library(run: tuple[Path, Path, dict[st
 
 
 def test_extrapolation_agrees_with_the_library(run: tuple[Path, Path, dict[str, int]]) -> None:
-    from classwise.extrapolation.methods import CleanexTraining
-    from classwise.extrapolation.simulation import evaluate_methods
+    from classwise.extrapolation.methods import CleanexTraining, FitOptions
+    from classwise.extrapolation.simulation import MethodComparison, evaluate_methods
 
     results = run[0] / "results"
     options = _options()["extrapolation"]
     scores, labels, _ = _view_scores(results, "original", "clean")
-    evaluation = evaluate_methods(
-        scores, labels, options["k1"], 10, options["repetitions"], 0,
-        methods=options["methods"],
-        cleanex=CleanexTraining(options["cleanex_max_steps"], options["cleanex_tolerance"], options["cleanex_patience"]),
-    )  # fmt: skip
+    training = CleanexTraining(options["cleanex_max_steps"], options["cleanex_tolerance"], options["cleanex_patience"])
+    comparison = MethodComparison(
+        repetitions=options["repetitions"], seed=0, methods=options["methods"], fit=FitOptions(cleanex=training)
+    )
+    evaluation = evaluate_methods(scores, labels, options["k1"], 10, comparison)
     model_dir = results / "analyses" / "digits" / "original" / "linear"
     table = pd.read_csv(model_dir / "extrapolation.csv", index_col="method")
     assert table.index.tolist() == options["methods"]
@@ -200,11 +203,13 @@ def test_extrapolation_agrees_with_the_library(run: tuple[Path, Path, dict[str, 
 
 
 def test_simulation_agrees_with_the_library(run: tuple[Path, Path, dict[str, int]]) -> None:
-    from classwise.extrapolation.simulation import run_simulation_benchmark
+    from classwise.extrapolation.simulation import MethodComparison, run_simulation_benchmark
 
     options = _options()["simulation"]
     benchmark = run_simulation_benchmark(
-        0, k1s=options["k1"], k2=options["k2"], repetitions=options["repetitions"], methods=options["methods"]
+        MethodComparison(repetitions=options["repetitions"], seed=0, methods=options["methods"]),
+        k1s=options["k1"],
+        k2=options["k2"],
     )
     table = pd.read_csv(run[0] / "results" / "analyses" / "extrapolation_simulation.csv")
     assert table["k1"].unique().tolist() == options["k1"]

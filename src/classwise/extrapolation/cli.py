@@ -48,7 +48,7 @@ def format_curve(ks: np.ndarray, accuracy: np.ndarray) -> str:
 
 def extrapolate_command(args: argparse.Namespace) -> int:
     """Handler of ``classwise extrapolate``; raises :class:`InputError` on bad input."""
-    from classwise.extrapolation.methods import CleanexTraining, extrapolate_with_fit
+    from classwise.extrapolation.methods import CleanexTraining, FitOptions, extrapolate_with_fit
     from classwise.logits_io import load_scores
 
     training = CleanexTraining(max_steps=args.max_steps, tolerance=args.tolerance, patience=args.patience)
@@ -60,8 +60,7 @@ def extrapolate_command(args: argparse.Namespace) -> int:
             args.k_max,
             args.method,
             seed=args.seed,
-            cleanex=training,
-            progress=sys.stderr,
+            fit=FitOptions(cleanex=training, progress=sys.stderr),
         )
     except InputError as exc:
         raise InputError(str(exc), path=args.scores) from exc  # the message already names the field

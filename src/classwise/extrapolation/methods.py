@@ -40,9 +40,9 @@ scores below the correct one; they differ in how the distribution of ``C_x`` is 
     An MLP ``K -> 512 -> 128 -> 1`` (ReLU) with a sigmoid output ``q_x`` that estimates
     ``1 - C_x``; ``Ĉ_x = 1 - q_x``.  Loss ``mean_{k=2..K} (mean_x Ĉ_x^(k-1) - A_k)^2``
     with the exact observed ``A_k``; full-batch Adam, learning rate ``1e-4``, fresh weights
-    seeded by ``seed``.  Prediction ``mean_x Ĉ_x^(k-1)``.  Runs on the CPU unless ``device``
-    says otherwise.  Two departures from the notebook, both about how long training takes,
-    not what it fits:
+    seeded by ``seed``.  Prediction ``mean_x Ĉ_x^(k-1)``.  Runs on the CPU unless
+    :attr:`FitOptions.device` says otherwise.  Two departures from the notebook, both about how
+    long training takes, not what it fits:
 
     * the output bias starts at ``logit(1 - A_2)``, so that the first prediction is the
       observed 2-class accuracy: with the default initialisation every ``Ĉ_x`` starts near
@@ -100,6 +100,8 @@ DEFAULT_CLEANEX_PATIENCE = 500
 #: With 0.99 the plateau ends after ~1,500 steps and the fit reaches the same loss
 #: (~1e-8) and extrapolation error (measured on the paper's simulation, k1 = 100).
 DEFAULT_BETA2 = 0.99
+#: CleaneX's Adam learning rate (the notebook's).
+DEFAULT_CLEANEX_LR = 1e-4
 #: The output bias starts at ``logit(1 - A_2)`` with ``1 - A_2`` clipped to this and one
 #: minus this (a perfect classifier's ``A_2 = 1`` has no finite logit).
 _INITIAL_ERROR_FLOOR = 1e-6
@@ -214,24 +216,23 @@ def regression_curve(
     labels: np.ndarray,
     k_max: int,
     *,
-    ties: Ties = "random",
-    bandwidths: Sequence[float] = DEFAULT_BANDWIDTHS,
-    n_subsamples: int = 5,
     seed: int = 0,
+    fit: FitOptions | None = None,
 ) -> np.ndarray:
     """Zheng et al.'s radial-basis regression (see the module docstring) for ``k = 2..k_max``.
 
-    Width selection: ``n_subsamples`` random halves of the classes (``numpy`` generator
-    seeded by ``seed``); for each width, fit on a half's exact curve (``k = 2..K//2``),
-    predict ``k = 2..K`` and take the mean squared error against the observed curve,
-    averaged over the halves; the width with the smallest error is refitted on all
-    ``k = 1..K``.  Skipped (first width used) when only one width is given or ``K < 6``.
+    Width selection among ``fit.bandwidths`` (:class:`FitOptions`, default its defaults):
+    ``fit.n_subsamples`` random halves of the classes (``numpy`` generator seeded by ``seed``);
+    for each width, fit on a half's exact curve (``k = 2..K//2``), predict ``k = 2..K`` and take
+    the mean squared error against the observed curve (ties broken by ``fit.ties``), averaged
+    over the halves; the width with the smallest error is refitted on all ``k = 1..K``.
+    Skipped (first width used) when only one width is given or ``K < 6``.
     """
+    fit = _fit_options(fit)
+    ties, bandwidths, n_subsamples = fit.ties, fit.bandwidths, fit.n_subsamples
     targets = _ks_to(k_max)
     s, y = check_scores(scores, labels)
     n_classes = s.shape[1]
-    if len(bandwidths) == 0 or any(not (b > 0) for b in bandwidths):
-        raise InputError(f"expected positive bandwidths, got {list(bandwidths)}", field="bandwidths")
     ks = np.arange(2, n_classes + 1)
     observed = expected_accuracy(s, y, ks, ties)
     sigma = float(bandwidths[0])
@@ -256,6 +257,10 @@ def regression_curve(
 
 
 # ------------------------------------------------------------------------------- cleanex
+def _is_number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
 def _positive_int(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise InputError(f"expected a positive integer, got {value!r}", field=field)
@@ -264,9 +269,10 @@ def _positive_int(value: object, field: str) -> int:
 
 @dataclass(frozen=True)
 class CleanexTraining:
-    """How long CleaneX trains: until the loss has fallen by less than a share ``tolerance``
-    of itself over the last ``patience`` steps (a plateau: the fit converged), or at most
-    ``max_steps`` Adam steps (then it did not converge).
+    """How CleaneX trains: full-batch Adam at learning rate ``lr`` with second-moment decay
+    ``beta2`` (:data:`DEFAULT_BETA2`), until the loss has fallen by less than a share
+    ``tolerance`` of itself over the last ``patience`` steps (a plateau: the fit converged), or
+    at most ``max_steps`` Adam steps (then it did not converge).
 
     The comparison is of the lowest loss so far, so Adam's step-to-step jitter near the
     minimum neither stops training nor keeps it going.  A plateau can also be a saddle that
@@ -277,12 +283,50 @@ class CleanexTraining:
     max_steps: int = DEFAULT_CLEANEX_MAX_STEPS
     tolerance: float = DEFAULT_CLEANEX_TOLERANCE
     patience: int = DEFAULT_CLEANEX_PATIENCE
+    lr: float = DEFAULT_CLEANEX_LR
+    beta2: float = DEFAULT_BETA2
 
     def __post_init__(self) -> None:
         _positive_int(self.max_steps, "max_steps")
         _positive_int(self.patience, "patience")
-        if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, (int, float)) or not 0 <= self.tolerance < 1:
+        if not _is_number(self.tolerance) or not 0 <= self.tolerance < 1:
             raise InputError(f"expected a number in [0, 1), got {self.tolerance!r}", field="tolerance")
+        if not _is_number(self.lr) or not 0 < self.lr < np.inf:
+            raise InputError(f"expected a positive number, got {self.lr!r}", field="lr")
+        if not _is_number(self.beta2) or not 0 <= self.beta2 < 1:
+            raise InputError(f"expected a number in [0, 1), got {self.beta2!r}", field="beta2")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitOptions:
+    """How the extrapolation methods fit, each reading its own: the tie convention ``ties`` of
+    the observed ``C_x`` and ``A_k`` (:mod:`classwise.extrapolation.rroc`; ``kde`` has no ties
+    to break); ``regression``'s candidate ``bandwidths`` and the ``n_subsamples`` random halves
+    of the classes that choose among them (:func:`regression_curve`); how CleaneX trains
+    (``cleanex``), the torch ``device`` it trains on and the stream ``progress`` that receives
+    its tqdm bar (``None``: no bar; the other methods take well under a second)."""
+
+    ties: Ties = "random"
+    bandwidths: Sequence[float] = DEFAULT_BANDWIDTHS
+    n_subsamples: int = 5
+    cleanex: CleanexTraining = CleanexTraining()
+    device: str = "cpu"
+    progress: IO[str] | None = None
+
+    def __post_init__(self) -> None:
+        check_ties(self.ties)
+        object.__setattr__(self, "bandwidths", tuple(self.bandwidths))
+        if len(self.bandwidths) == 0 or any(not (b > 0) for b in self.bandwidths):
+            raise InputError(f"expected positive bandwidths, got {list(self.bandwidths)}", field="bandwidths")
+        if not isinstance(self.cleanex, CleanexTraining):
+            raise InputError(f"expected a CleanexTraining, got {self.cleanex!r}", field="cleanex")
+
+
+def _fit_options(fit: FitOptions | None) -> FitOptions:
+    fit = FitOptions() if fit is None else fit
+    if not isinstance(fit, FitOptions):
+        raise InputError(f"expected a FitOptions, got {fit!r}", field="fit")
+    return fit
 
 
 @dataclass(frozen=True)
@@ -349,30 +393,25 @@ def cleanex_fit(
     labels: np.ndarray,
     *,
     seed: int = 0,
-    training: CleanexTraining | None = None,
-    lr: float = 1e-4,
-    beta2: float = DEFAULT_BETA2,
-    ties: Ties = "random",
-    device: str = "cpu",
-    progress: IO[str] | None = None,
+    fit: FitOptions | None = None,
 ) -> CleanexFit:
     """Train CleaneX on the observed classes and return ``Ĉ_x`` (see the module docstring).
 
-    ``training`` (default :class:`CleanexTraining`'s defaults) says when to stop. Seeded:
-    weights are drawn with ``torch.manual_seed(seed)`` inside ``torch.random.fork_rng`` (the
-    caller's global torch RNG state is left untouched); training is full-batch, so nothing
-    else is random, and the same seed, data and thread count give the same bytes.
-    ``progress`` receives a tqdm bar of the steps and the loss (a fit takes seconds to tens of
-    seconds). A fit that stops at ``max_steps`` without converging is logged as a warning.
+    ``fit`` (:class:`FitOptions`, default its defaults): ``fit.cleanex`` says how CleaneX trains
+    and when it stops (:class:`CleanexTraining`), ``fit.ties`` breaks the ties of the observed
+    curve, ``fit.device`` is where it trains and ``fit.progress`` receives a tqdm bar of the
+    steps and the loss (a fit takes seconds to tens of seconds). Seeded: weights are drawn with
+    ``torch.manual_seed(seed)`` inside ``torch.random.fork_rng`` (the caller's global torch RNG
+    state is left untouched); training is full-batch, so nothing else is random, and the same
+    seed, data and thread count give the same bytes. A fit that stops at ``max_steps`` without
+    converging is logged as a warning.
     """
     require("torch", "tqdm", extra="models", feature="the CleaneX extrapolation")
     import torch
     from tqdm import tqdm
 
-    check_ties(ties)
-    training = CleanexTraining() if training is None else training
-    if not isinstance(training, CleanexTraining):
-        raise InputError(f"expected a CleanexTraining, got {training!r}", field="training")
+    options = _fit_options(fit)
+    training, ties, device, progress = options.cleanex, options.ties, options.device, options.progress
     s, y = check_scores(scores, labels)
     n_classes = s.shape[1]
     observed = expected_accuracy(s, y, np.arange(2, n_classes + 1), ties)
@@ -388,7 +427,7 @@ def cleanex_fit(
     with torch.no_grad():  # start at the observed 2-class accuracy (module docstring)
         output.bias.fill_(float(np.log(error / (1.0 - error))))
     model = torch.nn.Sequential(*hidden, output).to(device)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, beta2))
+    optimiser = torch.optim.Adam(model.parameters(), lr=training.lr, betas=(0.9, training.beta2))
 
     def curve_loss() -> torch.Tensor:
         logit = model(inputs)  # q_x = sigmoid(logit) estimates 1 - C_x
@@ -423,7 +462,7 @@ def cleanex_fit(
         if converged:  # the bar ends at 100 % of the steps taken
             bar.total = steps
         bar.set_postfix(loss=f"{final_loss:.2e}", converged=converged, refresh=False)
-    fit = CleanexFit(c=c_hat, loss=final_loss, steps=steps, converged=converged)
+    result = CleanexFit(c=c_hat, loss=final_loss, steps=steps, converged=converged)
     if not converged:
         log.warning(
             "CleaneX fit did not converge: stopped at max_steps = %d before its loss plateaued (a fall of less than "
@@ -433,7 +472,7 @@ def cleanex_fit(
             training.patience,
             final_loss,
         )
-    return fit
+    return result
 
 
 def cleanex_curve(
@@ -442,14 +481,11 @@ def cleanex_curve(
     k_max: int,
     *,
     seed: int = 0,
-    training: CleanexTraining | None = None,
-    ties: Ties = "random",
-    device: str = "cpu",
-    progress: IO[str] | None = None,
+    fit: FitOptions | None = None,
 ) -> np.ndarray:
     """``mean_x Ĉ_x^(k-1)`` for ``k = 2..k_max`` with CleaneX's ``Ĉ_x`` (:func:`cleanex_fit`)."""
     _ks_to(k_max)  # a bad k_max fails before training
-    return cleanex_fit(scores, labels, seed=seed, training=training, ties=ties, device=device, progress=progress).curve(k_max)
+    return cleanex_fit(scores, labels, seed=seed, fit=fit).curve(k_max)
 
 
 # -------------------------------------------------------------------------------- facade
@@ -469,32 +505,28 @@ def extrapolate_with_fit(
     method: str,
     *,
     seed: int = 0,
-    ties: Ties = "random",
-    cleanex: CleanexTraining | None = None,
-    device: str = "cpu",
-    progress: IO[str] | None = None,
+    fit: FitOptions | None = None,
 ) -> Extrapolation:
     """Predicted expected accuracy for ``k = 2..k_max`` by ``method`` (one of :data:`METHODS`),
     with CleaneX's training record.
 
     ``scores`` (N, K): higher = more likely; ``labels`` (N,) in ``[0, K)``.  ``seed`` matters
-    for ``cleanex`` (weights) and ``regression`` (width selection); ``ties`` is the tie
-    convention of the observed ``C_x`` and ``A_k`` (:mod:`classwise.extrapolation.rroc`;
-    ``kde`` has no ties to break); ``cleanex`` says how long CleaneX trains (default
-    :class:`CleanexTraining`'s defaults). ``progress`` receives CleaneX's progress bar (the
-    other methods take well under a second).
+    for ``cleanex`` (weights) and ``regression`` (width selection); ``fit`` (:class:`FitOptions`,
+    default its defaults) holds the tie convention of the observed ``C_x`` and ``A_k``,
+    regression's widths, how long CleaneX trains, on which device and where its progress bar
+    goes.
     """
-    check_ties(ties)
+    options = _fit_options(fit)
     if method == "naive":
-        return Extrapolation(naive_curve(scores, labels, k_max, ties=ties))
+        return Extrapolation(naive_curve(scores, labels, k_max, ties=options.ties))
     if method == "kde":
         return Extrapolation(kde_curve(scores, labels, k_max))
     if method == "regression":
-        return Extrapolation(regression_curve(scores, labels, k_max, ties=ties, seed=seed))
+        return Extrapolation(regression_curve(scores, labels, k_max, seed=seed, fit=options))
     if method == "cleanex":
         _ks_to(k_max)  # a bad k_max fails before training
-        fit = cleanex_fit(scores, labels, seed=seed, training=cleanex, ties=ties, device=device, progress=progress)
-        return Extrapolation(fit.curve(k_max), fit)
+        trained = cleanex_fit(scores, labels, seed=seed, fit=options)
+        return Extrapolation(trained.curve(k_max), trained)
     raise InputError(f"expected one of {list(METHODS)}, got {method!r}", field="method")
 
 
@@ -505,12 +537,7 @@ def extrapolate(
     method: str,
     *,
     seed: int = 0,
-    ties: Ties = "random",
-    cleanex: CleanexTraining | None = None,
-    device: str = "cpu",
-    progress: IO[str] | None = None,
+    fit: FitOptions | None = None,
 ) -> np.ndarray:
     """The curve of :func:`extrapolate_with_fit`, without CleaneX's training record."""
-    return extrapolate_with_fit(
-        scores, labels, k_max, method, seed=seed, ties=ties, cleanex=cleanex, device=device, progress=progress
-    ).curve
+    return extrapolate_with_fit(scores, labels, k_max, method, seed=seed, fit=fit).curve

@@ -7,7 +7,8 @@ the negative Euclidean distance to the class centroid (higher = more likely).  T
 paper's setting: ``d = 5``, 10 points per class, ``k2 = 2000`` classes, ``sigma2`` of 0.1
 (also 0.2 among its settings), and ``k1 = 100`` or ``500`` observed classes.
 
-Evaluation (:func:`evaluate_methods`): for each of ``repetitions`` seeded draws, sample
+Evaluation (:func:`evaluate_methods`, :class:`MethodComparison`): for each of ``repetitions``
+seeded draws, sample
 ``k1`` of the ``K`` classes (without replacement), keep the samples of those classes and
 the score columns of those classes, extrapolate from them to ``k_max`` by each method, and
 compare with the true curve: the exact expected accuracy ``A_k`` on all ``K`` classes,
@@ -20,15 +21,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import IO
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError
-from classwise.extrapolation.methods import METHODS, CleanexTraining, extrapolate_with_fit
-from classwise.extrapolation.rroc import Ties, check_scores, expected_accuracy, subsample_classes
+from classwise.extrapolation.methods import METHODS, FitOptions, extrapolate_with_fit
+from classwise.extrapolation.rroc import check_scores, expected_accuracy, subsample_classes
 
 log = logging.getLogger(__name__)
 
@@ -168,38 +168,58 @@ def reference_comparison(rmse: pd.DataFrame, reference: str = "cleanex") -> pd.D
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class MethodComparison:
+    """How the extrapolation methods are compared (:func:`evaluate_methods`): ``repetitions``
+    seeded draws of the observed classes, from ``seed``; the ``methods`` compared (among
+    :data:`~classwise.extrapolation.methods.METHODS`) and how they fit
+    (:class:`~classwise.extrapolation.methods.FitOptions`: its ``ties`` also break the ties of
+    the true and observed curves; in repetition ``r`` every method is seeded
+    ``seed * 1000 + r``)."""
+
+    repetitions: int
+    seed: int
+    methods: Sequence[str] = METHODS
+    fit: FitOptions = FitOptions()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.methods, str):
+            raise InputError(f"expected a list of methods among {list(METHODS)}, got {self.methods!r}", field="methods")
+        object.__setattr__(self, "methods", tuple(self.methods))
+        if int(self.repetitions) < 1:
+            raise InputError(f"expected a positive integer, got {self.repetitions}", field="repetitions")
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown or not self.methods:
+            raise InputError(f"expected methods among {list(METHODS)}, got {list(self.methods)}", field="methods")
+        if not isinstance(self.fit, FitOptions):
+            raise InputError(f"expected a FitOptions, got {self.fit!r}", field="fit")
+
+
 def evaluate_methods(
     scores: np.ndarray,
     labels: np.ndarray,
     k1: int,
     k_max: int,
-    repetitions: int,
-    seed: int,
-    *,
-    methods: Sequence[str] = METHODS,
-    cleanex: CleanexTraining | None = None,
-    ties: Ties = "random",
-    device: str = "cpu",
-    progress: IO[str] | None = None,
+    comparison: MethodComparison,
 ) -> Evaluation:
-    """Sample ``k1`` classes ``repetitions`` times, extrapolate to ``k_max``, score against the truth.
+    """Sample ``k1`` classes ``comparison.repetitions`` times, extrapolate to ``k_max``, score
+    against the truth.
 
     Needs ``2 <= k1 <= K`` and ``2 <= k_max <= K`` (the truth is the exact curve on all
-    ``K`` classes).  Class subsets come from ``numpy.random.default_rng(seed)``; in repetition
-    ``r`` the methods get ``seed * 1000 + r`` (CleaneX's weights, regression's width selection).
-    ``cleanex`` says how long CleaneX trains; every fit's steps, final loss and convergence
-    go to :attr:`Evaluation.fits` and the repetition's log line.
+    ``K`` classes).  Class subsets come from ``numpy.random.default_rng(comparison.seed)``; in
+    repetition ``r`` the methods get ``seed * 1000 + r`` (CleaneX's weights, regression's width
+    selection).  ``comparison.fit.cleanex`` says how long CleaneX trains; every fit's steps,
+    final loss and convergence go to :attr:`Evaluation.fits` and the repetition's log line.
     """
+    if not isinstance(comparison, MethodComparison):
+        raise InputError(f"expected a MethodComparison, got {comparison!r}", field="comparison")
+    repetitions, seed, methods, options = comparison.repetitions, comparison.seed, comparison.methods, comparison.fit
+    ties = options.ties
     s, y = check_scores(scores, labels)
     n_classes = s.shape[1]
     for name, value in (("k1", k1), ("k_max", k_max)):
         if not 2 <= int(value) <= n_classes:
             raise InputError(f"expected 2 <= {name} <= {n_classes} (the number of classes), got {value}", field=name)
-    if int(repetitions) < 1:
-        raise InputError(f"expected a positive integer, got {repetitions}", field="repetitions")
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown or not methods:
-        raise InputError(f"expected methods among {list(METHODS)}, got {list(methods)}", field="methods")
     ks = np.arange(2, int(k_max) + 1)
     truth = expected_accuracy(s, y, ks, ties)
     rng = np.random.default_rng(seed)
@@ -215,17 +235,7 @@ def evaluate_methods(
         done = []
         for method in methods:
             start = time.perf_counter()
-            result = extrapolate_with_fit(
-                sub_scores,
-                sub_labels,
-                int(k_max),
-                method,
-                seed=int(seed) * 1000 + rep,
-                ties=ties,
-                cleanex=cleanex,
-                device=device,
-                progress=progress,
-            )
+            result = extrapolate_with_fit(sub_scores, sub_labels, int(k_max), method, seed=int(seed) * 1000 + rep, fit=options)
             predicted[method][rep] = result.curve
             seconds = time.perf_counter() - start
             rmse = float(np.sqrt(np.mean((result.curve - truth) ** 2)))
@@ -275,41 +285,26 @@ class SimulationBenchmark:
 
 
 def run_simulation_benchmark(
-    seed: int = 0,
+    comparison: MethodComparison | None = None,
     *,
     k1s: Sequence[int] = PAPER_K1,
     k2: int = PAPER_K2,
     sigma2: float = PAPER_SIGMA2,
-    repetitions: int = 5,
-    cleanex: CleanexTraining | None = None,
-    methods: Sequence[str] = METHODS,
-    device: str = "cpu",
-    progress: IO[str] | None = None,
 ) -> SimulationBenchmark:
     """The paper's simulation: ``k2`` classes, extrapolate from each ``k1`` to ``k2``; RMSE per method.
 
-    One simulated data set (``simulate_scores(seed, n_classes=k2, sigma2=sigma2)``), then
-    :func:`evaluate_methods` for each ``k1`` with ``repetitions`` class samples (the paper
-    uses 50, its notebook 10) and seed ``seed + k1``.
+    One simulated data set (``simulate_scores(comparison.seed, n_classes=k2, sigma2=sigma2)``),
+    then :func:`evaluate_methods` for each ``k1`` with ``comparison`` (default
+    ``MethodComparison(repetitions=5, seed=0)``: the paper uses 50 repetitions, its notebook 10)
+    seeded ``seed + k1``.
     """
+    comparison = MethodComparison(repetitions=5, seed=0) if comparison is None else comparison
+    if not isinstance(comparison, MethodComparison):
+        raise InputError(f"expected a MethodComparison, got {comparison!r}", field="comparison")
+    seed, repetitions, training = comparison.seed, comparison.repetitions, comparison.fit.cleanex
     start = time.perf_counter()
     scores, labels = simulate_scores(seed, n_classes=k2, sigma2=sigma2)
-    evaluations = {
-        int(k1): evaluate_methods(
-            scores,
-            labels,
-            int(k1),
-            k2,
-            repetitions,
-            seed + int(k1),
-            methods=methods,
-            cleanex=cleanex,
-            device=device,
-            progress=progress,
-        )
-        for k1 in k1s
-    }
-    training = CleanexTraining() if cleanex is None else cleanex
+    evaluations = {int(k1): evaluate_methods(scores, labels, int(k1), k2, replace(comparison, seed=seed + int(k1))) for k1 in k1s}
     settings: dict[str, object] = {
         "seed": seed,
         "k1": [int(k) for k in k1s],
@@ -321,6 +316,6 @@ def run_simulation_benchmark(
         "cleanex_max_steps": training.max_steps,
         "cleanex_tolerance": training.tolerance,
         "cleanex_patience": training.patience,
-        "methods": list(methods),
+        "methods": list(comparison.methods),
     }
     return SimulationBenchmark(evaluations=evaluations, settings=settings, seconds=time.perf_counter() - start)

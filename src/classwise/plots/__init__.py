@@ -17,6 +17,7 @@ an installed font that can, or warns once which font to install
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,24 @@ DPI = 120
 #: A box plot's median line: black, over boxes filled in a model's or a method's colour (the
 #: default orange median vanishes in an orange box); ``gid`` "median" finds it in a figure.
 MEDIAN_PROPS: dict[str, Any] = {"color": "black", "linewidth": 1.5, "gid": "median"}
+
+
+#: The legend entries of :func:`classwise.plots.classwise.class_bars_figure`'s dashed lines and
+#: error bars, by default.
+REFERENCE_LABEL = "dashed: the model's overall value, in its colour"
+INTERVAL_LABEL = "error bars: interval"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FigureLabels:
+    """The text of a per-class figure: its ``title``, the ``ylabel`` of its values, and the
+    legend entries of its dashed reference lines (``reference_label``) and of its error bars
+    (``interval_label``) where a figure draws them with a legend entry."""
+
+    title: str
+    ylabel: str
+    reference_label: str = REFERENCE_LABEL
+    interval_label: str = INTERVAL_LABEL
 
 
 def model_colors(n: int) -> list[str]:

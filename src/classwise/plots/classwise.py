@@ -23,40 +23,43 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from classwise.errors import InputError, field_path
-from classwise.plots import MAX_LABELLED_CLASSES, model_colors, save_png
+from classwise.plots import INTERVAL_LABEL, MAX_LABELLED_CLASSES, REFERENCE_LABEL, FigureLabels, model_colors, save_png
 from classwise.plots.many_classes import confusion_overview_figure, sorted_values_figure
 
-_ANNOTATE_MAX = 12  # annotate heatmap cells up to this many rows/columns
+__all__ = [
+    "INTERVAL_LABEL",
+    "REFERENCE_LABEL",
+    "FigureLabels",
+    "class_bars_figure",
+    "plot_class_bars",
+    "plot_confusion",
+    "plot_similarity",
+    "plot_worst_probabilities",
+    "similarity_figure",
+    "worst_probability_figure",
+]
 
-#: The legend entries of :func:`class_bars_figure`'s dashed lines and error bars, by default.
-REFERENCE_LABEL = "dashed: the model's overall value, in its colour"
-INTERVAL_LABEL = "error bars: interval"
+_ANNOTATE_MAX = 12  # annotate heatmap cells up to this many rows/columns
 
 
 def plot_class_bars(
     values: Mapping[str, np.ndarray],
     class_names: Sequence[str],
     *,
-    ylabel: str,
-    title: str,
+    labels: FigureLabels,
     path: str | Path,
     reference_lines: Mapping[str, float] | None = None,
     intervals: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
     lowest_is_worst: bool = True,
-    reference_label: str = REFERENCE_LABEL,
-    interval_label: str = INTERVAL_LABEL,
 ) -> Path:
     """:func:`class_bars_figure`, saved to ``path``."""
     figure = class_bars_figure(
         values,
         class_names,
-        ylabel=ylabel,
-        title=title,
+        labels=labels,
         reference_lines=reference_lines,
         intervals=intervals,
         lowest_is_worst=lowest_is_worst,
-        reference_label=reference_label,
-        interval_label=interval_label,
     )
     return save_png(figure, path)
 
@@ -65,13 +68,10 @@ def class_bars_figure(
     values: Mapping[str, np.ndarray],
     class_names: Sequence[str],
     *,
-    ylabel: str,
-    title: str,
+    labels: FigureLabels,
     reference_lines: Mapping[str, float] | None = None,
     intervals: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
     lowest_is_worst: bool = True,
-    reference_label: str = REFERENCE_LABEL,
-    interval_label: str = INTERVAL_LABEL,
 ) -> Figure:
     """Grouped bars: for each class one bar per model (``values``: model -> (C,) array).
 
@@ -79,9 +79,11 @@ def class_bars_figure(
     ``reference_lines`` (model -> value) draw a dashed horizontal line per model in the
     model's colour, as the paper's Figure 1 does with overall accuracy.  Optional
     ``intervals`` (model -> (low, high), each (C,)) draw error bars from low to high (e.g.
-    the Clopper-Pearson interval of each class's recall).  The legend, outside the axes so that
-    it covers no bar, names the models' colours, then the dashed lines (``reference_label``)
-    and the error bars (``interval_label``) where drawn.  Past ``MAX_LABELLED_CLASSES``
+    the Clopper-Pearson interval of each class's recall).  ``labels``
+    (:class:`~classwise.plots.FigureLabels`) holds the title, the values' axis label and the
+    legend's text: the legend, outside the axes so that it covers no bar, names the models'
+    colours, then the dashed lines (``labels.reference_label``) and the error bars
+    (``labels.interval_label``) where drawn.  Past ``MAX_LABELLED_CLASSES``
     classes the figure is :func:`classwise.plots.many_classes.sorted_values_figure` instead:
     each model's values sorted, beside the 20 worst classes named (lowest values when
     ``lowest_is_worst``, e.g. accuracy; highest otherwise, e.g. CFPS); intervals are left out
@@ -117,8 +119,7 @@ def class_bars_figure(
         return sorted_values_figure(
             dict(zip(models, series)),
             names,
-            ylabel=ylabel,
-            title=title,
+            labels=labels,
             lowest=lowest_is_worst,
             reference_lines=reference_lines,
         )
@@ -140,7 +141,7 @@ def class_bars_figure(
             first = all(b is None for b in bands[:i])  # one legend entry for every model's error bars
             ax.errorbar(
                 x[ok] + offset, v[ok], yerr=errors, fmt="none", ecolor="0.2", elinewidth=0.8, capsize=1.5,
-                label=interval_label if first else "_nolegend_",
+                label=labels.interval_label if first else "_nolegend_",
             )  # fmt: skip
     ax.set_xticks(x)
     rotate = max(len(n) for n in names) > 4 or c > 12
@@ -149,18 +150,18 @@ def class_bars_figure(
     ax.set_xlabel("class")
     drawn, drawn_labels = ax.get_legend_handles_labels()
     order = sorted(range(len(drawn)), key=lambda i: drawn_labels[i] not in models)  # stable: the models, then the error bars
-    handles, labels = [drawn[i] for i in order], [drawn_labels[i] for i in order]
+    handles, entries = [drawn[i] for i in order], [drawn_labels[i] for i in order]
     lines = {model: float(value) for model, value in (reference_lines or {}).items() if np.isfinite(value)}
     for model, color in zip(models, colors):
         if model in lines:
             ax.axhline(lines[model], color=color, linestyle="--", linewidth=1.0)
     if lines.keys() & set(models):  # one entry: a grey dashed line stands for every model's, drawn in its colour
         handles.append(Line2D([], [], color="0.35", linestyle="--", linewidth=1.0))
-        labels.append(reference_label)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+        entries.append(labels.reference_label)
+    ax.set_ylabel(labels.ylabel)
+    ax.set_title(labels.title)
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(handles, labels, loc="outside right upper", fontsize=7.5)
+    fig.legend(handles, entries, loc="outside right upper", fontsize=7.5)
     return fig
 
 

@@ -24,7 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from classwise.errors import InputError
-from classwise.plots import MEDIAN_PROPS, model_colors
+from classwise.plots import MEDIAN_PROPS, FigureLabels, model_colors
 from classwise.robustness.across_shifts import (
     SPREAD_QUANTILES,
     accuracy_quantiles,
@@ -82,29 +82,30 @@ def sorted_values_figure(
     values: Mapping[str, np.ndarray],
     class_names: Sequence[str],
     *,
-    ylabel: str,
-    title: str,
+    labels: FigureLabels,
     lowest: bool = True,
     named: int = NAMED_CLASSES,
     reference_lines: Mapping[str, float] | None = None,
 ) -> Figure:
     """Left: :func:`draw_sorted`; right: the ``named`` worst classes (lowest values when
     ``lowest``, e.g. accuracy; highest otherwise, e.g. CFPS) by their mean over models,
-    one bar per model. ``reference_lines`` (model -> value) are dashed lines on the left."""
+    one bar per model. ``reference_lines`` (model -> value) are dashed lines on the left.
+    ``labels``: the figure's title and the values' axis label (the legend names the models
+    only: its reference and interval entries are not drawn)."""
     if not values:
         raise InputError("no models to plot", field="values")
     colors = model_colors(len(values))
     fig = Figure(figsize=(11.0, 5.2), layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=[1.4, 1.0])
-    draw_sorted(left, values, colors, ylabel=ylabel)
+    draw_sorted(left, values, colors, ylabel=labels.ylabel)
     if reference_lines:
         for model, color in zip(values, colors):
             if model in reference_lines and np.isfinite(reference_lines[model]):
                 left.axhline(float(reference_lines[model]), color=color, linestyle="--", linewidth=1.0)
     left.legend(fontsize=7.5, loc="lower right" if lowest else "upper right")
     _named_bars(right, values, class_names, colors, lowest=lowest, named=named)
-    right.set_xlabel(ylabel)
-    fig.suptitle(title)
+    right.set_xlabel(labels.ylabel)
+    fig.suptitle(labels.title)
     return fig
 
 

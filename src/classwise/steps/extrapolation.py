@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from classwise.extrapolation.methods import CleanexTraining
-    from classwise.extrapolation.simulation import Evaluation
+    from classwise.extrapolation.simulation import Evaluation, MethodComparison
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,17 @@ class MethodsSettings(Settings):
         return CleanexTraining(
             max_steps=int(self.cleanex_max_steps), tolerance=float(self.cleanex_tolerance), patience=int(self.cleanex_patience)
         )
+
+    def comparison(self, *, ties: str = "random", progress: IO[str] | None = None) -> MethodComparison:
+        """The library's record of the comparison (:class:`~classwise.extrapolation.simulation.MethodComparison`):
+        these settings, the methods fitting with ``ties`` broken as
+        :func:`classwise.extrapolation.rroc.check_ties` says and CleaneX's bar sent to ``progress``."""
+        from classwise.extrapolation.methods import FitOptions
+        from classwise.extrapolation.rroc import check_ties
+        from classwise.extrapolation.simulation import MethodComparison
+
+        fit = FitOptions(ties=check_ties(ties), cleanex=self.cleanex, device=self.device, progress=progress)
+        return MethodComparison(repetitions=int(self.repetitions), seed=int(self.seed), methods=tuple(self.methods), fit=fit)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,7 +208,7 @@ def extrapolation_step(
 
     from classwise import tables
     from classwise.extrapolation.results import curves_frame, rmse_table
-    from classwise.extrapolation.rroc import check_ties, with_images_only
+    from classwise.extrapolation.rroc import with_images_only
     from classwise.extrapolation.simulation import evaluate_methods
     from classwise.plots.extrapolation import plot_extrapolation
 
@@ -225,24 +236,8 @@ def extrapolation_step(
         )
     if view.kind != "logits":
         log.warning("extrapolating from probabilities: the method assumes marginal scores such as logits")
-    checked_ties = check_ties(settings.ties)
-    cleanex = settings.cleanex
-    evaluations = [
-        evaluate_methods(
-            scores,
-            labels,
-            k,
-            k_max,
-            int(settings.repetitions),
-            int(settings.seed),
-            methods=tuple(methods),
-            cleanex=cleanex,
-            ties=checked_ties,
-            device=settings.device,
-            progress=progress,
-        )
-        for k in k1s
-    ]
+    comparison = settings.comparison(ties=settings.ties, progress=progress)
+    evaluations = [evaluate_methods(scores, labels, k, k_max, comparison) for k in k1s]
     for evaluation in evaluations:
         seconds = evaluation.rmse.groupby("method", sort=False)["seconds"].sum()
         log.info("k1 = %d, seconds per method: %s", evaluation.k1, {m: round(float(s), 2) for m, s in seconds.items()})
@@ -340,15 +335,7 @@ def simulation_step(
     if too_large:
         raise InputError(f"every k1 must lie in [2, k2 = {k2}), got {too_large}", field="analyses.simulation.k1")
     benchmark = run_simulation_benchmark(
-        int(settings.seed),
-        k1s=[int(k) for k in k1s],
-        k2=int(k2),
-        sigma2=float(settings.sigma2),
-        repetitions=int(settings.repetitions),
-        cleanex=settings.cleanex,
-        methods=tuple(methods),
-        device=settings.device,
-        progress=progress,
+        settings.comparison(progress=progress), k1s=[int(k) for k in k1s], k2=int(k2), sigma2=float(settings.sigma2)
     )
     log.info("simulation took %.1f s on %s thread(s)", benchmark.seconds, threads)
     for evaluation in benchmark.evaluations.values():

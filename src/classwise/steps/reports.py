@@ -224,6 +224,7 @@ def per_class_figures_step(
     import pandas as pd
 
     from classwise import tables
+    from classwise.plots import FigureLabels
     from classwise.plots.classwise import plot_class_bars, plot_worst_probabilities
 
     frames = {model: pd.read_csv(path) for model, path in per_class_paths.items()}
@@ -234,12 +235,14 @@ def per_class_figures_step(
     plot_class_bars(
         {model: frame["recall"].to_numpy(dtype=np.float64) for model, frame in frames.items()},
         names,
-        ylabel="class-wise accuracy (recall)",
-        title=f"{title}: class-wise accuracy",
+        labels=FigureLabels(
+            title=f"{title}: class-wise accuracy",
+            ylabel="class-wise accuracy (recall)",
+            reference_label="dashed: the model's accuracy A, in its colour",
+            interval_label=f"error bars: {100 * confidence:g} % Clopper-Pearson interval",
+        ),
         path=recall_path,
         reference_lines=accuracies,
-        reference_label="dashed: the model's accuracy A, in its colour",
-        interval_label=f"error bars: {100 * confidence:g} % Clopper-Pearson interval",
         intervals={
             model: (frame["recall_ci_low"].to_numpy(dtype=np.float64), frame["recall_ci_high"].to_numpy(dtype=np.float64))
             for model, frame in frames.items()
@@ -256,8 +259,7 @@ def per_class_figures_step(
     plot_class_bars(
         {model: frame["cfps"].to_numpy(dtype=np.float64) for model, frame in frames.items()},
         names,
-        ylabel="class false positive score",
-        title=f"{title}: class false positive score",
+        labels=FigureLabels(title=f"{title}: class false positive score", ylabel="class false positive score"),
         path=cfps_path,
         lowest_is_worst=False,  # a class that draws many false positives is the worst
     )

@@ -31,6 +31,8 @@ from classwise.steps.metrics import load_view
 if TYPE_CHECKING:
     import pandas as pd
 
+    from classwise.testsuites.reference import ReferenceTestOptions
+
 log = logging.getLogger(__name__)
 
 
@@ -118,7 +120,7 @@ def subset_tests_step(
 
     from classwise import tables
     from classwise.testsuites.features import align_features, read_features
-    from classwise.testsuites.subsets import subset_performance_tests, worst_subsets
+    from classwise.testsuites.subsets import SubsetSplit, SubsetTestOptions, subset_performance_tests, worst_subsets
 
     view = load_view(logits_path, label_view, view_labels_path)
     features = align_features(read_features(features_path), view.sample_ids, source=features_path)
@@ -152,16 +154,20 @@ def subset_tests_step(
         view.labels,
         features[["sample_id", *columns]],
         kind=view.kind,
-        metrics=tuple(metrics),
-        n_quantiles=int(options["n_quantiles"]),
-        categorical=[c for c in categorical if c in columns],
-        n_resamples=int(options["n_resamples"]),
-        alpha=float(options["alpha"]),
-        correction=options["correction"],
-        min_subset_size=int(options["min_subset_size"]),
-        min_effect=float(options["min_effect"]),
-        label_set=options["label_set"],
-        seed=int(seed),
+        split=SubsetSplit(
+            n_quantiles=int(options["n_quantiles"]),
+            categorical=[c for c in categorical if c in columns],
+            min_subset_size=int(options["min_subset_size"]),
+        ),
+        options=SubsetTestOptions(
+            metrics=tuple(metrics),
+            label_set=options["label_set"],
+            n_resamples=int(options["n_resamples"]),
+            alpha=float(options["alpha"]),
+            correction=options["correction"],
+            min_effect=float(options["min_effect"]),
+            seed=int(seed),
+        ),
     )
     log.info("%d rows, %d failed", len(rows), int((rows["status"] == "fail").sum()))
     worst = worst_subsets(rows)
@@ -215,6 +221,21 @@ class ReferenceTestSettings(Settings):
     min_bin_count: int
     label_set: str
 
+    @property
+    def options(self) -> ReferenceTestOptions:
+        """The library's record of these settings (validated there: the library's import is the
+        step's, not the job's)."""
+        from classwise.testsuites.classification import check_label_set
+        from classwise.testsuites.reference import ReferenceTestOptions
+
+        return ReferenceTestOptions(
+            reference=self.reference,
+            thresholds=self.thresholds,
+            n_bins=int(self.n_bins),
+            min_bin_count=int(self.min_bin_count),
+            label_set=check_label_set(self.label_set),
+        )
+
 
 def reference_tests_step(
     *,
@@ -239,7 +260,6 @@ def reference_tests_step(
     import pandas as pd
 
     from classwise import tables
-    from classwise.testsuites.classification import check_label_set
     from classwise.testsuites.reference import reference_report
 
     sets = {}
@@ -250,17 +270,7 @@ def reference_tests_step(
         kinds.add(view.kind)
     if len(kinds) != 1:
         raise InputError(f"mixed score kinds {sorted(kinds)} across shifts", field="logits")
-    report = reference_report(
-        sets,
-        reference=settings.reference,
-        dataset=dataset,
-        model=model,
-        kind=kinds.pop(),
-        thresholds=settings.thresholds,
-        n_bins=int(settings.n_bins),
-        min_bin_count=int(settings.min_bin_count),
-        label_set=check_label_set(settings.label_set),
-    )
+    report = reference_report(sets, kind=kinds.pop(), options=settings.options, dataset=dataset, model=model)
     counts = report["status"].value_counts().to_dict()
     log.info("%d tests: %s", len(report), counts)
     display = pd.DataFrame(

@@ -23,6 +23,7 @@ from classwise.testsuites.features import image_features, load_metadata
 from classwise.testsuites.reference import (
     DEFAULT_THRESHOLDS,
     REFERENCE_METRICS,
+    ReferenceTestOptions,
     atc_predicted_accuracy,
     atc_threshold,
     calibration_curve,
@@ -32,6 +33,8 @@ from classwise.testsuites.reference import (
     summarise_reports,
 )
 from classwise.testsuites.subsets import (
+    SubsetSplit,
+    SubsetTestOptions,
     adjust_pvalues,
     benjamini_hochberg,
     holm,
@@ -45,7 +48,10 @@ __all__ = [
     "HIGHER_IS_BETTER",
     "REFERENCE_METRICS",
     "SUBSET_METRICS",
+    "ReferenceTestOptions",
     "SubsetEvaluator",
+    "SubsetSplit",
+    "SubsetTestOptions",
     "adjust_pvalues",
     "atc_predicted_accuracy",
     "atc_threshold",

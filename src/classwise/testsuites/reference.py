@@ -72,6 +72,7 @@ from classwise.testsuites.classification import (
     HIGHER_IS_BETTER,
     LabelSet,
     SubsetEvaluator,
+    check_label_set,
     check_labels,
     to_probabilities,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "REFERENCE_METRICS",
     "STATUSES",
     "CalibrationCurve",
+    "ReferenceTestOptions",
     "atc_predicted_accuracy",
     "atc_threshold",
     "calibration_curve",
@@ -335,6 +337,40 @@ def _compare(
     return table
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReferenceTestOptions:
+    """How a reference report is made (module docstring): the ``reference`` shift of
+    :func:`reference_report` that every other is tested against (:func:`compare_to_reference`
+    is handed its reference set and ignores it), the ``thresholds`` per metric (``None``: the
+    catalogue's, :data:`DEFAULT_THRESHOLDS`; :func:`resolve_thresholds`), the ``n_bins``
+    calibration bins and the ``min_bin_count`` samples a bin needs in both sets to count, and
+    the classes a macro average covers (``label_set``,
+    :mod:`classwise.testsuites.classification`)."""
+
+    reference: str = "clean"
+    thresholds: Mapping[str, Any] | None = None
+    n_bins: int = 10
+    min_bin_count: int = 10
+    label_set: LabelSet = "present"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reference, str):
+            raise InputError(f"expected a shift name, got {self.reference!r}", field="reference")
+        resolve_thresholds(self.thresholds)  # validates them
+        if int(self.n_bins) < 1:
+            raise InputError(f"n_bins must be >= 1, got {self.n_bins}", field="n_bins")
+        if int(self.min_bin_count) < 1:
+            raise InputError(f"min_bin_count must be >= 1, got {self.min_bin_count}", field="min_bin_count")
+        check_label_set(self.label_set)
+
+
+def _options(options: ReferenceTestOptions | None) -> ReferenceTestOptions:
+    options = ReferenceTestOptions() if options is None else options
+    if not isinstance(options, ReferenceTestOptions):
+        raise InputError(f"expected a ReferenceTestOptions, got {options!r}", field="options")
+    return options
+
+
 def compare_to_reference(
     reference_scores: np.ndarray,
     reference_labels: np.ndarray,
@@ -342,53 +378,57 @@ def compare_to_reference(
     evaluation_labels: np.ndarray | None = None,
     *,
     kind: ScoreKind = "logits",
-    thresholds: Mapping[str, Any] | None = None,
-    n_bins: int = 10,
-    min_bin_count: int = 10,
-    label_set: LabelSet = "present",
+    options: ReferenceTestOptions | None = None,
 ) -> pd.DataFrame:
     """Test report of one evaluation set against one reference set (module docstring).
 
     Scores are ``(N, C)`` logits (softmax in float64) or probabilities; predictions are
     ``argmax(scores)``.  Without ``evaluation_labels`` only the label-free metrics
     (average uncertainty, ATC, positive prediction rate) are computed; the others are
-    ``"skipped"``.  One row per metric of :data:`REFERENCE_METRICS`, columns ``metric,
-    higher_is_better, reference_value, evaluation_value, evaluation_actual, degradation,
-    absolute_threshold, degradation_threshold, status, reason, atc_threshold,
-    atc_reference_exceedance``.
+    ``"skipped"``.  ``options`` (:class:`ReferenceTestOptions`, default its defaults): the
+    thresholds, the calibration bins and the label set.  One row per metric of
+    :data:`REFERENCE_METRICS`, columns ``metric, higher_is_better, reference_value,
+    evaluation_value, evaluation_actual, degradation, absolute_threshold,
+    degradation_threshold, status, reason, atc_threshold, atc_reference_exceedance``.
     """
-    limits = resolve_thresholds(thresholds)
+    options = _options(options)
+    n_bins, label_set = int(options.n_bins), options.label_set
+    limits = resolve_thresholds(options.thresholds)
     ref = _summarise(reference_scores, reference_labels, kind, n_bins, label_set, "reference")
     ref_correct = np.argmax(np.asarray(reference_scores), axis=1) == np.asarray(reference_labels)
     ev = _summarise(evaluation_scores, evaluation_labels, kind, n_bins, label_set, "evaluation")
-    return _compare(ref, ref_correct, ev, limits, min_bin_count)
+    return _compare(ref, ref_correct, ev, limits, int(options.min_bin_count))
 
 
 def reference_report(
     sets: Mapping[str, tuple[np.ndarray, np.ndarray | None]],
     *,
-    reference: str = "clean",
+    kind: ScoreKind = "logits",
+    options: ReferenceTestOptions | None = None,
     dataset: str = "",
     model: str = "",
-    kind: ScoreKind = "logits",
-    thresholds: Mapping[str, Any] | None = None,
-    n_bins: int = 10,
-    min_bin_count: int = 10,
-    label_set: LabelSet = "present",
 ) -> pd.DataFrame:
-    """The test report of one (dataset, model): the ``reference`` shift against every other.
+    """The test report of one (dataset, model): ``options.reference`` (:class:`ReferenceTestOptions`,
+    default its defaults: the ``"clean"`` shift) against every other.
 
     ``sets`` maps shift name -> ``(scores, labels or None)`` (e.g. the cached logits
     ``.npz`` of each shift); the reference needs labels.  Returns the rows of
     :func:`compare_to_reference` for each evaluation shift (in ``sets`` order), prefixed by
     ``dataset, model, reference, evaluation`` columns.
     """
+    options = _options(options)
+    reference, n_bins, min_bin_count, label_set = (
+        options.reference,
+        int(options.n_bins),
+        int(options.min_bin_count),
+        options.label_set,
+    )
     if reference not in sets:
         raise InputError(f"reference shift {reference!r} not among {list(sets)}", field="reference")
     ref_scores, ref_labels = sets[reference]
     if ref_labels is None:
         raise InputError("the reference set needs labels", field="reference")
-    limits = resolve_thresholds(thresholds)
+    limits = resolve_thresholds(options.thresholds)
     ref = _summarise(ref_scores, ref_labels, kind, n_bins, label_set, "reference")
     ref_correct = np.argmax(np.asarray(ref_scores), axis=1) == np.asarray(ref_labels)
     tables = []

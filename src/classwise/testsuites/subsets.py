@@ -56,12 +56,15 @@ from classwise.testsuites.classification import (
     LabelSet,
     SubsetEvaluator,
     _check_metrics,
+    check_label_set,
     to_probabilities,
 )
 from classwise.validation import ScoreKind
 
 __all__ = [
     "Subset",
+    "SubsetSplit",
+    "SubsetTestOptions",
     "adjust_pvalues",
     "benjamini_hochberg",
     "holm",
@@ -269,22 +272,64 @@ def permutation_test(
     return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class SubsetSplit:
+    """How each feature is split into subsets (:func:`split_feature`) and which of them are tested.
+
+    ``n_quantiles`` bins of a numeric feature; the ``categorical`` features are split by value
+    even though numeric; a subset of fewer than ``min_subset_size`` samples is reported but not
+    tested (``"skipped"``).
+    """
+
+    n_quantiles: int = 4
+    categorical: Sequence[str] = ()
+    min_subset_size: int = 20
+
+    def __post_init__(self) -> None:
+        if isinstance(self.categorical, str):
+            raise InputError("expected a list of feature names, got one string", field="categorical")
+        object.__setattr__(self, "categorical", tuple(self.categorical))
+        if int(self.n_quantiles) < 2:
+            raise InputError(f"n_quantiles must be >= 2, got {self.n_quantiles}", field="n_quantiles")
+        if int(self.min_subset_size) < 1:
+            raise InputError(f"min_subset_size must be >= 1, got {self.min_subset_size}", field="min_subset_size")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubsetTestOptions:
+    """How each subset is tested (module docstring): the ``metrics`` and the classes a macro
+    average covers (``label_set``, :mod:`classwise.testsuites.classification`); ``n_resamples``
+    permutation draws, from a generator per (feature, subset) seeded by ``(seed,
+    crc32(feature), crc32(subset))``; and when a subset fails: its p-value adjusted by
+    ``correction`` (``"holm"`` or ``"bh"``) at most ``alpha``, and its shortfall above
+    ``min_effect``."""
+
+    metrics: Sequence[str] = SUBSET_METRICS
+    label_set: LabelSet = "present"
+    n_resamples: int = 1000
+    alpha: float = 0.05
+    correction: Correction = "holm"
+    min_effect: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", _check_metrics(self.metrics))
+        check_label_set(self.label_set)
+        if int(self.n_resamples) < 1:
+            raise InputError(f"n_resamples must be >= 1, got {self.n_resamples}", field="n_resamples")
+        if not 0 < float(self.alpha) < 1:
+            raise InputError(f"alpha must lie in (0, 1), got {self.alpha}", field="alpha")
+        adjust_pvalues([], self.correction)  # validates the method name
+
+
 def subset_performance_tests(
     scores: np.ndarray,
     labels: np.ndarray,
     features: pd.DataFrame,
     *,
     kind: ScoreKind = "logits",
-    metrics: Sequence[str] = SUBSET_METRICS,
-    n_quantiles: int = 4,
-    categorical: Sequence[str] = (),
-    n_resamples: int = 1000,
-    alpha: float = 0.05,
-    correction: Correction = "holm",
-    min_subset_size: int = 20,
-    min_effect: float = 0.0,
-    label_set: LabelSet = "present",
-    seed: int = 0,
+    split: SubsetSplit | None = None,
+    options: SubsetTestOptions | None = None,
 ) -> pd.DataFrame:
     """Subset performance tests of one model on one set (module docstring).
 
@@ -296,13 +341,11 @@ def subset_performance_tests(
     features:
         ``N`` rows, positionally aligned with the samples (e.g. :func:`image_features`
         joined with :func:`load_metadata`); a ``sample_id`` column is ignored.
-    categorical:
-        Feature names to split by value even though numeric.
-    n_resamples, seed:
-        Permutation draws per subset, and the base seed (each (feature, subset) gets its
-        own generator from ``(seed, crc32(feature), crc32(subset))``).
-    alpha, correction, min_effect, min_subset_size, label_set:
-        See the module docstring and :mod:`classwise.testsuites.classification`.
+    split:
+        How the features are split and which subsets are tested (:class:`SubsetSplit`;
+        default its defaults); its ``categorical`` names must be feature columns.
+    options:
+        How each subset is tested (:class:`SubsetTestOptions`; default its defaults).
 
     Returns
     -------
@@ -311,18 +354,19 @@ def subset_performance_tests(
     shortfall, null_mean, p_value, p_adjusted, status, is_worst`` (``is_worst``: the tested
     subset with the largest shortfall of its (feature, metric)).
     """
-    names = _check_metrics(metrics)
+    split = SubsetSplit() if split is None else split
+    options = SubsetTestOptions() if options is None else options
+    if not isinstance(split, SubsetSplit):
+        raise InputError(f"expected a SubsetSplit, got {split!r}", field="split")
+    if not isinstance(options, SubsetTestOptions):
+        raise InputError(f"expected a SubsetTestOptions, got {options!r}", field="options")
+    names = tuple(options.metrics)
+    categorical = split.categorical
+    n_resamples, seed, min_subset_size = options.n_resamples, options.seed, split.min_subset_size
     if not isinstance(features, pd.DataFrame):
         raise InputError("features must be a pandas DataFrame", field="features")
-    if int(n_resamples) < 1:
-        raise InputError(f"n_resamples must be >= 1, got {n_resamples}", field="n_resamples")
-    if not 0 < float(alpha) < 1:
-        raise InputError(f"alpha must lie in (0, 1), got {alpha}", field="alpha")
-    if int(min_subset_size) < 1:
-        raise InputError(f"min_subset_size must be >= 1, got {min_subset_size}", field="min_subset_size")
-    adjust_pvalues([], correction)  # validates the method name
     probs = to_probabilities(scores, kind)
-    ev = SubsetEvaluator(probs, labels, predictions=np.argmax(np.asarray(scores), axis=1), label_set=label_set)
+    ev = SubsetEvaluator(probs, labels, predictions=np.argmax(np.asarray(scores), axis=1), label_set=options.label_set)
     del probs
     n = ev.n_samples
     if len(features) != n:
@@ -339,7 +383,7 @@ def subset_performance_tests(
         subsets = split_feature(
             features[col].reset_index(drop=True),
             name=str(col),
-            n_quantiles=n_quantiles,
+            n_quantiles=split.n_quantiles,
             categorical=True if col in categorical else None,
         )
         for sub in subsets:
@@ -375,9 +419,9 @@ def subset_performance_tests(
     table["p_adjusted"] = np.nan
     for k in names:
         rows = table["metric"] == k
-        table.loc[rows, "p_adjusted"] = adjust_pvalues(table.loc[rows, "p_value"].to_numpy(dtype=np.float64), correction)
+        table.loc[rows, "p_adjusted"] = adjust_pvalues(table.loc[rows, "p_value"].to_numpy(dtype=np.float64), options.correction)
     tested = table["p_value"].notna()
-    failed = tested & (table["p_adjusted"] <= alpha) & (table["shortfall"] > min_effect)
+    failed = tested & (table["p_adjusted"] <= options.alpha) & (table["shortfall"] > options.min_effect)
     table["status"] = np.where(~tested, "skipped", np.where(failed, "fail", "pass"))
     table["is_worst"] = False
     cand = table[tested]
