@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from archives import npy_bytes, tar_bytes
 
 from classwise.data import torchvision_sets
 from classwise.data.downloads import DownloadError, download, download_recorded, sha256_file
@@ -205,32 +206,16 @@ def test_rejects_malformed_digest(tmp_path: Path, bad: object) -> None:
 # --------------------------------------------------------------------------- prepare steps
 
 
-def _tar_bytes(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def _npy(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
 def test_prepare_and_load_cifar10c(server: LocalServer, tmp_path: Path) -> None:
     n = 4  # images per severity in this fixture (10,000 in the real archive)
     rng = np.random.default_rng(1)
     labels = np.tile(np.arange(n) % 10, 5).astype(np.uint8)
-    members = {"CIFAR-10-C/labels.npy": _npy(labels)}
+    members = {"CIFAR-10-C/labels.npy": npy_bytes(labels)}
     arrays = {}
     for corruption in torchvision_sets.CIFAR10C_CORRUPTIONS:
         arrays[corruption] = rng.integers(0, 256, size=(5 * n, 32, 32, 3), dtype=np.uint8)
-        members[f"CIFAR-10-C/{corruption}.npy"] = _npy(arrays[corruption])
-    body = _tar_bytes(members)
+        members[f"CIFAR-10-C/{corruption}.npy"] = npy_bytes(arrays[corruption])
+    body = tar_bytes(members)
     url = server.add("/CIFAR-10-C.tar", body, fail_first=1)
     target = torchvision_sets.prepare_cifar10c(tmp_path, url=url, sha256=_sha(body), retries=2, backoff=0)
     assert target == tmp_path / "CIFAR-10-C"
@@ -250,7 +235,7 @@ def test_prepare_and_load_cifar10c(server: LocalServer, tmp_path: Path) -> None:
 
 
 def test_prepare_cifar10c_mismatch_leaves_nothing(server: LocalServer, tmp_path: Path) -> None:
-    body = _tar_bytes({"CIFAR-10-C/labels.npy": _npy(np.zeros(5, np.uint8))})
+    body = tar_bytes({"CIFAR-10-C/labels.npy": npy_bytes(np.zeros(5, np.uint8))})
     url = server.add("/CIFAR-10-C.tar", body)
     with pytest.raises(InputError, match="CIFAR-10-C.tar"):
         torchvision_sets.prepare_cifar10c(tmp_path, url=url, sha256="1" * 64)

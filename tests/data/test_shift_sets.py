@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import io
-import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from archives import tar_bytes
 from paths import SHARED_DATA
 from PIL import Image
 
@@ -346,16 +346,6 @@ def test_superclasses_follow_the_subset_columns() -> None:
 # ------------------------------------------------------------------------------ downloads
 
 
-def _tar(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
 def _jpeg() -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(np.zeros((8, 8, 3), dtype=np.uint8)).save(buffer, format="JPEG")
@@ -363,7 +353,7 @@ def _jpeg() -> bytes:
 
 
 def test_a_downloaded_family_is_fetched_checked_and_unpacked_once(tmp_path: Path) -> None:
-    body = _tar({f"imagenet-r/{IMAGENET_WNIDS[1]}/a.jpg": _jpeg(), "imagenet-r/README.txt": b"x"})
+    body = tar_bytes({f"imagenet-r/{IMAGENET_WNIDS[1]}/a.jpg": _jpeg(), "imagenet-r/README.txt": b"x"})
     served = tmp_path / "served.tar"
     served.write_bytes(body)
     sha = hashlib.sha256(body).hexdigest()

@@ -5,14 +5,13 @@ network), each output against what went in or a hand-worked example."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import tarfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from archives import npy_bytes, tar_bytes
 
 from classwise.errors import InputError
 from classwise.steps import resources
@@ -31,22 +30,6 @@ def _published(folder: Path, name: str, data: bytes) -> tuple[str, str]:
     return (folder / name).as_uri(), _sha(data)
 
 
-def _tar(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def _npy(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
 def _listing(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) if folder.exists() else []
 
@@ -62,7 +45,7 @@ def _cifar10c_archive() -> tuple[bytes, dict[str, np.ndarray]]:
     arrays = {"labels": np.arange(5, dtype=np.uint8) % 10}
     for corruption in CIFAR10C_CORRUPTIONS:
         arrays[corruption] = rng.integers(0, 256, size=(5, 32, 32, 3), dtype=np.uint8)
-    return _tar({f"CIFAR-10-C/{name}.npy": _npy(array) for name, array in arrays.items()}), arrays
+    return tar_bytes({f"CIFAR-10-C/{name}.npy": npy_bytes(array) for name, array in arrays.items()}), arrays
 
 
 def test_prepare_dataset_step_unpacks_cifar10c_and_writes_the_marker_last(tmp_path: Path) -> None:
@@ -105,7 +88,7 @@ def test_prepare_shift_set_step_unpacks_the_named_archive_and_records_it_in_the_
     from classwise.data.stand_ins import IMAGENET_WNIDS
 
     members = {f"imagenet-r/{IMAGENET_WNIDS[2]}/a.jpg": b"not decoded here", "imagenet-r/README.txt": b"x"}
-    url, sha = _published(tmp_path / "mirror", "imagenet-r.tar", _tar(members))
+    url, sha = _published(tmp_path / "mirror", "imagenet-r.tar", tar_bytes(members))
     root = tmp_path / "data"
     entry = {"root": str(root), "downloads": {"imagenet-r.tar": {"url": url, "sha256": sha}}}
     marker = tmp_path / "markers" / "imagenet_r.json"
@@ -137,7 +120,7 @@ def test_prepare_shift_set_step_refuses_an_archive_its_family_does_not_download(
 
 
 def test_prepare_shift_set_step_refuses_a_wrong_digest_and_a_family_that_is_not_downloaded(tmp_path: Path) -> None:
-    url, sha = _published(tmp_path / "mirror", "imagenet-r.tar", _tar({"imagenet-r/x.txt": b"x"}))
+    url, sha = _published(tmp_path / "mirror", "imagenet-r.tar", tar_bytes({"imagenet-r/x.txt": b"x"}))
     root = tmp_path / "data"
     marker = tmp_path / "marker.json"
     wrong = {"root": str(root), "downloads": {"imagenet-r.tar": {"url": url, "sha256": "1" * 64}}}
@@ -165,7 +148,7 @@ def test_download_label_files_step_fetches_each_named_file_verified_and_not_agai
 
     published = {
         "cifar10_mturk.json": json.dumps([{"id": 1}]).encode(),
-        "cifar10_test_set_original_labels.npy": _npy(np.array([3, 1, 4], dtype=np.uint16)),
+        "cifar10_test_set_original_labels.npy": npy_bytes(np.array([3, 1, 4], dtype=np.uint16)),
     }
     for name, data in published.items():
         monkeypatch.setitem(views.LABEL_FILES, name, _published(tmp_path / "mirror", name, data))
