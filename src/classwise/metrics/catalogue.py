@@ -36,7 +36,6 @@ __all__ = [
     "DEFAULTS",
     "LABEL_SETS_REASON",
     "HARD_PREDICTIONS_REASON",
-    "Defaults",
     "MetricParameters",
     "Family",
     "Metric",
@@ -76,9 +75,6 @@ class MetricParameters:
         # a list (the CLI's --n, a config's n) would leave the frozen record mutable and unhashable
         object.__setattr__(self, "ns", tuple(self.ns))
 
-
-#: The name of :class:`MetricParameters` before the library's functions took it whole.
-Defaults = MetricParameters
 
 DEFAULTS = MetricParameters()
 
