@@ -146,3 +146,39 @@ def test_the_kind_pattern_finds_a_shift_kind_branch(line: str) -> None:
 )
 def test_the_kind_pattern_leaves_other_kinds_alone(line: str) -> None:
     assert not KIND_DISPATCH.search(line)
+
+
+#: A step's parameters that name files (its inputs and outputs): the goal counts the others.
+_FILE_PARAMETER = re.compile(r"(_path|_paths|_dir|_weights|^paths|^files|^outputs|^data_inputs|^runs)$")
+
+
+def _settings_parameters(function) -> list[str]:  # type: ignore[no-untyped-def]
+    import inspect
+
+    return [name for name in inspect.signature(function).parameters if not _FILE_PARAMETER.search(name)]
+
+
+def test_no_step_takes_more_than_six_parameters_besides_its_files() -> None:
+    """A stage's settings reach its step as one object (classwise.settings.Settings), so a step
+    stays at 6 parameters or fewer besides the files it reads and writes (issue 41's goal)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import classwise.steps
+
+    wide = {}
+    for info in pkgutil.iter_modules(classwise.steps.__path__):
+        module = importlib.import_module(f"classwise.steps.{info.name}")
+        for name, function in vars(module).items():
+            if inspect.isfunction(function) and function.__module__ == module.__name__ and not name.startswith("_"):
+                if len(parameters := _settings_parameters(function)) > 6:
+                    wide[f"{module.__name__}.{name}"] = parameters
+    assert not wide, wide
+
+
+def test_the_step_count_leaves_out_only_files() -> None:
+    def step(*, logits_path, table_paths, group_dir, files, source_weights, label_view, settings, progress) -> None:  # type: ignore[no-untyped-def]
+        """A step of two settings besides its five files."""
+
+    assert _settings_parameters(step) == ["label_view", "settings", "progress"]
