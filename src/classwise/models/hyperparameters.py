@@ -14,7 +14,15 @@ from typing import Any
 
 from classwise.errors import InputError
 
-__all__ = ["Hyperparameters"]
+__all__ = ["Hyperparameters", "check_count"]
+
+
+def check_count(value: Any, field: str, *, minimum: int = 1) -> int:
+    """``value`` as a count: an integer (not a bool) ``>= minimum``, else an :class:`InputError`
+    naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"expected an integer >= {minimum}, got {value!r}", field=field)
+    return value
 
 
 @dataclass(frozen=True)
@@ -31,9 +39,8 @@ class Hyperparameters:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name, value, minimum in (("epochs", self.epochs, 0), ("batch_size", self.batch_size, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise InputError(f"expected an integer >= {minimum}, got {value!r}", field=name)
+        check_count(self.epochs, "epochs", minimum=0)
+        check_count(self.batch_size, "batch_size")
         for name, number in (("lr", self.lr), ("weight_decay", self.weight_decay)):
             if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
                 raise InputError(f"expected a number >= 0, got {number!r}", field=name)

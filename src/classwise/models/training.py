@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
-from classwise.models.hyperparameters import Hyperparameters
+from classwise.models.hyperparameters import Hyperparameters, check_count
 
 __all__ = ["EpochBatches", "Hyperparameters", "OptimizerFactory", "fit", "steps_per_epoch", "tensor_batches", "train_model"]
 
@@ -62,7 +62,7 @@ def fit(
     from classwise.inference.stream import resolve_device
 
     epochs, seed = hyperparameters.epochs, hyperparameters.seed  # checked when the record was made
-    _check_positive_int(n, "n")
+    check_count(n, "n")
     target = resolve_device(device)
     original = _module_device(model)
     model.to(target)
@@ -193,12 +193,6 @@ def tensor_batches(images: torch.Tensor, labels: torch.Tensor, batch_size: int) 
 def steps_per_epoch(n: int, batch_size: int) -> int:
     """Mini-batches in one epoch of ``n`` samples (the last one may be smaller)."""
     return math.ceil(n / batch_size)
-
-
-def _check_positive_int(value: Any, name: str, *, allow_zero: bool = False) -> None:
-    minimum = 0 if allow_zero else 1
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"expected an integer >= {minimum}, got {value!r}", field=name)
 
 
 def _module_device(model: nn.Module) -> torch.device:
