@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError, field_path
-from classwise.metrics.result import metric_entry, read_metrics_document, read_per_class_table
+from classwise.metrics.result import metric_entry, read_metrics_document, read_per_class_table, read_text_table
 
 __all__ = [
     "DROP_CODES",
@@ -275,14 +275,7 @@ def _tied(recall: np.ndarray) -> tuple[int, int]:
 
 def _read_summary(path: str) -> dict[tuple[str, str], dict[str, Any]]:
     """The robustness step's shift summary: (shift, model) -> its row."""
-    columns = ("shift", "model", *SHIFT_SUMMARY_COLUMNS)
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"cannot read the shift summary: {error}", path=path) from error
-    missing = [column for column in columns if column not in frame.columns]
-    if missing:
-        raise InputError(f"expected the columns {list(columns)}, missing {missing}", path=path)
+    frame = read_text_table(path, ("shift", "model", *SHIFT_SUMMARY_COLUMNS), "the shift summary")
     out = frame[["shift", "model"]].copy()
     for column in SHIFT_SUMMARY_COLUMNS:
         if SUMMARY_COLUMNS[column] is str:

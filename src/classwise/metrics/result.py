@@ -79,6 +79,21 @@ def metric_entry(document: Mapping[str, Any], name: str, path: str | Path) -> di
     return entry
 
 
+def read_text_table(path: str | Path, columns: Sequence[str], what: str) -> pd.DataFrame:
+    """A CSV a step wrote, every cell as written (text; an empty cell ""), holding ``columns``; an
+    :class:`InputError` naming the file when it cannot be read as ``what`` or lacks a column."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"cannot read {what}: {error}", path=path) from error
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise InputError(f"expected the columns {list(columns)}, missing {missing}", path=path)
+    return frame
+
+
 def read_per_class_table(path: str | Path, columns: Sequence[str]) -> pd.DataFrame:
     """``per_class.csv`` as the metrics step writes it (:func:`classwise.metrics.suite.per_class_table`),
     with every column of ``columns``: the names as written (a class named ``NA`` stays ``NA``),
@@ -89,13 +104,7 @@ def read_per_class_table(path: str | Path, columns: Sequence[str]) -> pd.DataFra
     analyses, the explorer)."""
     import pandas as pd  # here: the metrics' core imports no pandas for a file it may not read
 
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"cannot read the per-class numbers: {error}", path=path) from error
-    missing = [column for column in columns if column not in frame.columns]
-    if missing:
-        raise InputError(f"expected the columns {list(columns)}, missing {missing}", path=path)
+    frame = read_text_table(path, columns, "the per-class numbers")
     for column in columns:
         if column == "name":
             continue
