@@ -9,10 +9,11 @@ import tarfile
 import numpy as np
 
 
-def tar_bytes(members: dict[str, bytes]) -> bytes:
-    """An uncompressed tar holding ``members`` (name -> content), in their order."""
+def tar_bytes(members: dict[str, bytes], *, mode: str = "w") -> bytes:
+    """A tar holding ``members`` (name -> content), in their order; uncompressed unless ``mode``
+    says otherwise (``"w:gz"``)."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
+    with tarfile.open(fileobj=buffer, mode=mode) as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
