@@ -32,7 +32,7 @@ from classwise.labels.views import LABEL_FILES, required_files
 from classwise.models.sources import model_source
 from classwise.models.sources.base import PipelineSource
 from classwise.outputs import Planned, Scope, file_of, output, plan_scopes
-from classwise.pipeline.plan import build_plan
+from classwise.pipeline.plan import build_plan, views_of as dataset_views
 from classwise.pipeline.decode_groups import decode_groups
 from classwise.references import REFERENCES  # the report's categories, one per source
 from classwise.shifts.spec import infer_parameter
@@ -127,7 +127,7 @@ def dataset_models(dataset):
 
 def views_of(dataset):
     """`original` and the dataset's own label views."""
-    return ["original", *config["datasets"][dataset].get("label_views", {})]
+    return dataset_views(config["datasets"][dataset])
 
 
 LABEL_VIEWS = sorted({view for dataset in DATASETS for view in views_of(dataset)})

@@ -61,6 +61,7 @@ __all__ = [
     "resolve_comparisons",
     "resolve_robustness",
     "resolve_views",
+    "views_of",
 ]
 
 #: What a model with hard predictions only (no scores) goes without, for the notes.
@@ -180,13 +181,18 @@ def build_plan(
     return replace(plan, robustness=robustness)
 
 
+def views_of(dataset_cfg: Mapping[str, Any]) -> list[str]:
+    """A dataset's label views: ``original`` and those of its ``label_views``."""
+    return ["original", *dataset_cfg.get("label_views", {})]
+
+
 def _check_analysis_names(
     config: Mapping[str, Any], user_analyses: Mapping[str, Any], *, shifts: Mapping[str, Any], source: str
 ) -> None:
     """A label view, shift or dataset that the user named in ``analyses`` and the config does not
     define stops the run (a default that cannot apply is resolved per dataset instead)."""
     analyses, datasets = config["analyses"], list(config["datasets"])
-    label_views = sorted({"original", *(view for d in config["datasets"].values() for view in d.get("label_views", {}))})
+    label_views = sorted({view for dataset_cfg in config["datasets"].values() for view in views_of(dataset_cfg)})
     unknown = [view for view in analyses["label_views"] if view not in label_views]
     if unknown and "label_views" in user_analyses:
         raise InputError(
@@ -588,7 +594,7 @@ def resolve_analysis_views(plan: Plan, config: Mapping[str, Any], *, shifts: Map
     others, those with another shift scoring every class (a class subset such as ImageNet-R's
     has other columns than the reference)."""
     for dataset, dataset_cfg in config["datasets"].items():
-        views = ["original", *dataset_cfg.get("label_views", {})]
+        views = views_of(dataset_cfg)
         for analysis in ANALYSES:
             settings = plan.analyses[dataset][analysis.name]
             if settings is None:
