@@ -288,9 +288,11 @@ def test_a_group_job_runs_only_its_missing_and_stale_models_and_writes_their_own
     run(net_a)
     assert decodes[0] == 15 and same_as_own("net_a")
     log = run(net_a, net_b)  # a model added: it alone runs, net_a's file comes back from the group's copy
-    assert decodes[0] == 15 and "1 of 2 models up to date, kept (net_a)" in log and "computing net_b (no net_b.npz" in log
+    assert decodes[0] == 15 and "1 of 2 models up to date, kept (net_a)" in log
+    assert "computing net_b (no record of what its files were made from)" in log
     assert same_as_own("net_a") and same_as_own("net_b")
-    assert json.loads((kept / "_record.json").read_text())["fingerprints"].keys() == {"net_a", "net_b"}
+    assert sorted(path.name for path in kept.iterdir()) == ["net_a", "net_b"]
+    assert all((kept / name / "_record.json").is_file() for name in ("net_a", "net_b"))
     assert "2 of 2 models up to date" in run(net_a, net_b) and decodes[0] == 0  # nothing stale: nothing runs
     assert same_as_own("net_a") and same_as_own("net_b")
     # net_b's entry changed (another input size: another decoding than net_a's): net_b alone runs
@@ -299,17 +301,18 @@ def test_a_group_job_runs_only_its_missing_and_stale_models_and_writes_their_own
     assert same_as_own("net_a") and not same_as_own("net_b")
     assert "computing net_b (made from other parameters)" in run(net_a, net_b) and same_as_own("net_b")  # and back
     # net_b's weights newer than its copy (retrained): net_b alone runs
-    later = (kept / "net_b.npz").stat().st_mtime + 10
+    later = (kept / "net_b" / "0-net_b.npz").stat().st_mtime + 10
     os.utime(weights_b, (later, later))
     assert f"computing net_b ({weights_b} is newer)" in run(net_a, net_b) and decodes[0] == 15 and same_as_own("net_b")
-    # no record: every file is remade; two decodings in one job are two passes, not an error
-    (kept / "_record.json").unlink()
+    # no records: every file is remade; two decodings in one job are two passes, not an error
+    for name in ("net_a", "net_b"):
+        (kept / name / "_record.json").unlink()
     run(net_a, net_b_small)
     assert decodes[0] == 2 * 15
     # one model per decode: every model its own pass, as infer's jobs; net_b_small's copy goes
-    (kept / "_record.json").unlink()
+    (kept / "net_a" / "_record.json").unlink()
     run(net_a, per_decode=1)
-    assert decodes[0] == 15 and sorted(path.name for path in kept.iterdir()) == ["_record.json", "net_a.json", "net_a.npz"]
+    assert decodes[0] == 15 and sorted(path.name for path in kept.iterdir()) == ["net_a"]
 
 
 def test_a_group_job_that_fails_records_only_the_models_it_finished(tmp_path: Path, image_models) -> None:  # type: ignore[no-untyped-def]
@@ -324,7 +327,8 @@ def test_a_group_job_that_fails_records_only_the_models_it_finished(tmp_path: Pa
     net_a = InferTarget("net_a", cfg_a, weights_a, tmp_path / "logits" / "net_a.npz")
     with pytest.raises(Exception):  # noqa: B017 (whatever torch says of a file that is no checkpoint)
         infer_group_step(models=[net_a, InferTarget("net_b", cfg_b, broken, tmp_path / "logits" / "net_b.npz")], **common)
-    assert json.loads((tmp_path / "group" / "_record.json").read_text())["fingerprints"].keys() == {"net_a"}
+    assert (tmp_path / "group" / "net_a" / "_record.json").is_file()
+    assert not (tmp_path / "group" / "net_b" / "_record.json").exists()
     log = io.StringIO()
     net_b = InferTarget("net_b", cfg_b, weights_b, tmp_path / "logits" / "net_b.npz")
     infer_group_step(models=[net_a, net_b], progress=log, **common)

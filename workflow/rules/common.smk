@@ -301,7 +301,7 @@ def group_images(dataset):
 
 def group_folder(dataset):
     """A decode group's `group` parameter: the folder where its job keeps the files it made on
-    the shift and the record of what each was made from (classwise.inference.shared_decode).
+    the shift and the record of what each was made from (classwise.outputs.kept).
     """
     return lambda wildcards: f"{OUT}/logits_groups/{dataset}/{wildcards.shift}"
 

@@ -10,8 +10,8 @@ the model) and shifts split into shards keep their per-model jobs.
 
 A group job's parameters are every model's, so adding or changing a model runs the job again:
 it then takes back the files of its own copies that are up to date
-(``logits_groups/<dataset>/<shift>/``, with the record of what each was made from:
-:mod:`classwise.inference.shared_decode`) and computes only the others. Torch-free: the workflow decides
+(``logits_groups/<dataset>/<shift>/<model>/``, with the record of what each was made from:
+:mod:`classwise.outputs.kept`, the shift batches' bookkeeping too) and computes only the others. Torch-free: the workflow decides
 the groups while it builds the DAG.
 """
 

@@ -23,9 +23,7 @@ shift and what reads it. Torch-free: the workflow decides the batches while it b
 from __future__ import annotations
 
 import hashlib
-import json
 import runpy
-import shutil
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -33,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from classwise.inference.shared_decode import RECORD, fingerprint, share_file
+from classwise.outputs.kept import KeptFiles, fingerprint, prune
 
 if TYPE_CHECKING:
     from classwise.models.spec import ModelSpec
@@ -279,60 +277,33 @@ def _file_digest(path: str, digests: dict[str, str]) -> str:
     return digests[path]
 
 
-def _copies(folder: Path, outputs: Sequence[str]) -> list[Path]:
-    return [folder / f"{index}-{Path(path).name}" for index, path in enumerate(outputs)]
-
-
-def _kept(folder: Path, made: str, outputs: Sequence[str]) -> bool:
-    """Whether the batch's copies in ``folder`` are ``outputs`` made from ``made``."""
-    try:
-        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return (
-        isinstance(record, dict)
-        and record.get("made_from") == made
-        and record.get("outputs") == list(outputs)
-        and all(copy.is_file() for copy in _copies(folder, outputs))
-    )
-
-
 def run_items(items: Sequence[Mapping[str, Any]], script: str | Path, batch: Any, *, keep: str | Path | None = None) -> None:
     """Run ``script`` (a rule's Snakemake script) once per item, in this process, each with its
     own ``snakemake`` object (:func:`item_job`), in order; the first that fails stops the batch.
 
     ``keep``: a folder of the batch's own, where it keeps a copy of each shift's outputs (hard
     links: no second copy of the bytes) beside a record of what they were made from
-    (:func:`made_from`). Snakemake reruns a whole batch when one of its shifts changes; a shift
-    whose record matches gets its files back from the copies instead of running again, so a
-    changed file recomputes only its own shift and what reads it. Progress and what was kept go
-    to the batch job's log (standard error)."""
+    (:func:`made_from`; :class:`classwise.outputs.kept.KeptFiles`). Snakemake reruns a whole
+    batch when one of its shifts changes; a shift whose record matches gets its files back from
+    the copies instead of running again, so a changed file recomputes only its own shift and what
+    reads it. Progress and what was kept go to the batch job's log (standard error)."""
     from tqdm import tqdm
-
-    from classwise.atomic import write_json
 
     kept, shifts = [], []
     digests: dict[str, str] = {}
     for item in tqdm(items, desc=Path(script).stem, unit="shift", file=sys.stderr, mininterval=1.0):
         job = item_job(item, batch)
         shifts.append(str(job.wildcards.shift))
-        outputs = [str(path) for path in job.output]
-        folder = Path(keep) / shifts[-1] if keep is not None else None
-        made = made_from(item, script, digests) if folder is not None else ""
-        if folder is not None and _kept(folder, made, outputs):
-            for copy, path in zip(_copies(folder, outputs), outputs):
-                share_file(copy, path)
+        copies = KeptFiles.of(Path(keep) / shifts[-1], job.output) if keep is not None else None
+        made = made_from(item, script, digests) if copies is not None else ""
+        if copies is not None and copies.why_stale(made) is None:
+            copies.take_back()
             kept.append(shifts[-1])
             continue
         runpy.run_path(str(script), init_globals={"snakemake": job})
-        if folder is not None:
-            (folder / RECORD).unlink(missing_ok=True)
-            for path, copy in zip(outputs, _copies(folder, outputs)):
-                share_file(path, copy)
-            write_json(folder / RECORD, {"made_from": made, "outputs": outputs})
+        if copies is not None:
+            copies.keep(made)
     if keep is not None:
-        for stale in Path(keep).glob("*"):
-            if stale.is_dir() and stale.name not in shifts:  # a shift no longer in the batch
-                shutil.rmtree(stale)
+        prune(keep, shifts)  # a shift no longer in the batch
     if kept:
         print(f"{len(kept)} of {len(items)} shifts up to date, their files kept: {', '.join(kept)}", file=sys.stderr)

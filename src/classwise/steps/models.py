@@ -77,7 +77,7 @@ class InferenceSettings(Settings):
 
     def made_from(self, target: InferTarget) -> dict[str, Any]:
         """What ``target``'s logits are made from, for a decode group's record
-        (:func:`classwise.inference.shared_decode.fingerprint`)."""
+        (:func:`classwise.outputs.kept.fingerprint`)."""
         return {
             "model": target.config,
             "weights": None if target.weights is None else str(target.weights),
@@ -366,56 +366,39 @@ def infer_group_step(
     decoding held together (:func:`classwise.inference.shared_decode.take_batches`), each logits file and
     sidecar byte for byte its own :func:`infer_step`'s.
 
-    The group keeps its own copy of every file it made in ``group_dir`` (a hard link where the
-    file system allows, else a copy), with a record of what each was made from
-    (:func:`~classwise.inference.shared_decode.write_group_record`). Snakemake removes a job's outputs
-    before it runs; the models whose kept files are up to date
-    (:func:`~classwise.inference.shared_decode.stale_models`: by the record, and by the mtimes of the
-    model's weights and of ``data_inputs``) get them back, and only the others are run, so adding
-    a model to a finished run computes that model only. The record is rewritten after each batch
-    of models: a job that fails or is killed computes again, when rerun, only what it had not
-    finished."""
+    The group keeps its own copy of every file it made, a folder per model in ``group_dir``
+    (:class:`classwise.outputs.kept.KeptFiles`: hard links where the file system allows, with a
+    record of what they were made from). Snakemake removes a job's outputs before it runs; the
+    models whose copies are up to date (by the record, and by the mtimes of the model's weights
+    and of ``data_inputs``) get them back, and only the others are run, so adding a model to a
+    finished run computes that model only. A model's record is written once its batch is done:
+    a job that fails or is killed computes again, when rerun, only what it had not finished."""
     from classwise.inference.execution import Execution
-    from classwise.inference.shared_decode import (
-        RECORD,
-        fingerprint,
-        prune_group,
-        read_group_record,
-        share_file,
-        stale_models,
-        take_batches,
-        write_group_record,
-    )
+    from classwise.inference.shared_decode import take_batches
     from classwise.logits_io import sidecar_path
+    from classwise.outputs.kept import KeptFiles, fingerprint, prune
 
     targets = list(models)
-    name, dataset_name = str(settings.shift.get("name", "")), settings.dataset_name
-    group = Path(group_dir)
-    record = group / RECORD
+    name = str(settings.shift.get("name", ""))
     made_from = {target.name: fingerprint(settings.made_from(target)) for target in targets}
-
-    def files(target: InferTarget) -> list[tuple[Path, Path]]:
-        """(the output, the group's copy) of its logits file and of its sidecar."""
-        logits = Path(target.logits_path)
-        return [(logits, group / f"{target.name}.npz"), (sidecar_path(logits), group / f"{target.name}.json")]
-
-    stale = stale_models(
-        {target.name: [copy for _, copy in files(target)] for target in targets},
-        made_from,
-        read_group_record(record),
-        {target.name: [*([] if target.weights is None else [target.weights]), *data_inputs] for target in targets},
-    )
-    done = {model: value for model, value in made_from.items() if model not in stale}
+    kept = {
+        target.name: KeptFiles.of(Path(group_dir) / target.name, [target.logits_path, sidecar_path(Path(target.logits_path))])
+        for target in targets
+    }
+    stale: dict[str, str] = {}
+    for target in targets:
+        why = kept[target.name].why_stale(
+            made_from[target.name], [*([] if target.weights is None else [target.weights]), *data_inputs]
+        )
+        if why is not None:
+            stale[target.name] = why
+    done = [target.name for target in targets if target.name not in stale]
     if progress is not None:
-        kept = ", ".join(done) or "none"
-        print(f"{name}: {len(done)} of {len(targets)} models up to date, kept ({kept})", file=progress)
+        print(f"{name}: {len(done)} of {len(targets)} models up to date, kept ({', '.join(done) or 'none'})", file=progress)
         for model, why in stale.items():
             print(f"{name}: computing {model} ({why})", file=progress)
-    write_group_record(record, dataset_name, name, done)
-    for target in targets:
-        if target.name in done:
-            for output, copy in files(target):
-                share_file(copy, output)
+    for model in done:
+        kept[model].take_back()
     execution = Execution.from_parameter(settings.device)
     limit_threads(threads)
     pending = ((target, _load(target, execution.device)) for target in targets if target.name in stale)
@@ -428,12 +411,9 @@ def infer_group_step(
             loaded=[loaded for _, loaded in batch],
         )
         for target, _ in batch:
-            for output, copy in files(target):
-                share_file(output, copy)
-            done[target.name] = made_from[target.name]
-        write_group_record(record, dataset_name, name, done)
+            kept[target.name].keep(made_from[target.name])
         batch.clear()  # the models of this batch leave memory before the next batch is loaded
-    prune_group(group, [target.name for target in targets])
+    prune(group_dir, [target.name for target in targets])
 
 
 def _infer(
