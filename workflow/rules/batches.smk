@@ -18,16 +18,6 @@ from classwise.pipeline.snakemake_internals import (
     script_path,
 )
 
-assert set(SHIFT_RULE_INPUTS) == set(
-    BATCHED_RULES
-), "every batched rule needs its inputs"
-
-
-class _ItemWildcards(dict):
-    """One shift's wildcards as the input functions read them (wildcards.dataset, ...)."""
-
-    __getattr__ = dict.__getitem__
-
 
 def _batched_rule(batch):
     """The per-shift rule a batch runs (under a module, its prefixed name; looked up while the
@@ -41,18 +31,13 @@ _PER_SHIFT_RULE = {}
 
 
 def _batch_inputs(batch):
-    """Every shift's inputs, from the function the per-shift rule unpacks (the DAG needs only
-    these; the rest of each shift's job is expanded when the batch runs)."""
-    function = SHIFT_RULE_INPUTS[batch.rule]
+    """Every shift's inputs, as the per-shift rule's own jobs have them (each file once: a
+    dataset's own files are every shift's input)."""
 
     def inputs(wildcards):
-        # each once: a dataset's own files are every shift's input
         files = {}
-        for shift in batch.shifts:
-            for value in function(_ItemWildcards(batch.item_wildcards(shift))).values():
-                files.update(
-                    dict.fromkeys([value] if isinstance(value, str) else value)
-                )
+        for job in _batch_jobs(batch):
+            files.update(dict.fromkeys(job["input"]["values"]))
         return list(files)
 
     return inputs
@@ -61,8 +46,7 @@ def _batch_inputs(batch):
 def _batch_jobs(batch):
     """Each shift's job of the batch, as plain data: the per-shift rule's own inputs, outputs,
     parameters and log file for its wildcards (Snakemake's expansion of that rule). Once per
-    batch: Snakemake expands a job's parameters (both of the batch's that read these) while it
-    plans, for the conda environment."""
+    batch: the batch's inputs and two of its parameters read them while Snakemake plans."""
     if batch.name not in _BATCH_JOBS:
         _BATCH_JOBS[batch.name] = _expanded_jobs(batch)
     return _BATCH_JOBS[batch.name]

@@ -23,14 +23,3 @@ SHIFT_BATCHES = shift_batches(
 PER_SHIFT_DATASETS = (
     _alternatives([name for name in DATASETS if name not in BATCHED_DATASETS]) or "(?!)"
 )
-# Each batched rule's inputs of one job, as its rule's `input:` unpacks them: a batch's are its
-# shifts' together.
-SHIFT_RULE_INPUTS = {
-    "import_predictions": import_inputs,
-    "compute_worst_class_metrics": metric_inputs,
-    "compute_decisiveness_metrics": metric_inputs,
-    "aggregate_worst_class_tables": worst_class_table_inputs,
-    "compare_models": comparison_inputs,
-    "aggregate_decisiveness_tables": decisiveness_table_inputs,
-    "plot_class_wise_figures": figure_inputs,
-}
