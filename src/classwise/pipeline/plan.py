@@ -42,6 +42,7 @@ from classwise.models.spec import ModelSpec
 from classwise.outputs import Scope
 from classwise.outputs.catalogue import ANALYSES, Analysis
 from classwise.pipeline.config_checks import check_models
+from classwise.pipeline.frozen import frozen
 from classwise.shifts.kinds import KINDS
 
 __all__ = [
@@ -89,8 +90,9 @@ class Plan:
     """What runs where: the models per dataset, the analyses per dataset (None = skipped, else
     the settings to use) and one line per default that was adapted or skipped.
 
-    Built once, by :func:`build_plan`; its fields are not rebound after (the dataclass is
-    frozen), and the workflow only reads them."""
+    Built once, by :func:`build_plan`, and read-only after: the dataclass is frozen and its lists,
+    dicts and sets refuse changes (:func:`classwise.pipeline.frozen.frozen`), so no include of
+    the workflow can change what another reads."""
 
     models: dict[str, list[str]]
     classes: dict[str, int | None]
@@ -163,7 +165,7 @@ def build_plan(
     on which dataset and shift (:func:`check_runs`), which label view covers which shifts
     (:func:`resolve_views`), which datasets compare their models (:func:`resolve_comparisons`),
     which analyses run where (:func:`resolve_analyses`, over the shifts of the original labels)
-    and which robustness analyses (:func:`resolve_robustness`)."""
+    and which robustness analyses (:func:`resolve_robustness`). Read-only once returned."""
     plan = check_runs(config, shifts=shifts, source=source, shift_sets=shift_sets, specs=specs)
     resolve_views(plan, config, user_config, shifts=shifts, source=source)
     resolve_comparisons(plan, config["metrics"]["bootstrap"])
@@ -178,7 +180,7 @@ def build_plan(
     )
     resolve_analysis_views(plan, config, shifts=shifts)
     robustness = resolve_robustness(plan, config["robustness"], shifts=shifts, models=list(specs), source=source)
-    return replace(plan, robustness=robustness)
+    return frozen(replace(plan, robustness=robustness))
 
 
 def views_of(dataset_cfg: Mapping[str, Any]) -> list[str]:
