@@ -11,7 +11,7 @@ from classwise.logits_io import validate_scores
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
 from classwise.testsuites.classification import classification_metrics
-from classwise.validation import PROB_ROW_TOLERANCE, check_labels, check_probabilities
+from classwise.validation import PROB_ROW_TOLERANCE, check_count, check_labels, check_probabilities
 
 PROBS = np.array([[0.25, 0.75], [0.5, 0.5], [1.0, 0.0]])
 LABELS = np.array([1, 0, 0])
@@ -61,3 +61,60 @@ def test_hard_predictions_are_checked_like_labels() -> None:
     assert check_labels(np.array([], dtype=np.int64), 0, 3).size == 0  # labels of no sample: their count is known
     with pytest.raises(InputError, match=r"predictions must lie in \[0, 3\): prediction 3 at position 1"):
         check_labels(np.array([0, 3]), None, 3, field="predictions", noun="prediction")
+
+
+# A grid of what callers pass as a count: ints (and one past int64), bools, floats (integral
+# ones too), numpy scalars of every kind, strings, None and containers.
+COUNT_CANDIDATES = [
+    *range(-3, 6),
+    10**30,
+    True,
+    False,
+    0.0,
+    1.0,
+    2.5,
+    float("nan"),
+    float("inf"),
+    np.int8(3),
+    np.int64(-1),
+    np.int64(7),
+    np.uint8(2),
+    np.uint64(0),
+    np.bool_(True),
+    np.float64(2.0),
+    np.array(3),
+    "3",
+    "",
+    None,
+    [1],
+    (2,),
+]
+
+
+def _is_count(value: object, minimum: int) -> bool:
+    """The brute-force verdict, by type name rather than by the checker's test: a Python int or a
+    numpy integer scalar (bools of either kind are not) whose value is at least ``minimum``."""
+    integer = type(value) is int or type(value).__name__ in {"int8", "int64", "uint8", "uint64"}
+    return integer and int(value) >= minimum  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("minimum", [-2, 0, 1, 2, 5])
+def test_check_count_accepts_exactly_the_integers_at_least_the_minimum(minimum: int) -> None:
+    for value in COUNT_CANDIDATES:
+        if _is_count(value, minimum):
+            got = check_count(value, "n", minimum=minimum)
+            assert type(got) is int and got == int(value), value  # type: ignore[call-overload]
+        else:
+            with pytest.raises(InputError) as info:
+                check_count(value, "n", minimum=minimum)
+            assert info.value.field == "n" and info.value.path is None, value
+            assert info.value.message == f"expected an integer >= {minimum}, got {value!r}", value
+    assert check_count(7, "n") == 7  # the default minimum is 1
+    with pytest.raises(InputError):
+        check_count(0, "n")
+
+
+def test_check_count_names_what_the_number_is_and_the_file() -> None:
+    with pytest.raises(InputError) as info:
+        check_count(-1, "models.m.targets", minimum=0, what="a class index", path="config.yaml")
+    assert str(info.value) == "config.yaml: field 'models.m.targets': expected a class index >= 0, got -1"

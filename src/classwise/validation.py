@@ -11,11 +11,14 @@ allowed (the statistics rank ``+-inf`` logits, the probability wrapper allows ``
 a logits file holds neither).
 
 Every check raises :class:`~classwise.errors.InputError` naming the field (and the file, when
-given) and returns the array in the form its callers compute with.
+given) and returns the array in the form its callers compute with. The one scalar check,
+:func:`check_count`, is every package's test of "an integer (not a bool) ``>= n``": a batch
+size, a seed, a number of classes, a class index.
 """
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 from typing import Literal
 
@@ -27,6 +30,7 @@ __all__ = [
     "PROB_ROW_TOLERANCE",
     "SCORE_KINDS",
     "ScoreKind",
+    "check_count",
     "check_kind",
     "check_finite_rows",
     "check_labels",
@@ -69,6 +73,17 @@ def row_locations(rows: np.ndarray | list[int], path: PathLike = None, *, limit:
 
 def _is_csv(path: PathLike) -> bool:
     return path is not None and str(path).lower().endswith((".csv", ".csv.gz"))
+
+
+def check_count(value: object, field: str, *, minimum: int = 1, what: str = "an integer", path: PathLike = None) -> int:
+    """``value`` as a plain ``int`` when it is an integer ``>= minimum``: a Python ``int`` or a
+    numpy integer (any :class:`numbers.Integral`), never a bool (nor ``np.bool_``), a float or a
+    string, even one of integral value. Else an :class:`InputError` naming ``field`` (and the
+    file ``path``, when given): ``expected {what} >= {minimum}, got {value!r}``, where ``what``
+    says what the number is when ``"an integer"`` would say less (``"a class index"``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise InputError(f"expected {what} >= {minimum}, got {value!r}", path=path, field=field)
+    return int(value)
 
 
 def check_kind(kind: object) -> ScoreKind:

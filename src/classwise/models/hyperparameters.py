@@ -13,16 +13,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from classwise.errors import InputError
+from classwise.validation import check_count
 
-__all__ = ["Hyperparameters", "check_count"]
-
-
-def check_count(value: Any, field: str, *, minimum: int = 1) -> int:
-    """``value`` as a count: an integer (not a bool) ``>= minimum``, else an :class:`InputError`
-    naming ``field``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"expected an integer >= {minimum}, got {value!r}", field=field)
-    return value
+__all__ = ["Hyperparameters"]
 
 
 @dataclass(frozen=True)
@@ -39,8 +32,9 @@ class Hyperparameters:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_count(self.epochs, "epochs", minimum=0)
-        check_count(self.batch_size, "batch_size")
+        # normalised as well as checked (a numpy integer): to_dict's record is written as JSON
+        object.__setattr__(self, "epochs", check_count(self.epochs, "epochs", minimum=0))
+        object.__setattr__(self, "batch_size", check_count(self.batch_size, "batch_size"))
         for name, number in (("lr", self.lr), ("weight_decay", self.weight_decay)):
             if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
                 raise InputError(f"expected a number >= 0, got {number!r}", field=name)
