@@ -530,7 +530,7 @@ def test_metric_argument_errors():
         wc.worst_n_class_recall(st, 3)
     with pytest.raises(InputError, match=r"1 <= n <= 2"):
         wc.worst_n_class_recall_exact(st, 0)
-    with pytest.raises(InputError, match=r"positive integer"):
+    with pytest.raises(InputError, match=r"integer >= 1"):
         wc.topk_accuracy(st, 0)
     one = compute_stats(s, np.array([0, 0]))
     with pytest.raises(InputError, match=r"at least 2 class\(es\) with samples, found 1"):

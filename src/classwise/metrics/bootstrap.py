@@ -47,6 +47,7 @@ from classwise.metrics.pair_losses import PairLosses
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricReplicates
 from classwise.metrics.stats import ClassificationStats
+from classwise.validation import check_count
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -79,16 +80,12 @@ BLOCK = 64
 
 def check_replicates(replicates: object) -> int:
     """``replicates`` as a positive int, else :class:`InputError`."""
-    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 1:
-        raise InputError(f"expected a positive number of bootstrap replicates, got {replicates!r}", field="bootstrap")
-    return int(replicates)
+    return check_count(replicates, "bootstrap", what="a number of bootstrap replicates")
 
 
 def check_seed(seed: object) -> int:
     """``seed`` as a non-negative int, else :class:`InputError`."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"expected a non-negative integer seed, got {seed!r}", field="seed")
-    return int(seed)
+    return check_count(seed, "seed", minimum=0, what="an integer seed")
 
 
 @dataclass(frozen=True)

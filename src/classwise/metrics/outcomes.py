@@ -17,6 +17,7 @@ import pandas as pd
 
 from classwise.errors import InputError
 from classwise.logits_io import ScoresFile, load_outputs
+from classwise.validation import check_count
 
 __all__ = ["Outcomes", "SampleOutcomes", "as_outcomes", "class_names_of", "id_index", "n_classes_of"]
 
@@ -154,11 +155,10 @@ def n_classes_of(outcomes: Iterable[SampleOutcomes], n_classes: int | None = Non
     items = list(outcomes)
     top = max((int(o.labels.max()) + 1 for o in items if o.n_samples), default=0)
     if n_classes is not None:
-        if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 1:
-            raise InputError(f"expected a positive number of classes, got {n_classes!r}", field="n_classes")
+        n_classes = check_count(n_classes, "n_classes", what="a number of classes")
         if top > n_classes:
             raise InputError(f"label {top - 1} is out of range for {n_classes} classes", field="n_classes")
-        return int(n_classes)
+        return n_classes
     carried = max((o.n_classes for o in items if o.n_classes is not None), default=0)
     count = max(top, carried)
     if count < 1:

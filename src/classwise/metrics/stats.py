@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from classwise.errors import InputError
-from classwise.validation import check_labels, check_score_matrix
+from classwise.validation import check_count, check_labels, check_score_matrix
 
 __all__ = [
     "ClassificationStats",
@@ -211,8 +211,7 @@ def compute_stats(
             raise InputError(f"expected an integer, got {n_classes!r}", field="n_classes")
         if int(n_classes) != c:
             raise InputError(f"scores have {c} columns but n_classes={int(n_classes)}", field="n_classes")
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
-        raise InputError(f"expected a positive integer, got {chunk_rows!r}", field="chunk_rows")
+    chunk_rows = check_count(chunk_rows, "chunk_rows")
     y_all = check_labels(labels, n_samples, c)
     if y_all is labels:  # frozen below: never the caller's array
         y_all = y_all.copy()

@@ -30,6 +30,7 @@ from classwise.errors import InputError
 from classwise.metrics.result import MetricResult
 from classwise.metrics.stats import DEFAULT_CHUNK_ROWS, ClassificationStats, class_rates
 from classwise.metrics.stats import ratio as _ratio
+from classwise.validation import check_count
 
 __all__ = [
     "accuracy",
@@ -54,12 +55,6 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"expected a positive integer, got {k!r}", field="k")
-    return int(k)
 
 
 def _topk_hits(stats: ClassificationStats, k: int) -> np.ndarray:
@@ -224,7 +219,7 @@ def topk_accuracy(stats: ClassificationStats, k: int) -> MetricResult:
     differs from scikit-learn's ``top_k_accuracy_score`` only when scores tie.  ``k >= C``
     gives 1.0 (every class is in the top k).  ``A@1 == A``; A@k is non-decreasing in k.
     """
-    k = _check_k(k)
+    k = check_count(k, "k")
     hits = int(np.count_nonzero(stats.true_class_rank < k))
     return MetricResult(hits / stats.n_samples)
 
@@ -254,7 +249,7 @@ def class_topk_recall(stats: ClassificationStats, k: int) -> np.ndarray:
     ``recall@k_c = #{y = c, y in top(s, k)} / #{y = c}`` with the top-k tie rule of
     :func:`topk_accuracy`.  NaN for classes without samples.
     """
-    k = _check_k(k)
+    k = check_count(k, "k")
     return _ratio(_topk_hits(stats, k), stats.support)
 
 
@@ -280,7 +275,7 @@ def worst_class_topk_accuracy(stats: ClassificationStats, k: int) -> MetricResul
     in ``details["n_classes_without_samples"]``; ties in the minimum go to the lowest class
     index; ``classes == (c,)``.  ``WCA@1 == WCA``.
     """
-    return worst_recall(_topk_hits(stats, _check_k(k)), stats.support)
+    return worst_recall(_topk_hits(stats, check_count(k, "k")), stats.support)
 
 
 def worst_class_precision(stats: ClassificationStats) -> MetricResult:
@@ -529,7 +524,7 @@ def worst_n_class_recall(stats: ClassificationStats, n: int, k: int = 1) -> Metr
     InputError) and counted in ``details["n_classes_without_samples"]``.
     ``classes`` are the ``n`` chosen class indices, worst first (by recall, then index).
     """
-    return worst_n_recall(_topk_hits(stats, _check_k(k)), stats.support, n)
+    return worst_n_recall(_topk_hits(stats, check_count(k, "k")), stats.support, n)
 
 
 def worst_n_class_recall_exact(stats: ClassificationStats, n: int, k: int = 1) -> MetricResult:
@@ -551,7 +546,7 @@ def worst_n_class_recall_exact(stats: ClassificationStats, n: int, k: int = 1) -
     (``details["n_classes_without_samples"]``); ``1 <= n <= #classes with samples``.
     Non-decreasing in ``n``; ``W1CR = WCA``; ``W|C|CR = A`` when every class has samples.
     """
-    return worst_n_recall(_topk_hits(stats, _check_k(k)), stats.support, n, exact=True)
+    return worst_n_recall(_topk_hits(stats, check_count(k, "k")), stats.support, n, exact=True)
 
 
 # -------------------------------------------------------------------------- worst pair
