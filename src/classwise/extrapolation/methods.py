@@ -80,6 +80,7 @@ from classwise.extrapolation.rroc import (
     row_blocks,
     subsample_classes,
 )
+from classwise.validation import check_count
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +109,7 @@ _INITIAL_ERROR_FLOOR = 1e-6
 
 
 def _ks_to(k_max: int) -> np.ndarray:
-    if isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or k_max < 2:
-        raise InputError(f"expected an integer >= 2, got {k_max!r}", field="k_max")
-    return np.arange(2, int(k_max) + 1)
+    return np.arange(2, check_count(k_max, "k_max", minimum=2) + 1)
 
 
 def incorrect_scores(scores: np.ndarray, labels: np.ndarray, *, sort: bool = False) -> np.ndarray:
@@ -261,12 +260,6 @@ def _is_number(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
 
 
-def _positive_int(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputError(f"expected a positive integer, got {value!r}", field=field)
-    return int(value)
-
-
 @dataclass(frozen=True)
 class CleanexTraining:
     """How CleaneX trains: full-batch Adam at learning rate ``lr`` with second-moment decay
@@ -287,8 +280,8 @@ class CleanexTraining:
     beta2: float = DEFAULT_BETA2
 
     def __post_init__(self) -> None:
-        _positive_int(self.max_steps, "max_steps")
-        _positive_int(self.patience, "patience")
+        check_count(self.max_steps, "max_steps")
+        check_count(self.patience, "patience")
         if not _is_number(self.tolerance) or not 0 <= self.tolerance < 1:
             raise InputError(f"expected a number in [0, 1), got {self.tolerance!r}", field="tolerance")
         if not _is_number(self.lr) or not 0 < self.lr < np.inf:

@@ -39,7 +39,7 @@ import numpy as np
 
 from classwise._extras import install_command
 from classwise.errors import InputError
-from classwise.validation import check_labels, check_probabilities, check_score_matrix
+from classwise.validation import check_count, check_labels, check_probabilities, check_score_matrix
 
 __all__ = ["FilterBy", "cleaned_cl_labels", "confident_joint", "find_label_issues", "prune_counts"]
 
@@ -168,8 +168,7 @@ def find_label_issues(
         raise InputError(f"expected one of {list(FILTERS)}, got {filter_by!r}", field="filter_by")
     if backend not in ("auto", "cleanlab", "numpy"):
         raise InputError(f"expected 'auto', 'cleanlab' or 'numpy', got {backend!r}", field="backend")
-    if isinstance(min_examples_per_class, bool) or not isinstance(min_examples_per_class, int) or min_examples_per_class < 0:
-        raise InputError(f"expected an integer >= 0, got {min_examples_per_class!r}", field="min_examples_per_class")
+    min_examples_per_class = check_count(min_examples_per_class, "min_examples_per_class", minimum=0)
     labels, probs = _check_inputs(labels, pred_probs)
     use_cleanlab = backend == "cleanlab" or (backend == "auto" and cleanlab_available())
     if use_cleanlab:

@@ -38,6 +38,7 @@ from classwise.plots.classwise import similarity_figure
 from classwise.plots.many_classes import confusion_overview_figure, draw_sorted
 from classwise.robustness.across_shifts import REFERENCE_SHIFT, models_of, worst_shifts
 from classwise.robustness.classwise import Confusions, classwise_values, mean_confusion
+from classwise.validation import check_count
 
 _ANNOTATE_MAX = 12
 _MAX_COLUMNS = 4
@@ -102,8 +103,7 @@ def plot_classwise_robustness(
     ``notes`` (shift -> text) go in brackets after a panel's shift name: the samples of a shift
     over a subset of the clean ones (``n = 20 of 899``, :func:`classwise.robustness.pairing.shift_samples`).
     """
-    if isinstance(max_shifts, bool) or not isinstance(max_shifts, int) or max_shifts < 1:
-        raise InputError(f"expected an integer >= 1, got {max_shifts!r}", field="max_shifts")
+    max_shifts = check_count(max_shifts, "max_shifts")
     names = _names(class_names)
     accuracy, cfps = classwise_values(confusions, len(names))
     shifts = list(confusions)

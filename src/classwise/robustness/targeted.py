@@ -24,6 +24,7 @@ from classwise.logits_io import ScoresFile, sidecar_path
 from classwise.metrics.cfps import targeted_success_rate, targeted_success_rate_per_class
 from classwise.robustness._scores import as_scores, predictions, where
 from classwise.sample_ids import sample_id_positions
+from classwise.validation import check_count
 
 TARGETED_PREFIX = "pgd_targeted_"
 """Targeted PGD shifts are named ``pgd_targeted_<t>``, ``t`` the target class index."""
@@ -33,9 +34,7 @@ _NAME = re.compile(rf"^{TARGETED_PREFIX}(\d+)$")
 
 def targeted_shift_name(target: int) -> str:
     """``pgd_targeted_<target>``."""
-    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < 0:
-        raise InputError(f"expected a class index >= 0, got {target!r}", field="target")
-    return f"{TARGETED_PREFIX}{int(target)}"
+    return f"{TARGETED_PREFIX}{check_count(target, 'target', minimum=0, what='a class index')}"
 
 
 def target_of_shift(shift: str | Mapping[str, Any]) -> int | None:
@@ -48,9 +47,7 @@ def target_of_shift(shift: str | Mapping[str, Any]) -> int | None:
         params = shift.get("params") or {}
         target = params.get("target")
         if target is not None:
-            if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < 0:
-                raise InputError(f"expected a class index >= 0, got {target!r}", field="params.target")
-            return int(target)
+            return check_count(target, "params.target", minimum=0, what="a class index")
         shift = str(shift.get("name", ""))
     match = _NAME.match(shift)
     return int(match.group(1)) if match else None
@@ -88,11 +85,10 @@ def _runs_by_target(
     else:
         items = [(_target_from_file(Path(p)), p) for p in runs]
     for target, source in items:
-        if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < 0:
-            raise InputError(f"expected a class index >= 0 as key, got {target!r}", field="runs")
-        if int(target) in out:
-            raise InputError(f"two runs target class {int(target)}", field="runs")
-        out[int(target)] = as_scores(source)
+        index = check_count(target, "runs", minimum=0, what="a class index key")
+        if index in out:
+            raise InputError(f"two runs target class {index}", field="runs")
+        out[index] = as_scores(source)
     if not out:
         raise InputError("no targeted runs given", field="runs")
     return dict(sorted(out.items()))

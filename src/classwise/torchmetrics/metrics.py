@@ -22,6 +22,7 @@ from classwise.errors import InputError
 from classwise.metrics import cfps as cfps_metrics
 from classwise.metrics import worst_class as wc
 from classwise.metrics.result import MetricResult
+from classwise.validation import check_count
 
 __all__ = [
     "MaxClassFalsePositiveScore",
@@ -32,12 +33,6 @@ __all__ = [
     "WorstSuperclassRecall",
     "WorstTwoClassAccuracy",
 ]
-
-
-def _positive_int(value: Any, field: str, *, at_least: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < at_least:
-        raise InputError(f"expected an integer >= {at_least}, got {value!r}", field=field)
-    return int(value)
 
 
 def ranked_ahead(scores: Tensor, target: Tensor) -> Tensor:
@@ -85,13 +80,13 @@ class _WorstClassMetric(Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.num_classes = c = _positive_int(num_classes, "num_classes", at_least=2)
+        self.num_classes = c = check_count(num_classes, "num_classes", minimum=2)
         if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
             raise InputError(f"expected an integer or None, got {ignore_index!r}", field="ignore_index")
         self.ignore_index = ignore_index
         self.validate_args = bool(validate_args)
         self.return_classes = bool(return_classes)
-        self.top_k = _positive_int(top_k, "top_k")
+        self.top_k = check_count(top_k, "top_k")
         self.add_state("confusion", default=torch.zeros(c, c, dtype=torch.long), dist_reduce_fx="sum")
         if self.top_k > 1:
             self.add_state("topk_hits", default=torch.zeros(c, dtype=torch.long), dist_reduce_fx="sum")
@@ -255,7 +250,7 @@ class WorstNClassRecall(_WorstClassMetric):
 
     def __init__(self, num_classes: int, n: int, top_k: int = 1, exact: bool = False, **kwargs: Any) -> None:
         super().__init__(num_classes, top_k=top_k, **kwargs)
-        self.n = _positive_int(n, "n")
+        self.n = check_count(n, "n")
         if self.n > self.num_classes:
             raise InputError(f"expected n <= num_classes = {self.num_classes}, got {n}", field="n")
         self.exact = bool(exact)
