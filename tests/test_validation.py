@@ -116,5 +116,5 @@ def test_check_count_accepts_exactly_the_integers_at_least_the_minimum(minimum: 
 
 def test_check_count_names_what_the_number_is_and_the_file() -> None:
     with pytest.raises(InputError) as info:
-        check_count(-1, "models.m.targets", minimum=0, what="a class index", path="config.yaml")
-    assert str(info.value) == "config.yaml: field 'models.m.targets': expected a class index >= 0, got -1"
+        check_count(-1, "models.m.targets", minimum=0, meaning="a class index", path="config.yaml")
+    assert str(info.value) == "config.yaml: field 'models.m.targets': expected an integer >= 0 (a class index), got -1"

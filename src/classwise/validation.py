@@ -75,14 +75,16 @@ def _is_csv(path: PathLike) -> bool:
     return path is not None and str(path).lower().endswith((".csv", ".csv.gz"))
 
 
-def check_count(value: object, field: str, *, minimum: int = 1, what: str = "an integer", path: PathLike = None) -> int:
+def check_count(value: object, field: str, *, minimum: int = 1, meaning: str | None = None, path: PathLike = None) -> int:
     """``value`` as a plain ``int`` when it is an integer ``>= minimum``: a Python ``int`` or a
     numpy integer (any :class:`numbers.Integral`), never a bool (nor ``np.bool_``), a float or a
     string, even one of integral value. Else an :class:`InputError` naming ``field`` (and the
-    file ``path``, when given): ``expected {what} >= {minimum}, got {value!r}``, where ``what``
-    says what the number is when ``"an integer"`` would say less (``"a class index"``)."""
+    file ``path``, when given): ``expected an integer >= {minimum}, got {value!r}``, with
+    ``meaning`` in brackets after the bound where the field's name says less
+    (``expected an integer >= 0 (a class index), got -1``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise InputError(f"expected {what} >= {minimum}, got {value!r}", path=path, field=field)
+        note = f" ({meaning})" if meaning else ""
+        raise InputError(f"expected an integer >= {minimum}{note}, got {value!r}", path=path, field=field)
     return int(value)
 
 

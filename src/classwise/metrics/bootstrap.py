@@ -80,12 +80,12 @@ BLOCK = 64
 
 def check_replicates(replicates: object) -> int:
     """``replicates`` as a positive int, else :class:`InputError`."""
-    return check_count(replicates, "bootstrap", what="a number of bootstrap replicates")
+    return check_count(replicates, "bootstrap", meaning="the number of bootstrap replicates")
 
 
 def check_seed(seed: object) -> int:
     """``seed`` as a non-negative int, else :class:`InputError`."""
-    return check_count(seed, "seed", minimum=0, what="an integer seed")
+    return check_count(seed, "seed", minimum=0)
 
 
 @dataclass(frozen=True)

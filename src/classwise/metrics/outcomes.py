@@ -155,7 +155,7 @@ def n_classes_of(outcomes: Iterable[SampleOutcomes], n_classes: int | None = Non
     items = list(outcomes)
     top = max((int(o.labels.max()) + 1 for o in items if o.n_samples), default=0)
     if n_classes is not None:
-        n_classes = check_count(n_classes, "n_classes", what="a number of classes")
+        n_classes = check_count(n_classes, "n_classes")
         if top > n_classes:
             raise InputError(f"label {top - 1} is out of range for {n_classes} classes", field="n_classes")
         return n_classes

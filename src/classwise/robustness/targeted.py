@@ -34,7 +34,7 @@ _NAME = re.compile(rf"^{TARGETED_PREFIX}(\d+)$")
 
 def targeted_shift_name(target: int) -> str:
     """``pgd_targeted_<target>``."""
-    return f"{TARGETED_PREFIX}{check_count(target, 'target', minimum=0, what='a class index')}"
+    return f"{TARGETED_PREFIX}{check_count(target, 'target', minimum=0, meaning='a class index')}"
 
 
 def target_of_shift(shift: str | Mapping[str, Any]) -> int | None:
@@ -47,7 +47,7 @@ def target_of_shift(shift: str | Mapping[str, Any]) -> int | None:
         params = shift.get("params") or {}
         target = params.get("target")
         if target is not None:
-            return check_count(target, "params.target", minimum=0, what="a class index")
+            return check_count(target, "params.target", minimum=0, meaning="a class index")
         shift = str(shift.get("name", ""))
     match = _NAME.match(shift)
     return int(match.group(1)) if match else None
@@ -85,7 +85,7 @@ def _runs_by_target(
     else:
         items = [(_target_from_file(Path(p)), p) for p in runs]
     for target, source in items:
-        index = check_count(target, "runs", minimum=0, what="a class index key")
+        index = check_count(target, "runs", minimum=0, meaning="a class index as key")
         if index in out:
             raise InputError(f"two runs target class {index}", field="runs")
         out[index] = as_scores(source)
