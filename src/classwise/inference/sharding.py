@@ -31,6 +31,7 @@ import numpy as np
 
 from classwise.errors import InputError
 from classwise.logits_io import open_npz, save_logits, write_npz_deterministic
+from classwise.validation import check_count
 
 __all__ = ["Shard", "ShardFile", "ShardPosition", "load_shard", "merge_shards", "save_shard", "shard_range"]
 
@@ -48,9 +49,8 @@ class Shard:
     count: int
 
     def __post_init__(self) -> None:
-        for name, value in (("count", self.count), ("index", self.index)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InputError(f"expected an integer >= 1, got {value!r}", field=f"shard.{name}")
+        for name in ("count", "index"):  # normalised as well as checked (a numpy integer)
+            object.__setattr__(self, name, check_count(getattr(self, name), f"shard.{name}"))
         if self.index > self.count:
             raise InputError(f"shard {self.index} of {self.count} does not exist", field="shard.index")
 
@@ -75,10 +75,8 @@ def shard_range(n_samples: int, batch_size: int, shard: Shard | tuple[int, int])
     shard ``k + 1`` for ``B`` batches, so shard sizes differ by at most one batch (the last
     batch may be short) and a shard is empty only when there are fewer batches than shards."""
     shard = Shard.of(shard)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError(f"expected an integer >= 1, got {batch_size!r}", field="batch_size")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 0:
-        raise InputError(f"expected an integer >= 0, got {n_samples!r}", field="samples")
+    batch_size = check_count(batch_size, "batch_size")
+    n_samples = check_count(n_samples, "samples", minimum=0)
     n_batches = -(-n_samples // batch_size)
     first = (shard.index - 1) * n_batches // shard.count
     last = shard.index * n_batches // shard.count

@@ -66,6 +66,7 @@ from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
 from classwise.inference.execution import DEFAULT_EXECUTION, Execution
 from classwise.shifts.kinds import Batch, Run, ShiftSpec
+from classwise.validation import check_count
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +159,7 @@ class _Prefetched(Generic[T]):
     raised in the consumer; leaving the ``with`` block stops the thread and joins it."""
 
     def __init__(self, items: Iterator[T], depth: int) -> None:
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-            raise InputError(f"expected an integer >= 0, got {depth!r}", field="prefetch")
+        depth = check_count(depth, "prefetch", minimum=0)
         self._items, self._depth = items, depth
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=max(depth, 1))
         self._stop = threading.Event()
@@ -302,8 +302,7 @@ def _stream(
     source_model: nn.Module | None,
     names: Sequence[str] | None,
 ) -> Generator[tuple[Batch, list[np.ndarray]], None, None]:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError(f"expected an integer >= 1, got {batch_size!r}", field="batch_size")
+    batch_size = check_count(batch_size, "batch_size")
     if not models:
         raise InputError("expected at least one model", field="models")
     device = resolve_device(execution.device)

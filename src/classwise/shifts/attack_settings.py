@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from classwise.errors import InputError
+from classwise.validation import check_count
 
 Norm = Literal["linf", "l2"]
 NORMS: tuple[Norm, ...] = ("linf", "l2")
@@ -64,8 +65,8 @@ class PgdSettings:
         if self.norm not in NORMS:
             raise InputError(f"unknown norm {self.norm!r}; expected one of {list(NORMS)}", field="norm")
         check_eps(self.eps, "eps")
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 0:
-            raise InputError(f"expected an integer >= 0, got {self.steps!r}", field="steps")
+        # normalised as well as checked (a numpy integer): the steps go into a shift's params
+        object.__setattr__(self, "steps", check_count(self.steps, "steps", minimum=0))
         step_size = self.step_size
         if step_size is not None:
             if isinstance(step_size, bool) or not isinstance(step_size, (int, float)) or not math.isfinite(step_size):

@@ -59,6 +59,7 @@ from classwise.errors import InputError
 from classwise.shifts.attack_settings import AUTOATTACK_MIN_CLASSES, AUTOATTACK_VERSIONS, AutoAttackSettings, Norm
 from classwise.shifts.attack_settings import AutoAttackVersion as Version
 from classwise.shifts.pgd import _flat_norm, _model_device, check_attack_inputs
+from classwise.validation import check_count
 
 VERSIONS: tuple[Version, ...] = AUTOATTACK_VERSIONS
 REFERENCE_ITERATIONS = 100
@@ -85,8 +86,7 @@ def check_autoattack_arguments(*, norm: Any, eps: Any, version: Any, seed: Any, 
         AutoAttackSettings(norm=norm, eps=eps, version=version)
     except InputError as error:
         raise InputError(error.message, field=f"{field_prefix}{error.field}") from None
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"expected an integer >= 0, got {seed!r}", field=f"{field_prefix}seed")
+    check_count(seed, f"{field_prefix}seed", minimum=0)
 
 
 def autoattack_components(model: nn.Module, *, attack: AutoAttackSettings, n_classes: int, seed: int) -> list[tuple[str, Any]]:

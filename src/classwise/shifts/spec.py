@@ -27,6 +27,7 @@ from classwise.shifts.kinds.clean import clean_spec
 from classwise.shifts.kinds.corruption import corruption_spec
 from classwise.shifts.kinds.pgd import PGD_NORMS, pgd_spec
 from classwise.shifts.kinds.transfer import transfer_spec
+from classwise.validation import check_count
 
 __all__ = [
     "ADVERSARIAL_KINDS",
@@ -98,9 +99,7 @@ def expand_shifts(cfg: Mapping[str, Any]) -> dict[str, ShiftSpec]:
 
 def check_shards(value: Any, field_name: str) -> int:
     """``value`` as a shard count: an integer ``>= 1`` (``1``: one job, unsharded)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"expected an integer >= 1 (the number of jobs), got {value!r}", field=field_name)
-    return int(value)
+    return check_count(value, field_name, meaning="the number of jobs")
 
 
 def shard_counts(cfg: Mapping[str, Any], names: list[str] | None = None, *, default: int = 1) -> dict[str, int]:

@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 
 from classwise.errors import InputError
+from classwise.validation import check_count
 
 if TYPE_CHECKING:
     import torch
@@ -392,6 +393,4 @@ def add_per_class(params: dict[str, Any], per_class: Any, field_prefix: str) -> 
     params (and the cached logits) it had before the option existed."""
     if per_class is None:
         return
-    if isinstance(per_class, bool) or not isinstance(per_class, int) or per_class < 1:
-        raise InputError(f"expected an integer >= 1, got {per_class!r}", field=f"{field_prefix}.per_class")
-    params["per_class"] = int(per_class)
+    params["per_class"] = check_count(per_class, f"{field_prefix}.per_class")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from classwise.errors import InputError, field_path
+from classwise.errors import field_path
 from classwise.shifts.attack_settings import NORMS, PgdSettings
 from classwise.shifts.kinds.base import (
     Batch,
@@ -29,6 +29,7 @@ from classwise.shifts.kinds.base import (
     check_keys,
     check_mapping,
 )
+from classwise.validation import check_count
 
 if TYPE_CHECKING:
     import torch
@@ -53,8 +54,7 @@ def pgd_spec(
     }
     name = f"pgd_{attack.norm}_eps{eps_f:g}"
     if target is not None:
-        if isinstance(target, bool) or not isinstance(target, int) or target < 0:
-            raise InputError(f"expected a class index >= 0, got {target!r}", field=f"{field_prefix}.targets")
+        target = check_count(target, f"{field_prefix}.targets", minimum=0, meaning="a class index")
         params["target"] = target
         name = f"pgd_targeted_{target}"
     add_per_class(params, per_class, field_prefix)
