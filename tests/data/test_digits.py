@@ -136,7 +136,7 @@ def test_stratified_split_rejects_one_sided_classes_and_bad_input(
 
 @pytest.mark.parametrize("seed", [-1, 0.5, True])
 def test_stratified_split_rejects_a_bad_seed(seed: object) -> None:
-    with pytest.raises(InputError, match="non-negative integer") as error:
+    with pytest.raises(InputError, match="expected an integer >= 0") as error:
         stratified_split(np.array([0, 1] * 5), test_fraction=0.5, seed=seed)  # type: ignore[arg-type]
     assert error.value.field == "seed"
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
+from classwise.validation import check_count
 
 DIGITS_MAX_VALUE = 16.0
 """The digits have 17 grey levels, 0..16; images are divided by this to land in [0, 1]."""
@@ -81,8 +82,7 @@ def stratified_split(labels: np.ndarray, *, test_fraction: float, seed: int) -> 
         raise InputError(f"expected a number in (0, 1), got {test_fraction!r}", field="test_fraction")
     if not 0.0 < float(test_fraction) < 1.0:  # NaN fails this too
         raise InputError(f"expected a number in (0, 1), got {test_fraction!r}", field="test_fraction")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"expected a non-negative integer, got {seed!r}", field="seed")
+    seed = check_count(seed, "seed", minimum=0)
     n = labels.size
     classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
     n_test = int(np.ceil(round(float(test_fraction) * n, 9)))

@@ -45,6 +45,7 @@ from typing import TypeVar
 
 from classwise.atomic import atomic_open, atomic_path
 from classwise.errors import InputError
+from classwise.validation import check_count
 
 __all__ = [
     "DownloadError",
@@ -126,8 +127,7 @@ def _stream(url: str, tmp: Path, *, timeout: float, chunk_size: int) -> str:
 
 def check_network_options(retries: int, backoff: float, timeout: float) -> None:
     """:class:`InputError` unless ``retries`` is an integer >= 0, ``backoff`` >= 0 and ``timeout`` > 0."""
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise InputError(f"expected an integer >= 0, got {retries!r}", field="retries")
+    check_count(retries, "retries", minimum=0)
     if not backoff >= 0:
         raise InputError(f"expected a number >= 0, got {backoff!r}", field="backoff")
     if not timeout > 0:

@@ -43,6 +43,7 @@ from PIL import Image, ImageFile
 from classwise._extras import install_command
 from classwise.data.imageset import ImageSet
 from classwise.errors import InputError
+from classwise.validation import check_count
 
 __all__ = [
     "IMG_EXTENSIONS",
@@ -112,10 +113,8 @@ class ResizeCenterCrop:
     interpolation: str = "bilinear"
 
     def __post_init__(self) -> None:
-        for name in ("crop_size", "resize_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"expected an integer >= 1, got {value!r}", field=name)
+        for name in ("crop_size", "resize_size"):  # normalised as well as checked (a numpy integer)
+            object.__setattr__(self, name, check_count(getattr(self, name), name))
         if self.resize_size < self.crop_size:
             raise InputError(f"resize_size {self.resize_size} must be >= crop_size {self.crop_size}", field="resize_size")
         if self.interpolation not in _INTERPOLATIONS:
@@ -275,10 +274,8 @@ class ImageFileDataset:
         ``(C, H, W)`` shape. ``workers`` threads decode in parallel (PIL releases the GIL while
         decoding); the order and the results do not depend on it.
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"expected an integer >= 1, got {batch_size!r}", field="batch_size")
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InputError(f"expected an integer >= 1, got {workers!r}", field="workers")
+        batch_size = check_count(batch_size, "batch_size")
+        workers = check_count(workers, "workers")
 
         def decode(index: int) -> tuple[int, np.ndarray | None, str | None]:
             image, reason = self._decode(index)

@@ -37,6 +37,7 @@ from classwise.data.imagefolder import BadImagePolicy, ImageFileDataset, to_arra
 from classwise.data.imageset import ImageSet
 from classwise.data.shift_sets.cifar import CIFAR10C, CIFAR10C_MD5, load_cifar_c
 from classwise.errors import InputError
+from classwise.validation import check_count
 
 __all__ = [
     "ARCHIVES",
@@ -235,8 +236,7 @@ class ResizeTo:
 
 def load_gtsrb_split(root: str | Path, split: Split, *, image_size: int = 32, workers: int = 1) -> ImageSet:
     """A prepared GTSRB split in memory, every image resized to ``image_size`` square."""
-    if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1:
-        raise InputError(f"expected an integer >= 1, got {image_size!r}", field="image_size")
+    image_size = check_count(image_size, "image_size")
     return gtsrb_dataset(root, split).to_imageset(ResizeTo(image_size), workers=workers)
 
 

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from classwise.errors import InputError
+from classwise.validation import check_count
 
 
 class Normalize(nn.Module):
@@ -102,8 +103,7 @@ def _cnn(
     then one hidden fully connected layer."""
     c, h, w = input_shape
     widths = _check_int_list(channels, "channels", allow_empty=False)
-    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
-        raise InputError(f"expected a positive integer, got {hidden!r}", field="hidden")
+    hidden = check_count(hidden, "hidden")
     dropout = _check_dropout(dropout)
     layers: list[nn.Module] = [Normalize(mean, std, c)]
     in_ch, cur_h, cur_w = c, h, w
@@ -159,8 +159,7 @@ def build_model(
     std; ``cnn``: channels (default [16, 32]), hidden (default 64), dropout, mean, std.
     """
     builder = _builder(architecture)
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1:
-        raise InputError(f"expected a positive integer, got {n_classes!r}", field="n_classes")
+    n_classes = check_count(n_classes, "n_classes")
     shape = tuple(input_shape)
     if len(shape) != 3 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in shape):
         raise InputError(f"expected (channels, height, width), got {input_shape!r}", field="input_shape")

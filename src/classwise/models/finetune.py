@@ -57,6 +57,7 @@ from classwise.models.finetune_spec import (
 )
 from classwise.models.state_dicts import read_marked_payload
 from classwise.models.wrapper import PixelSpaceModel, wrap_pixel_space
+from classwise.validation import check_count
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -155,8 +156,7 @@ def build_finetune_model(
     the first that does not fit)."""
     from classwise.models import torchvision_models
 
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1:
-        raise InputError(f"expected an integer >= 1, got {n_classes!r}", field="n_classes")
+    n_classes = check_count(n_classes, "n_classes")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         model = torchvision_models.build_architecture(architecture, n_classes)

@@ -17,6 +17,7 @@ from typing import Any
 
 from classwise.errors import InputError
 from classwise.models.hyperparameters import Hyperparameters
+from classwise.validation import check_count
 
 __all__ = [
     "DATA_CONFIG_KEYS",
@@ -138,12 +139,8 @@ def check_finetune_values(given: Mapping[str, Any], where: str, config_path: str
         raise fail(f"expected a torchvision weights name (e.g. IMAGENET1K_V1) or null, got {values['weights']!r}", "weights")
     if values["optimizer"] not in _OPTIMIZERS:
         raise fail(f"expected one of {list(_OPTIMIZERS)}, got {values['optimizer']!r}", "optimizer")
-    for name in ("epochs", "batch_size"):
-        value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise fail(f"expected an integer >= 1, got {value!r}", name)
-    if isinstance(values["seed"], bool) or not isinstance(values["seed"], int) or values["seed"] < 0:
-        raise fail(f"expected an integer >= 0, got {values['seed']!r}", "seed")
+    for name, minimum in (("epochs", 1), ("batch_size", 1), ("seed", 0)):
+        values[name] = check_count(values[name], f"{where}.{name}", minimum=minimum, path=config_path)
     for name, low_open in (("lr", True), ("weight_decay", False), ("momentum", False)):
         value = values[name]
         bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)

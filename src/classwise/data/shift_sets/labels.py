@@ -39,6 +39,7 @@ import numpy as np
 from classwise.data.shift_sets.base import ShiftFamily, ShiftImages
 from classwise.errors import InputError, field_path
 from classwise.shifts.spec import ShiftSpec
+from classwise.validation import check_count
 
 _CONDITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _MAX_IDS_IN_MESSAGE = 5
@@ -71,10 +72,8 @@ class LabelsFamily(ShiftFamily):
         specs = []
         for condition, path in files.items():
             severity, pairs = severities[condition], paired[condition]
-            if severity is not None and (isinstance(severity, bool) or not isinstance(severity, int) or severity < 1):
-                raise InputError(
-                    f"expected an integer severity >= 1, got {severity!r}", field=field_path(where, "severities", condition)
-                )
+            if severity is not None:
+                severity = check_count(severity, field_path(where, "severities", condition), meaning="a severity")
             if not isinstance(pairs, bool):
                 raise InputError(f"expected true or false, got {pairs!r}", field=field_path(where, "paired", condition))
             params: dict[str, Any] = {

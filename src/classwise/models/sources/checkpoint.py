@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from classwise.errors import InputError
 from classwise.models.sources.base import Datasets, ZooSource
 from classwise.models.spec import DATA_CONFIG_KEYS, DEMO_ARCHITECTURES, LIBRARIES, ModelSpec, check_keys, common_fields
+from classwise.validation import check_count
 
 if TYPE_CHECKING:
     from torch import nn
@@ -46,8 +47,8 @@ class CheckpointSource(ZooSource):
             )
         values["library"] = library
         num_classes = given.get("num_classes")
-        if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1):
-            raise InputError(f"expected a positive integer, got {num_classes!r}", path=config_path, field=f"{where}.num_classes")
+        if num_classes is not None:
+            num_classes = check_count(num_classes, f"{where}.num_classes", path=config_path)
         values["num_classes"] = num_classes
         overrides = given.get("data_config")
         if overrides is not None:

@@ -30,6 +30,7 @@ from classwise.models.sources.checkpoint import SOURCE as CHECKPOINT
 from classwise.models.sources.timm import SOURCE as TIMM
 from classwise.models.sources.torchvision import SOURCE as TORCHVISION
 from classwise.models.spec import ModelSpec, check_keys
+from classwise.validation import check_count
 
 if TYPE_CHECKING:
     from torch import nn
@@ -113,9 +114,7 @@ def _resize(given: Mapping[str, Any], where: str, config_path: str | Path | None
     value = given.get("resize")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"expected an integer >= 1 (pixels) or null, got {value!r}", path=config_path, field=f"{where}.resize")
-    return int(value)
+    return check_count(value, f"{where}.resize", meaning="pixels, or null", path=config_path)
 
 
 class PrototypeSource(PipelineSource):
