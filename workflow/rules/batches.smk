@@ -9,7 +9,7 @@
 import hashlib
 import os
 
-from classwise.pipeline.shift_batches import BATCHED_RULES, as_entries
+from classwise.pipeline.shift_batches import as_entries
 from classwise.pipeline.snakemake_internals import (
     expanded_job,
     flagged_path,
@@ -46,7 +46,8 @@ def _batch_inputs(batch):
 def _batch_jobs(batch):
     """Each shift's job of the batch, as plain data: the per-shift rule's own inputs, outputs,
     parameters and log file for its wildcards (Snakemake's expansion of that rule). Once per
-    batch: the batch's inputs and two of its parameters read them while Snakemake plans."""
+    batch: the batch's inputs and two of its parameters read them while Snakemake plans.
+    """
     if batch.name not in _BATCH_JOBS:
         _BATCH_JOBS[batch.name] = _expanded_jobs(batch)
     return _BATCH_JOBS[batch.name]
