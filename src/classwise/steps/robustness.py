@@ -335,16 +335,16 @@ def targeted_success_step(
     import numpy as np
     import pandas as pd
 
+    from classwise.logits_io import load_outputs
     from classwise.plots.robustness import plot_targeted_success
     from classwise.robustness.targeted import targeted_success_table
 
     frames, rates, class_names = {}, {}, []
     for model, by_target in runs.items():
-        frame = targeted_success_table(dict(by_target), clean=clean_paths[model])
+        clean = load_outputs(clean_paths[model])  # once: the table's clean rates and the figure's class names
+        frame = targeted_success_table(dict(by_target), clean=clean)
         frames[model] = frame
-        from classwise.logits_io import load_outputs
-
-        class_names = load_outputs(clean_paths[model]).class_names.tolist()
+        class_names = clean.class_names.tolist()
         full = np.full(len(class_names), np.nan)
         full[frame.index.to_numpy(dtype=int)] = frame["success_rate"].to_numpy(dtype=np.float64)
         rates[model] = full
