@@ -10,6 +10,16 @@
 # that runs no model: one infer_models_<dataset> job per shift writes all their logits (those of
 # infer, byte for byte), computing only the missing or stale ones (classwise.pipeline.decode_groups).
 
+# What every inference of a shift is made with, whichever job runs it (infer, infer_shard, a
+# decode group's): the keys of classwise.steps.models.InferenceSettings but the dataset's, which
+# a job of infer takes from its wildcards and a group's job is given.
+INFERENCE_PARAMS = {
+    "shift": infer_shift,
+    "seed": config["seed"],
+    "batch_size": config["inference"]["batch_size"],
+    "device": EXECUTION.parameter(),
+}
+
 
 rule infer:
     input:
@@ -31,12 +41,9 @@ rule infer:
     # real models with --set-threads or a profile (the job's torch uses exactly this many).
     threads: 1
     params:
+        **INFERENCE_PARAMS,
         model=model_config,
         dataset=dataset_config,
-        shift=infer_shift,
-        seed=config["seed"],
-        batch_size=config["inference"]["batch_size"],
-        device=EXECUTION.parameter(),
     script:
         "../../scripts/infer.py"
 
@@ -96,14 +103,11 @@ for _group in DECODE_GROUPS.values():
         resources:
             **_resources,
         params:
+            **INFERENCE_PARAMS,
             models={name: model_entry(name) for name in _group.models},
             group=group_folder(_group.dataset),
             dataset_name=_group.dataset,
             dataset=dataset_parameters(_group.dataset),
-            shift=infer_shift,
-            seed=config["seed"],
-            batch_size=config["inference"]["batch_size"],
-            device=EXECUTION.parameter(),
         script:
             "../../scripts/infer_models.py"
 
