@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.labels.confident_learning import find_label_issues
 from classwise.logits_io import validate_scores
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.stats import compute_stats
 from classwise.testsuites.classification import classification_metrics
-from classwise.validation import PROB_ROW_TOLERANCE, check_count, check_labels, check_probabilities
+from classwise.validation import PROB_ROW_TOLERANCE, check_labels, check_probabilities
 
 PROBS = np.array([[0.25, 0.75], [0.5, 0.5], [1.0, 0.0]])
 LABELS = np.array([1, 0, 0])

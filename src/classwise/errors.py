@@ -3,14 +3,16 @@
 Every message names the file (when there is one), the field and what was expected,
 so that a user can fix the input without reading a traceback. A field is named by its path in
 one style, :func:`field_path`'s: keys joined by dots, list positions in brackets
-(``shifts.pgd[0].eps``).
+(``shifts.pgd[0].eps``). :func:`check_count` is the one check of a count (an integer, not a
+bool, at least some minimum), which every layer of the library makes.
 """
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
-__all__ = ["InputError", "field_path"]
+__all__ = ["InputError", "check_count", "field_path"]
 
 
 def field_path(*parts: str | int) -> str:
@@ -42,3 +44,18 @@ class InputError(ValueError):
             where.append(f"field '{field}'")
         prefix = ": ".join(where)
         super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+def check_count(
+    value: object, field: str, *, minimum: int = 1, meaning: str | None = None, path: str | Path | None = None
+) -> int:
+    """``value`` as a plain ``int`` when it is an integer ``>= minimum``: a Python ``int`` or a
+    numpy integer (any :class:`numbers.Integral`), never a bool (nor ``np.bool_``), a float or a
+    string, even one of integral value. Else an :class:`InputError` naming ``field`` (and the
+    file ``path``, when given): ``expected an integer >= {minimum}, got {value!r}``, with
+    ``meaning`` in brackets after the bound where the field's name says less
+    (``expected an integer >= 0 (a class index), got -1``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        note = f" ({meaning})" if meaning else ""
+        raise InputError(f"expected an integer >= {minimum}{note}, got {value!r}", path=path, field=field)
+    return int(value)

@@ -18,7 +18,6 @@ size, a seed, a number of classes, a class index.
 
 from __future__ import annotations
 
-import numbers
 from pathlib import Path
 from typing import Literal
 
@@ -30,7 +29,6 @@ __all__ = [
     "PROB_ROW_TOLERANCE",
     "SCORE_KINDS",
     "ScoreKind",
-    "check_count",
     "check_kind",
     "check_finite_rows",
     "check_labels",
@@ -73,19 +71,6 @@ def row_locations(rows: np.ndarray | list[int], path: PathLike = None, *, limit:
 
 def _is_csv(path: PathLike) -> bool:
     return path is not None and str(path).lower().endswith((".csv", ".csv.gz"))
-
-
-def check_count(value: object, field: str, *, minimum: int = 1, meaning: str | None = None, path: PathLike = None) -> int:
-    """``value`` as a plain ``int`` when it is an integer ``>= minimum``: a Python ``int`` or a
-    numpy integer (any :class:`numbers.Integral`), never a bool (nor ``np.bool_``), a float or a
-    string, even one of integral value. Else an :class:`InputError` naming ``field`` (and the
-    file ``path``, when given): ``expected an integer >= {minimum}, got {value!r}``, with
-    ``meaning`` in brackets after the bound where the field's name says less
-    (``expected an integer >= 0 (a class index), got -1``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        note = f" ({meaning})" if meaning else ""
-        raise InputError(f"expected an integer >= {minimum}{note}, got {value!r}", path=path, field=field)
-    return int(value)
 
 
 def check_kind(kind: object) -> ScoreKind:

@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from classwise.data.imageset import ImageSet
-from classwise.errors import InputError
-from classwise.validation import check_count
+from classwise.errors import InputError, check_count
 
 DIGITS_MAX_VALUE = 16.0
 """The digits have 17 grey levels, 0..16; images are divided by this to land in [0, 1]."""

@@ -44,8 +44,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from classwise.atomic import atomic_open, atomic_path
-from classwise.errors import InputError
-from classwise.validation import check_count
+from classwise.errors import InputError, check_count
 
 __all__ = [
     "DownloadError",

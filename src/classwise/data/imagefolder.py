@@ -42,8 +42,7 @@ from PIL import Image, ImageFile
 
 from classwise._extras import install_command
 from classwise.data.imageset import ImageSet
-from classwise.errors import InputError
-from classwise.validation import check_count
+from classwise.errors import InputError, check_count
 
 __all__ = [
     "IMG_EXTENSIONS",

@@ -36,8 +36,7 @@ from classwise.data.downloads import check_sha256, download, unpack
 from classwise.data.imagefolder import BadImagePolicy, ImageFileDataset, to_array
 from classwise.data.imageset import ImageSet
 from classwise.data.shift_sets.cifar import CIFAR10C, CIFAR10C_MD5, load_cifar_c
-from classwise.errors import InputError
-from classwise.validation import check_count
+from classwise.errors import InputError, check_count
 
 __all__ = [
     "ARCHIVES",

@@ -68,7 +68,7 @@ from scipy.optimize import nnls
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from classwise._extras import require
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.extrapolation.rroc import (
     Ties,
     c_x,
@@ -80,7 +80,6 @@ from classwise.extrapolation.rroc import (
     row_blocks,
     subsample_classes,
 )
-from classwise.validation import check_count
 
 log = logging.getLogger(__name__)
 

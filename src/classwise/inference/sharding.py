@@ -29,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.logits_io import open_npz, save_logits, write_npz_deterministic
-from classwise.validation import check_count
 
 __all__ = ["Shard", "ShardFile", "ShardPosition", "load_shard", "merge_shards", "save_shard", "shard_range"]
 

@@ -63,10 +63,9 @@ from torch import nn
 from tqdm import tqdm
 
 from classwise.data.imageset import ImageSet
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.inference.execution import DEFAULT_EXECUTION, Execution
 from classwise.shifts.kinds import Batch, Run, ShiftSpec
-from classwise.validation import check_count
 
 log = logging.getLogger(__name__)
 

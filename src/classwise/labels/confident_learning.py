@@ -38,8 +38,8 @@ from typing import Literal
 import numpy as np
 
 from classwise._extras import install_command
-from classwise.errors import InputError
-from classwise.validation import check_count, check_labels, check_probabilities, check_score_matrix
+from classwise.errors import InputError, check_count
+from classwise.validation import check_labels, check_probabilities, check_score_matrix
 
 __all__ = ["FilterBy", "cleaned_cl_labels", "confident_joint", "find_label_issues", "prune_counts"]
 

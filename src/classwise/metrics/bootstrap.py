@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.metrics import catalogue, kernels
 from classwise.metrics import decisiveness as nelson
 from classwise.metrics import worst_class as wc
@@ -47,7 +47,6 @@ from classwise.metrics.pair_losses import PairLosses
 from classwise.metrics.probabilities import Probabilities
 from classwise.metrics.result import MetricReplicates
 from classwise.metrics.stats import ClassificationStats
-from classwise.validation import check_count
 
 if TYPE_CHECKING:
     import scipy.sparse as sp

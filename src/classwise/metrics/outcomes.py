@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.logits_io import ScoresFile, load_outputs
-from classwise.validation import check_count
 
 __all__ = ["Outcomes", "SampleOutcomes", "as_outcomes", "class_names_of", "id_index", "n_classes_of"]
 

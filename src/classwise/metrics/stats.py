@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from classwise.errors import InputError
-from classwise.validation import check_count, check_labels, check_score_matrix
+from classwise.errors import InputError, check_count
+from classwise.validation import check_labels, check_score_matrix
 
 __all__ = [
     "ClassificationStats",

@@ -26,11 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.metrics.result import MetricResult
 from classwise.metrics.stats import DEFAULT_CHUNK_ROWS, ClassificationStats, class_rates
 from classwise.metrics.stats import ratio as _ratio
-from classwise.validation import check_count
 
 __all__ = [
     "accuracy",

@@ -10,8 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from classwise.errors import InputError
-from classwise.validation import check_count
+from classwise.errors import InputError, check_count
 
 
 class Normalize(nn.Module):

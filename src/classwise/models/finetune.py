@@ -45,7 +45,7 @@ from torch import nn
 
 from classwise.data.imagefolder import ImageFileDataset
 from classwise.data.imageset import ImageSet
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.models.checkpoint import plain_metadata, save_payload
 from classwise.models.data_config import DataConfig, preprocess_image
 from classwise.models.finetune_spec import (
@@ -57,7 +57,6 @@ from classwise.models.finetune_spec import (
 )
 from classwise.models.state_dicts import read_marked_payload
 from classwise.models.wrapper import PixelSpaceModel, wrap_pixel_space
-from classwise.validation import check_count
 
 __all__ = [
     "CHECKPOINT_FORMAT",

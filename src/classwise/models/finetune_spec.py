@@ -15,9 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.models.hyperparameters import Hyperparameters
-from classwise.validation import check_count
 
 __all__ = [
     "DATA_CONFIG_KEYS",

@@ -17,9 +17,8 @@ from torch import nn
 from tqdm import tqdm
 
 from classwise.data.imageset import ImageSet
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.models.hyperparameters import Hyperparameters
-from classwise.validation import check_count
 
 __all__ = ["EpochBatches", "Hyperparameters", "OptimizerFactory", "fit", "steps_per_epoch", "tensor_batches", "train_model"]
 

@@ -30,7 +30,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from classwise.errors import InputError, field_path
+from classwise.errors import InputError, check_count, field_path
 from classwise.metrics.cfps import prediction_cosine_similarity
 from classwise.metrics.robust_fairness import RobustFairness
 from classwise.plots import MAX_LABELLED_CLASSES, model_colors, save_png
@@ -38,7 +38,6 @@ from classwise.plots.classwise import similarity_figure
 from classwise.plots.many_classes import confusion_overview_figure, draw_sorted
 from classwise.robustness.across_shifts import REFERENCE_SHIFT, models_of, worst_shifts
 from classwise.robustness.classwise import Confusions, classwise_values, mean_confusion
-from classwise.validation import check_count
 
 _ANNOTATE_MAX = 12
 _MAX_COLUMNS = 4

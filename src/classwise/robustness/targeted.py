@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.logits_io import ScoresFile, sidecar_path
 from classwise.metrics.cfps import targeted_success_rate, targeted_success_rate_per_class
 from classwise.robustness._scores import as_scores, predictions, where
 from classwise.sample_ids import sample_id_positions
-from classwise.validation import check_count
 
 TARGETED_PREFIX = "pgd_targeted_"
 """Targeted PGD shifts are named ``pgd_targeted_<t>``, ``t`` the target class index."""

@@ -15,8 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from classwise.errors import InputError
-from classwise.validation import check_count
+from classwise.errors import InputError, check_count
 
 Norm = Literal["linf", "l2"]
 NORMS: tuple[Norm, ...] = ("linf", "l2")

@@ -55,11 +55,10 @@ from typing import IO, Any
 import torch
 from torch import nn
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.shifts.attack_settings import AUTOATTACK_MIN_CLASSES, AUTOATTACK_VERSIONS, AutoAttackSettings, Norm
 from classwise.shifts.attack_settings import AutoAttackVersion as Version
 from classwise.shifts.pgd import _flat_norm, _model_device, check_attack_inputs
-from classwise.validation import check_count
 
 VERSIONS: tuple[Version, ...] = AUTOATTACK_VERSIONS
 REFERENCE_ITERATIONS = 100

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.shifts.attack_settings import (
     AUTOATTACK_MIN_CLASSES,
     AUTOATTACK_VERSIONS,
@@ -27,7 +27,6 @@ from classwise.shifts.kinds.clean import clean_spec
 from classwise.shifts.kinds.corruption import corruption_spec
 from classwise.shifts.kinds.pgd import PGD_NORMS, pgd_spec
 from classwise.shifts.kinds.transfer import transfer_spec
-from classwise.validation import check_count
 
 __all__ = [
     "ADVERSARIAL_KINDS",

@@ -18,11 +18,10 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.metrics import cfps as cfps_metrics
 from classwise.metrics import worst_class as wc
 from classwise.metrics.result import MetricResult
-from classwise.validation import check_count
 
 __all__ = [
     "MaxClassFalsePositiveScore",

@@ -37,9 +37,8 @@ from typing import Any
 import numpy as np
 
 from classwise.data.shift_sets.base import ShiftFamily, ShiftImages
-from classwise.errors import InputError, field_path
+from classwise.errors import InputError, check_count, field_path
 from classwise.shifts.spec import ShiftSpec
-from classwise.validation import check_count
 
 _CONDITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _MAX_IDS_IN_MESSAGE = 5

@@ -7,10 +7,9 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.models.sources.base import Datasets, ZooSource
 from classwise.models.spec import DATA_CONFIG_KEYS, DEMO_ARCHITECTURES, LIBRARIES, ModelSpec, check_keys, common_fields
-from classwise.validation import check_count
 
 if TYPE_CHECKING:
     from torch import nn

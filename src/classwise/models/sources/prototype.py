@@ -23,14 +23,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from classwise.errors import InputError
+from classwise.errors import InputError, check_count
 from classwise.models import spec as _spec
 from classwise.models.sources.base import ModelSource, PipelineSource, json_safe
 from classwise.models.sources.checkpoint import SOURCE as CHECKPOINT
 from classwise.models.sources.timm import SOURCE as TIMM
 from classwise.models.sources.torchvision import SOURCE as TORCHVISION
 from classwise.models.spec import ModelSpec, check_keys
-from classwise.validation import check_count
 
 if TYPE_CHECKING:
     from torch import nn

@@ -23,8 +23,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
-from classwise.errors import InputError
-from classwise.validation import check_count
+from classwise.errors import InputError, check_count
 
 if TYPE_CHECKING:
     import torch

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from classwise.errors import field_path
+from classwise.errors import check_count, field_path
 from classwise.shifts.attack_settings import NORMS, PgdSettings
 from classwise.shifts.kinds.base import (
     Batch,
@@ -29,7 +29,6 @@ from classwise.shifts.kinds.base import (
     check_keys,
     check_mapping,
 )
-from classwise.validation import check_count
 
 if TYPE_CHECKING:
     import torch
