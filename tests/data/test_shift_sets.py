@@ -15,6 +15,7 @@ from paths import SHARED_DATA
 from PIL import Image
 
 from classwise.class_subsets import restrict_superclasses, restrict_to_classes
+from classwise.data.downloads import NetworkOptions
 from classwise.data.imagefolder import imagenet1k_wnids
 from classwise.data.shift_sets import SHIFT_FAMILIES, expand_shift_sets, merge_shifts, open_shift, prepare_shift_set
 from classwise.data.shift_sets.base import COMMON_CORRUPTIONS
@@ -358,7 +359,7 @@ def test_a_downloaded_family_is_fetched_checked_and_unpacked_once(tmp_path: Path
     served.write_bytes(body)
     sha = hashlib.sha256(body).hexdigest()
     entry = {"root": str(tmp_path / "data"), "downloads": {"imagenet-r.tar": {"url": served.as_uri(), "sha256": sha}}}
-    records = prepare_shift_set(entry, dataset="imagenet", key="imagenet_r", backoff=0)
+    records = prepare_shift_set(entry, dataset="imagenet", key="imagenet_r", network=NetworkOptions(backoff=0))
     assert records == [{"file": "imagenet-r.tar", "url": served.as_uri(), "sha256": sha, "unpacked": "imagenet-r"}]
     assert sorted(p.name for p in (tmp_path / "data" / "imagenet-r").iterdir()) == ["README.txt", IMAGENET_WNIDS[1]]
     assert not (tmp_path / "data" / "imagenet-r.tar").exists()
@@ -367,7 +368,7 @@ def test_a_downloaded_family_is_fetched_checked_and_unpacked_once(tmp_path: Path
     served.write_bytes(body)
     bad = {"root": str(tmp_path / "other"), "downloads": {"imagenet-r.tar": {"url": served.as_uri(), "sha256": "0" * 64}}}
     with pytest.raises(InputError, match="checksum mismatch"):
-        prepare_shift_set(bad, dataset="imagenet", key="imagenet_r", backoff=0)
+        prepare_shift_set(bad, dataset="imagenet", key="imagenet_r", network=NetworkOptions(backoff=0))
     assert sorted(p.name for p in (tmp_path / "other").iterdir()) == []  # nothing half-written
 
 

@@ -34,8 +34,8 @@ from classwise.models.data_config import DataConfig, preprocess_batch, preproces
 from classwise.models.fetch import hash_prefix_from_url
 from classwise.models.wrapper import PixelSpaceModel
 from classwise.models.zoo import (
-    FetchOptions,
     ModelSpec,
+    NetworkOptions,
     download_weights,
     load_model,
     needs_download,
@@ -46,7 +46,7 @@ from classwise.models.zoo import (
 
 TINY_TIMM = "test_resnet.r160_in1k"
 """timm's own test model (0.5 M parameters) with a registered pretrained_cfg on the Hub."""
-FAST = FetchOptions(retries=2, backoff=0.01)
+FAST = NetworkOptions(retries=2, backoff=0.01)
 
 
 class LocalServer:
@@ -162,7 +162,7 @@ def test_timm_download_then_load_offline(server: LocalServer, tmp_path: Path, mo
     spec = parse_model_spec({"source": "timm", "name": TINY_TIMM}, key="tiny")
     assert needs_download(spec)
     dest = tmp_path / "resources" / "models" / "tiny"
-    manifest_path = download_weights(spec, dest, options=FAST)
+    manifest_path = download_weights(spec, dest, network=FAST)
 
     manifest = read_manifest(manifest_path)
     (record,) = manifest["files"]
@@ -205,7 +205,7 @@ def test_timm_hub_falls_back_to_pytorch_model_bin(server: LocalServer, tmp_path:
     _serve_on_hub(server, TINY_TIMM, "pytorch_model.bin", data, etag=False)  # no model.safetensors
     monkeypatch.setenv("HF_ENDPOINT", server.url + "/")
     spec = parse_model_spec({"source": "timm", "name": TINY_TIMM})
-    manifest = read_manifest(download_weights(spec, tmp_path / "m", options=FAST))
+    manifest = read_manifest(download_weights(spec, tmp_path / "m", network=FAST))
     (record,) = manifest["files"]
     assert record["path"] == "pytorch_model.bin" and record["check"] == "recorded"
     assert record["sha256"] == _sha256(data)
@@ -223,7 +223,7 @@ def test_timm_url_override_and_checksum_mismatch(server: LocalServer, tmp_path: 
 
     wrong = parse_model_spec({**entry, "sha256": "0" * 64})
     with pytest.raises(InputError) as info:
-        download_weights(wrong, tmp_path / "bad", options=FAST)
+        download_weights(wrong, tmp_path / "bad", network=FAST)
     message = str(info.value)
     assert "checksum mismatch" in message and "0" * 64 in message and _sha256(data) in message
     assert "weights.safetensors" in message
@@ -231,7 +231,7 @@ def test_timm_url_override_and_checksum_mismatch(server: LocalServer, tmp_path: 
     assert not (tmp_path / "bad" / "manifest.json").exists()
 
     right = parse_model_spec({**entry, "sha256": _sha256(data).upper()})
-    manifest = read_manifest(download_weights(right, tmp_path / "good", options=FAST))
+    manifest = read_manifest(download_weights(right, tmp_path / "good", network=FAST))
     assert manifest["files"][0]["check"] == "config"
     # the manifest belongs to its config entry
     with pytest.raises(InputError, match="download again"):
@@ -246,7 +246,7 @@ def test_timm_weights_of_the_wrong_shape_fail_at_download(
     monkeypatch.setenv("HF_ENDPOINT", server.url)
     spec = parse_model_spec({"source": "timm", "name": TINY_TIMM})
     with pytest.raises(InputError) as info:
-        download_weights(spec, tmp_path / "m", options=FAST)
+        download_weights(spec, tmp_path / "m", network=FAST)
     assert info.value.field == "state_dict.fc.weight"
     assert "model.safetensors" in str(info.value) and "(10, " in str(info.value) and "(1000, " in str(info.value)
     assert not (tmp_path / "m" / "model.safetensors").exists()
@@ -285,13 +285,13 @@ def test_torchvision_download_checks_the_hash_in_the_file_name(server: LocalServ
 
     # a file that is not the official one fails the prefix check: both digests named, nothing kept
     with pytest.raises(InputError) as info:
-        download_weights(parse_model_spec(entry), tmp_path / "tv", options=FAST)
+        download_weights(parse_model_spec(entry), tmp_path / "tv", network=FAST)
     assert "b8a52dc0" in str(info.value) and _sha256(data) in str(info.value) and filename in str(info.value)
     assert not (tmp_path / "tv" / "checkpoints" / filename).exists()
 
     # re-hosted weights with their own full digest: downloaded, then loaded by torchvision's builder
     spec = parse_model_spec({**entry, "sha256": _sha256(data)})
-    manifest = read_manifest(download_weights(spec, tmp_path / "tv", options=FAST))
+    manifest = read_manifest(download_weights(spec, tmp_path / "tv", network=FAST))
     assert manifest["files"][0]["path"] == f"checkpoints/{filename}"
     assert manifest["resolved"] == "squeezenet1_1:SqueezeNet1_1_Weights.IMAGENET1K_V1"
     hub_before = torch.hub.get_dir()

@@ -13,8 +13,9 @@ Conventions:
 - A ``dest`` that already exists with the expected digest is not downloaded again (so a download
   rule can be rerun, and a user can drop a file in place by hand on a machine without internet).
 - Network failures (connection refused or reset, timeouts, truncated bodies, HTTP 5xx, 408 and
-  429) are retried ``retries`` times with exponential backoff (``backoff * 2**attempt`` seconds);
-  other HTTP errors (404, 403, ...) fail at once. After the last attempt a
+  429) are retried ``retries`` times with exponential backoff (``backoff * 2**attempt`` seconds),
+  the settings of one :class:`NetworkOptions` (``network=``, the same record for every download,
+  model weights included); other HTTP errors (404, 403, ...) fail at once. After the last attempt a
   :class:`DownloadError` names the URL, the destination and the last error.
   :func:`retried` holds these rules for any request (the model fetcher's ``HEAD`` too).
 - A checksum mismatch is not a network error and is not retried: it raises
@@ -40,6 +41,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -47,8 +49,9 @@ from classwise.atomic import atomic_open, atomic_path
 from classwise.errors import InputError, check_count
 
 __all__ = [
+    "DEFAULT_NETWORK",
     "DownloadError",
-    "check_network_options",
+    "NetworkOptions",
     "check_sha256",
     "download",
     "download_recorded",
@@ -124,29 +127,48 @@ def _stream(url: str, tmp: Path, *, timeout: float, chunk_size: int) -> str:
     return digest.hexdigest()
 
 
-def check_network_options(retries: int, backoff: float, timeout: float) -> None:
-    """:class:`InputError` unless ``retries`` is an integer >= 0, ``backoff`` >= 0 and ``timeout`` > 0."""
-    check_count(retries, "retries", minimum=0)
-    if not backoff >= 0:
-        raise InputError(f"expected a number >= 0, got {backoff!r}", field="backoff")
-    if not timeout > 0:
-        raise InputError(f"expected a number > 0, got {timeout!r}", field="timeout")
+@dataclass(frozen=True)
+class NetworkOptions:
+    """How a download behaves on the network: ``retries``, the further attempts after a
+    retryable failure (so at most ``retries + 1`` requests); ``backoff``, the wait before retry
+    ``i`` (1-based) being ``backoff * 2**(i - 1)`` seconds; ``timeout``, the socket timeout of each
+    request in seconds.
+
+    Checked when made: :class:`InputError` naming the field unless ``retries`` is an integer
+    >= 0 (not a bool), ``backoff`` >= 0 and ``timeout`` > 0.
+    """
+
+    retries: int = 3
+    backoff: float = 2.0
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        check_count(self.retries, "retries", minimum=0)
+        if not self.backoff >= 0:
+            raise InputError(f"expected a number >= 0, got {self.backoff!r}", field="backoff")
+        if not self.timeout > 0:
+            raise InputError(f"expected a number > 0, got {self.timeout!r}", field="timeout")
 
 
-def retried(attempt: Callable[[], T], *, what: str, retries: int, backoff: float) -> T:
-    """``attempt()``'s result, calling it again after a network failure: at most ``retries + 1``
-    calls, the wait before retry ``i`` (1-based) ``backoff * 2**(i - 1)`` seconds.
+DEFAULT_NETWORK = NetworkOptions()
+"""3 retries, waits of 2, 4 and 8 s before them, 60 s socket timeout."""
+
+
+def retried(attempt: Callable[[], T], *, what: str, network: NetworkOptions) -> T:
+    """``attempt()``'s result, calling it again after a network failure: at most
+    ``network.retries + 1`` calls, the wait before retry ``i`` (1-based)
+    ``network.backoff * 2**(i - 1)`` seconds (``attempt`` applies ``network.timeout`` itself).
 
     An :class:`InputError` (a checksum mismatch) is raised at once; any other error that is not
     a network failure (a final HTTP status, an unknown URL scheme, ...) becomes a
     :class:`DownloadError` at once; after the last attempt a :class:`DownloadError` names
     ``what`` and the last error.
     """
-    attempts = retries + 1
+    attempts = network.retries + 1
     last_error: BaseException | None = None
     for index in range(attempts):
         if index:
-            wait = backoff * 2 ** (index - 1)
+            wait = network.backoff * 2 ** (index - 1)
             log.warning("%s: attempt %d/%d failed (%s); retrying in %.1f s", what, index, attempts, last_error, wait)
             time.sleep(wait)
         try:
@@ -165,9 +187,7 @@ def _download_checked(
     target: Path,
     expected: Callable[[str], str | None],
     *,
-    retries: int,
-    backoff: float,
-    timeout: float,
+    network: NetworkOptions,
     chunk_size: int,
 ) -> str:
     """Stream ``url`` to ``target`` atomically, retried; return its sha256. ``expected(sha256)``
@@ -175,7 +195,7 @@ def _download_checked(
 
     def attempt() -> str:
         with atomic_path(target) as tmp:
-            actual = _stream(url, tmp, timeout=timeout, chunk_size=chunk_size)
+            actual = _stream(url, tmp, timeout=network.timeout, chunk_size=chunk_size)
             wanted = expected(actual)
             if wanted is not None:
                 raise InputError(
@@ -185,7 +205,7 @@ def _download_checked(
                 )
         return actual
 
-    return retried(attempt, what=f"{target}: downloading {url}", retries=retries, backoff=backoff)
+    return retried(attempt, what=f"{target}: downloading {url}", network=network)
 
 
 def download(
@@ -194,17 +214,13 @@ def download(
     *,
     sha256: str | None,
     record: bool = False,
-    retries: int = 3,
-    backoff: float = 2.0,
-    timeout: float = 60.0,
+    network: NetworkOptions = DEFAULT_NETWORK,
     chunk_size: int = CHUNK_SIZE,
 ) -> Path:
     """Download ``url`` to ``dest`` and verify its sha256; return ``dest`` as a :class:`Path`.
 
-    ``retries`` is the number of further attempts after a retryable failure (so at most
-    ``retries + 1`` requests); the wait before attempt ``i`` (1-based retry) is
-    ``backoff * 2**(i - 1)`` seconds. ``timeout`` is the socket timeout of each request in
-    seconds. Raises :class:`InputError` on a checksum mismatch (not retried) and
+    ``network`` (a :class:`NetworkOptions`) sets the retries, the backoff between them and the
+    socket timeout of each request. Raises :class:`InputError` on a checksum mismatch (not retried) and
     :class:`DownloadError` when the network attempts are exhausted or the server answers with a
     final HTTP error. See the module docstring for the guarantees.
 
@@ -218,7 +234,6 @@ def download(
         expected = check_sha256(record_path.read_text().strip(), field=str(record_path)) if record_path.is_file() else None
     else:
         expected = check_sha256(sha256)
-    check_network_options(retries, backoff, timeout)
     target = Path(dest)
     if target.is_file():
         actual = sha256_file(target, chunk_size=chunk_size)
@@ -234,9 +249,7 @@ def download(
         url,
         target,
         lambda actual: None if expected is None or actual == expected else f"sha256 {expected}",
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
+        network=network,
         chunk_size=chunk_size,
     )
     if expected is None:  # the file is in place: record its digest for the next calls
@@ -257,9 +270,7 @@ def download_recorded(
     dest: str | Path,
     *,
     sha256_prefix: str | None = None,
-    retries: int = 3,
-    backoff: float = 2.0,
-    timeout: float = 60.0,
+    network: NetworkOptions = DEFAULT_NETWORK,
     chunk_size: int = CHUNK_SIZE,
 ) -> str:
     """Download ``url`` to ``dest`` when its full sha256 is not known, and return the sha256 (for
@@ -268,7 +279,6 @@ def download_recorded(
     already present that does is kept without downloading. Retries, atomicity and errors as
     :func:`download`.
     """
-    check_network_options(retries, backoff, timeout)
     prefix = sha256_prefix.lower() if sha256_prefix else None
     target = Path(dest)
     if prefix is not None and target.is_file():
@@ -280,9 +290,7 @@ def download_recorded(
         url,
         target,
         lambda actual: None if prefix is None or actual.startswith(prefix) else f"a sha256 starting with {prefix}",
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
+        network=network,
         chunk_size=chunk_size,
     )
     log.info("%s: downloaded from %s, sha256 %s", target, url, actual)

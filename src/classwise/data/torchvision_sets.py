@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from classwise.atomic import write_json
-from classwise.data.downloads import check_sha256, download, unpack
+from classwise.data.downloads import DEFAULT_NETWORK, NetworkOptions, check_sha256, download, unpack
 from classwise.data.imagefolder import BadImagePolicy, ImageFileDataset, to_array
 from classwise.data.imageset import ImageSet
 from classwise.data.shift_sets.cifar import CIFAR10C, CIFAR10C_MD5, load_cifar_c
@@ -156,15 +156,14 @@ def prepare_torchvision_dataset(
     *,
     splits: tuple[Split, ...] = ("train", "test"),
     overrides: dict[str, dict[str, str]] | None = None,
-    retries: int = 3,
-    backoff: float = 2.0,
-    timeout: float = 60.0,
+    network: NetworkOptions = DEFAULT_NETWORK,
 ) -> Path:
     """Download (verified) and unpack ``name`` under ``root``; return the manifest path.
 
     ``overrides`` maps an archive file name (e.g. ``"cifar-10-python.tar.gz"``) to
     ``{"url": ..., "sha256": ...}`` to use a mirror. The manifest
     ``<root>/<name>.prepared.json`` records each archive's url and sha256 and is written last.
+    ``network`` sets the downloads' retries, backoff and socket timeout.
     """
     root = Path(root)
     _dataset_class(name)
@@ -174,7 +173,7 @@ def prepare_torchvision_dataset(
         for archive in _archives_for(name, split):
             chosen = {**{"url": archive.url, "sha256": archive.sha256}, **(overrides or {}).get(Path(archive.relpath).name, {})}
             sha = check_sha256(chosen["sha256"], field=f"{Path(archive.relpath).name}.sha256")
-            download(chosen["url"], root / archive.relpath, sha256=sha, retries=retries, backoff=backoff, timeout=timeout)
+            download(chosen["url"], root / archive.relpath, sha256=sha, network=network)
             records.append({"file": archive.relpath, "url": chosen["url"], "sha256": sha})
         _construct(name, root, split, download_=True)  # finds the verified archive, only extracts
     manifest = root / f"{name}.prepared.json"
@@ -252,16 +251,15 @@ def prepare_cifar10c(
     url: str | None = None,
     sha256: str | None = None,
     keep_archive: bool = False,
-    retries: int = 3,
-    backoff: float = 2.0,
-    timeout: float = 60.0,
+    network: NetworkOptions = DEFAULT_NETWORK,
 ) -> Path:
     """Download CIFAR-10-C.tar (sha256-verified; the cifar10c shift family's archive unless
     ``url`` / ``sha256`` override it) and unpack it to ``<root>/CIFAR-10-C``; return that.
 
     Unpacking goes to a temporary folder beside it that is renamed into place when complete, so
     ``CIFAR-10-C`` is either absent or whole. An existing complete folder is kept as it is. The
-    archive is deleted afterwards unless ``keep_archive``.
+    archive is deleted afterwards unless ``keep_archive``. ``network`` sets the download's
+    retries, backoff and socket timeout.
     """
     root = Path(root)
     target = root / CIFAR10C_DIR
@@ -273,9 +271,7 @@ def prepare_cifar10c(
         url or default.url,
         root / default.filename,
         sha256=sha256 or default.sha256,
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
+        network=network,
     )
 
     def complete(unpacked: Path) -> None:

@@ -11,8 +11,9 @@ A weights file is checked in the strongest way its source allows:
 
 Every variant downloads through the one download core, :mod:`classwise.data.downloads`
 (``download`` with a full digest, ``download_recorded`` without): ``dest`` only appears
-complete, and network failures are retried with exponential backoff by the same rules, the
-``HEAD`` of :func:`remote_sha256` included.
+complete, and network failures are retried with exponential backoff by the same rules and the
+same record of them (:class:`~classwise.data.downloads.NetworkOptions`), the ``HEAD`` of
+:func:`remote_sha256` included.
 """
 
 from __future__ import annotations
@@ -23,15 +24,16 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from classwise.data.downloads import (
+    DEFAULT_NETWORK,
     RETRYABLE_HTTP_STATUS,
     USER_AGENT,
     DownloadError,
-    check_network_options,
+    NetworkOptions,
     check_sha256,
     download,
     download_recorded,
@@ -39,25 +41,12 @@ from classwise.data.downloads import (
 )
 from classwise.errors import InputError
 
-__all__ = ["DEFAULT_FETCH", "FetchOptions", "FetchedFile", "fetch_file", "hash_prefix_from_url", "remote_sha256"]
+__all__ = ["FetchedFile", "fetch_file", "hash_prefix_from_url", "remote_sha256"]
 
 
 _HASH_PREFIX_RE = re.compile(r"-([a-f0-9]{8,64})\.")
 """torch.hub's convention: ``name-<first hex digits of the sha256>.ext`` (at least 8 digits here)."""
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-
-
-@dataclass(frozen=True)
-class FetchOptions:
-    """Network behaviour of a download: attempts after a retryable failure, the wait before
-    retry ``i`` (``backoff * 2**(i - 1)`` seconds) and the socket timeout of each request."""
-
-    retries: int = 3
-    backoff: float = 2.0
-    timeout: float = 60.0
-
-
-DEFAULT_FETCH = FetchOptions()
 
 
 @dataclass(frozen=True)
@@ -94,7 +83,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _head(url: str, options: FetchOptions) -> tuple[int, email.message.Message]:
+def _head(url: str, network: NetworkOptions) -> tuple[int, email.message.Message]:
     """Status and headers of a HEAD request to ``url`` (redirects are not followed), retried
     by the download core's rules."""
     opener = urllib.request.build_opener(_NoRedirect)
@@ -102,25 +91,24 @@ def _head(url: str, options: FetchOptions) -> tuple[int, email.message.Message]:
 
     def attempt() -> tuple[int, email.message.Message]:
         try:
-            with opener.open(request, timeout=options.timeout) as response:
+            with opener.open(request, timeout=network.timeout) as response:
                 return response.status, response.headers
         except urllib.error.HTTPError as error:
             if error.code in RETRYABLE_HTTP_STATUS:
                 raise
             return error.code, error.headers
 
-    check_network_options(options.retries, options.backoff, options.timeout)
-    return retried(attempt, what=f"HEAD {url}", retries=options.retries, backoff=options.backoff)
+    return retried(attempt, what=f"HEAD {url}", network=network)
 
 
-def remote_sha256(url: str, options: FetchOptions = DEFAULT_FETCH) -> str | None:
+def remote_sha256(url: str, network: NetworkOptions = DEFAULT_NETWORK) -> str | None:
     """The sha256 a Hugging Face style server publishes for ``url``, or ``None``.
 
     The Hub answers ``resolve`` URLs of LFS files with ``X-Linked-Etag: "<sha256>"`` (plain
     ``ETag`` for files it serves itself); an etag that is not 64 hex digits (a git blob id) is
     ignored. A missing file (404/410) raises :class:`InputError` naming the URL.
     """
-    status, headers = _head(url, options)
+    status, headers = _head(url, network)
     if status in (404, 410):
         raise InputError(f"the server has no file at {url} (HTTP {status})", field="url")
     if status >= 400:
@@ -141,7 +129,7 @@ def fetch_file(
     sha256: str | None = None,
     sha256_prefix: str | None = None,
     check: str | None = None,
-    options: FetchOptions = DEFAULT_FETCH,
+    network: NetworkOptions = DEFAULT_NETWORK,
 ) -> FetchedFile:
     """Download ``url`` to ``dest`` (atomically, retried) and verify what can be verified.
 
@@ -153,10 +141,9 @@ def fetch_file(
     the URL and both digests, and keeps nothing.
     """
     target = Path(dest)
-    network = asdict(options)  # retries, backoff, timeout: the download core's keywords
     if sha256 is not None:
         expected = check_sha256(sha256)
-        download(url, target, sha256=expected, **network)
+        download(url, target, sha256=expected, network=network)
         return FetchedFile(target, url, expected, target.stat().st_size, check or "config")
-    actual = download_recorded(url, target, sha256_prefix=sha256_prefix, **network)
+    actual = download_recorded(url, target, sha256_prefix=sha256_prefix, network=network)
     return FetchedFile(target, url, actual, target.stat().st_size, check or ("url-prefix" if sha256_prefix else "recorded"))

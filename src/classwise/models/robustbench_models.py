@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from torch import nn
 
-from classwise.data.downloads import sha256_file
+from classwise.data.downloads import NetworkOptions, sha256_file
 from classwise.errors import InputError
 from classwise.models.data_config import DataConfig
-from classwise.models.fetch import FetchedFile, FetchOptions
+from classwise.models.fetch import FetchedFile
 from classwise.models.spec import ROBUSTBENCH_DATASETS, ROBUSTBENCH_THREAT_MODELS
 from classwise.models.state_dicts import runtime_load_error
 
@@ -184,8 +184,8 @@ def _load(spec: ModelSpec, model_dir: Path) -> nn.Module:
     return model.eval()
 
 
-def download(spec: ModelSpec, dest_dir: Path, options: FetchOptions) -> list[FetchedFile]:
-    """Download with RobustBench's own loader (it fetches from its own hosts; ``options`` do not
+def download(spec: ModelSpec, dest_dir: Path, network: NetworkOptions) -> list[FetchedFile]:
+    """Download with RobustBench's own loader (it fetches from its own hosts; ``network`` does not
     apply) and record each file's sha256. A model that RobustBench loads without a file under
     ``dest_dir`` (one it would fetch at load time) is refused: compute nodes have no network."""
     _entry(spec)

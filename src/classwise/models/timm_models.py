@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
+from classwise.data.downloads import NetworkOptions
 from classwise.errors import InputError
 from classwise.models.data_config import DataConfig
-from classwise.models.fetch import FetchedFile, FetchOptions, fetch_file, hash_prefix_from_url, remote_sha256
+from classwise.models.fetch import FetchedFile, fetch_file, hash_prefix_from_url, remote_sha256
 from classwise.models.state_dicts import runtime_load_error
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def weight_urls(spec: ModelSpec) -> tuple[list[str], bool]:
     return [str(cfg["url"])], False
 
 
-def download(spec: ModelSpec, dest_dir: Path, options: FetchOptions) -> list[FetchedFile]:
+def download(spec: ModelSpec, dest_dir: Path, network: NetworkOptions) -> list[FetchedFile]:
     """Fetch the weights file of ``spec`` into ``dest_dir`` (keeping its file name).
 
     Hub files are checked against the sha256 the Hub publishes (``X-Linked-Etag``); plain URLs
@@ -115,7 +116,7 @@ def download(spec: ModelSpec, dest_dir: Path, options: FetchOptions) -> list[Fet
         expected, check = spec.sha256, "config"
         if from_hub:
             try:
-                published = remote_sha256(url, options)
+                published = remote_sha256(url, network)
             except InputError:  # 404: this repo has the other file name
                 tried.append(url)
                 continue
@@ -130,7 +131,7 @@ def download(spec: ModelSpec, dest_dir: Path, options: FetchOptions) -> list[Fet
                 sha256=expected,
                 sha256_prefix=prefix,
                 check=check if expected else None,
-                options=options,
+                network=network,
             )
         ]
     raise InputError(f"none of the weight files exists on the server: {tried}", field="name")

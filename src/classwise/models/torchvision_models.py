@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from classwise.data.downloads import NetworkOptions
 from classwise.errors import InputError
 from classwise.models.data_config import DataConfig
-from classwise.models.fetch import FetchedFile, FetchOptions, fetch_file, hash_prefix_from_url
+from classwise.models.fetch import FetchedFile, fetch_file, hash_prefix_from_url
 from classwise.models.state_dicts import runtime_load_error
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _file_name(weights: Any) -> str:
     return Path(urllib.parse.urlparse(weights.url).path).name
 
 
-def download(spec: ModelSpec, dest_dir: Path, options: FetchOptions) -> list[FetchedFile]:
+def download(spec: ModelSpec, dest_dir: Path, network: NetworkOptions) -> list[FetchedFile]:
     """Fetch the weights into ``dest_dir/checkpoints/``, checked against the sha256 prefix in the
     official file name (torch.hub's convention) or ``spec.sha256`` when given. ``spec.url`` (a
     mirror) replaces the download address, not the file name."""
@@ -83,7 +84,7 @@ def download(spec: ModelSpec, dest_dir: Path, options: FetchOptions) -> list[Fet
     url = spec.url or weights.url
     prefix = None if spec.sha256 else hash_prefix_from_url(weights.url)
     target = dest_dir / HUB_SUBDIR / _file_name(weights)
-    return [fetch_file(url, target, sha256=spec.sha256, sha256_prefix=prefix, options=options)]
+    return [fetch_file(url, target, sha256=spec.sha256, sha256_prefix=prefix, network=network)]
 
 
 @contextlib.contextmanager

@@ -29,9 +29,9 @@ from pathlib import Path
 import torch
 
 from classwise.atomic import write_json
+from classwise.data.downloads import DEFAULT_NETWORK, NetworkOptions
 from classwise.errors import InputError
 from classwise.models.data_config import DataConfig
-from classwise.models.fetch import DEFAULT_FETCH, FetchOptions
 from classwise.models.loading import load_with_source
 from classwise.models.manifest import MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION, read_manifest, relative_to
 from classwise.models.sources import SOURCES, model_source, parse_model_spec
@@ -41,8 +41,8 @@ from classwise.models.wrapper import PixelSpaceModel
 __all__ = [
     "MANIFEST_NAME",
     "SOURCES",
-    "FetchOptions",
     "ModelSpec",
+    "NetworkOptions",
     "download_weights",
     "load_model",
     "needs_download",
@@ -61,7 +61,7 @@ def download_weights(
     spec: ModelSpec,
     dest_dir: str | Path,
     *,
-    options: FetchOptions = DEFAULT_FETCH,
+    network: NetworkOptions = DEFAULT_NETWORK,
     verify: bool = True,
 ) -> Path:
     """Download ``spec``'s weights into ``dest_dir`` and write ``dest_dir/manifest.json`` last.
@@ -71,14 +71,15 @@ def download_weights(
     checkpoint: its path and sha256). With ``verify`` the model is built from the files once, so
     weights that do not fit fail here (and the files fetched are removed) rather than on a compute
     node. ``train``, ``finetune`` and ``prototype`` models are made by the pipeline and raise
-    :class:`InputError`.
+    :class:`InputError`. ``network`` sets the retries, backoff and socket timeout of the
+    downloads (not of RobustBench's own loader).
     """
     dest = Path(dest_dir)
     source = model_source(spec)
     if source.made_by is not None:
         raise InputError(f"models with source {spec.source!r} are trained by the pipeline, not downloaded", field="source")
     dest.mkdir(parents=True, exist_ok=True)
-    files, resolved = source.download(spec, dest, options)
+    files, resolved = source.download(spec, dest, network)
     paths = [f.path for f in files]
     try:
         if verify:

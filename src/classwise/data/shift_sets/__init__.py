@@ -220,7 +220,9 @@ def prepare_shift_set(
     entry: Mapping[str, Any], *, dataset: str, key: str, files: list[str] | None = None, **options: Any
 ) -> list[dict[str, Any]]:
     """Download and unpack an entry's published files (those named in ``files``, default all)
-    into its ``root`` (a local rule's job); one record per file (url, sha256, where it went)."""
+    into its ``root`` (a local rule's job); one record per file (url, sha256, where it went).
+    ``options`` go to :func:`~classwise.data.shift_sets.archives.fetch_archives` (``network``,
+    ``keep_archives``)."""
     from classwise.data.shift_sets.archives import fetch_archives
     from classwise.data.shift_sets.base import DEFAULT_DOWNLOAD_ROOT
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from classwise.data.downloads import check_sha256, download, unpack
+from classwise.data.downloads import DEFAULT_NETWORK, NetworkOptions, check_sha256, download, unpack
 from classwise.data.shift_sets.base import Archive
 
 log = logging.getLogger(__name__)
@@ -22,15 +22,14 @@ def fetch_archives(
     overrides: Mapping[str, Mapping[str, str]] | None = None,
     where: str = "shift_sets",
     keep_archives: bool = False,
-    retries: int = 3,
-    backoff: float = 2.0,
-    timeout: float = 60.0,
+    network: NetworkOptions = DEFAULT_NETWORK,
 ) -> list[dict[str, Any]]:
     """Download (and unpack) each archive below ``root``; return one record per file (url,
     sha256, where it went). ``overrides`` maps a file's base name to ``{"url", "sha256"}`` (a
     mirror). A folder that is already unpacked is kept as it is and nothing is downloaded for it.
     A tar archive is unpacked into a temporary folder beside its target and renamed into place
-    once complete (every member must lie below that folder), then deleted unless ``keep_archives``."""
+    once complete (every member must lie below that folder), then deleted unless ``keep_archives``.
+    ``network`` sets the downloads' retries, backoff and socket timeout."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     records = []
@@ -45,7 +44,7 @@ def fetch_archives(
             continue
         target = root / archive.filename
         target.parent.mkdir(parents=True, exist_ok=True)
-        download(chosen["url"], target, sha256=sha, retries=retries, backoff=backoff, timeout=timeout)
+        download(chosen["url"], target, sha256=sha, network=network)
         if archive.unpacks_to is not None:
             unpack(target, root, archive.unpacks_to)
             if not keep_archives:

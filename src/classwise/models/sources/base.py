@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     import numpy as np
     from torch import nn
 
+    from classwise.data.downloads import NetworkOptions
     from classwise.models.data_config import DataConfig
-    from classwise.models.fetch import FetchedFile, FetchOptions
+    from classwise.models.fetch import FetchedFile
 
 Datasets = Mapping[str, Mapping[str, Any]]
 
@@ -118,7 +119,7 @@ class ModelSource(Protocol):
         """Whether the model has weights to download."""
         ...
 
-    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+    def download(self, spec: ModelSpec, dest: Path, network: NetworkOptions) -> tuple[list[FetchedFile], str]:
         """Fetch the weights into ``dest``: the files and the resolved identity for the manifest."""
         ...
 
@@ -279,7 +280,7 @@ class PipelineSource(ZooSource):
     def needs_download(self, spec: ModelSpec) -> bool:
         return False
 
-    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+    def download(self, spec: ModelSpec, dest: Path, network: NetworkOptions) -> tuple[list[FetchedFile], str]:
         raise InputError(f"models with source {self.name!r} are trained by the pipeline, not downloaded", field="source")
 
     def trained_weights(self, model: str, weights: str | Path | None) -> str | Path:

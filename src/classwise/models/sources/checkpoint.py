@@ -14,8 +14,9 @@ from classwise.models.spec import DATA_CONFIG_KEYS, DEMO_ARCHITECTURES, LIBRARIE
 if TYPE_CHECKING:
     from torch import nn
 
+    from classwise.data.downloads import NetworkOptions
     from classwise.models.data_config import DataConfig
-    from classwise.models.fetch import FetchedFile, FetchOptions
+    from classwise.models.fetch import FetchedFile
     from classwise.models.weight_shapes import ClassifierHead
 
 
@@ -139,7 +140,7 @@ class CheckpointSource(ZooSource):
     def needs_download(self, spec: ModelSpec) -> bool:
         return False
 
-    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+    def download(self, spec: ModelSpec, dest: Path, network: NetworkOptions) -> tuple[list[FetchedFile], str]:
         """Nothing to fetch: record the file that will be loaded (its sha256 checked when pinned)."""
         from classwise.data.downloads import sha256_file
         from classwise.models.fetch import FetchedFile

@@ -46,8 +46,9 @@ if TYPE_CHECKING:
     import numpy as np
     from torch import nn
 
+    from classwise.data.downloads import NetworkOptions
     from classwise.models.data_config import DataConfig
-    from classwise.models.fetch import FetchedFile, FetchOptions
+    from classwise.models.fetch import FetchedFile
 
 
 #: The placeholders of a ``files`` pattern; ``{shift}`` is required (one file per shift).
@@ -324,7 +325,7 @@ class PredictionsSource:
     def needs_download(self, spec: ModelSpec) -> bool:
         return False
 
-    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+    def download(self, spec: ModelSpec, dest: Path, network: NetworkOptions) -> tuple[list[FetchedFile], str]:
         raise InputError(f"models with source {self.name!r} are files of outputs, nothing is downloaded", field="source")
 
     def owns_downloads(self, spec: ModelSpec) -> bool:

@@ -22,8 +22,9 @@ from classwise.models.spec import (
 if TYPE_CHECKING:
     from torch import nn
 
+    from classwise.data.downloads import NetworkOptions
     from classwise.models.data_config import DataConfig
-    from classwise.models.fetch import FetchedFile, FetchOptions
+    from classwise.models.fetch import FetchedFile
 
 _CLASSES = {"cifar10": 10, "cifar100": 100, "imagenet": 1000}
 
@@ -56,10 +57,10 @@ class RobustbenchSource(ZooSource):
     def classes_scored(self, spec: ModelSpec, datasets: Datasets, classes: Mapping[str, int | None]) -> int | None:
         return _CLASSES.get(str(spec.dataset))
 
-    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+    def download(self, spec: ModelSpec, dest: Path, network: NetworkOptions) -> tuple[list[FetchedFile], str]:
         from classwise.models import robustbench_models
 
-        return robustbench_models.download(spec, dest, options), spec.label
+        return robustbench_models.download(spec, dest, network), spec.label
 
     def data_config(self, spec: ModelSpec) -> DataConfig:
         from classwise.models import robustbench_models

@@ -13,8 +13,9 @@ from classwise.models.spec import ModelSpec, check_keys, common_fields
 if TYPE_CHECKING:
     from torch import nn
 
+    from classwise.data.downloads import NetworkOptions
     from classwise.models.data_config import DataConfig
-    from classwise.models.fetch import FetchedFile, FetchOptions
+    from classwise.models.fetch import FetchedFile
 
 
 class TimmSource(ZooSource):
@@ -31,10 +32,10 @@ class TimmSource(ZooSource):
 
         timm_models.check_name(str(spec.name))
 
-    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+    def download(self, spec: ModelSpec, dest: Path, network: NetworkOptions) -> tuple[list[FetchedFile], str]:
         from classwise.models import timm_models
 
-        return timm_models.download(spec, dest, options), timm_models.resolved_name(str(spec.name))
+        return timm_models.download(spec, dest, network), timm_models.resolved_name(str(spec.name))
 
     def data_config(self, spec: ModelSpec) -> DataConfig:
         from classwise.models import timm_models

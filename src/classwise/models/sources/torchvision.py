@@ -13,8 +13,9 @@ from classwise.models.spec import ModelSpec, check_keys, common_fields, string_f
 if TYPE_CHECKING:
     from torch import nn
 
+    from classwise.data.downloads import NetworkOptions
     from classwise.models.data_config import DataConfig
-    from classwise.models.fetch import FetchedFile, FetchOptions
+    from classwise.models.fetch import FetchedFile
 
 
 class TorchvisionSource(ZooSource):
@@ -44,10 +45,10 @@ class TorchvisionSource(ZooSource):
     def needs_download(self, spec: ModelSpec) -> bool:
         return spec.weights is not None
 
-    def download(self, spec: ModelSpec, dest: Path, options: FetchOptions) -> tuple[list[FetchedFile], str]:
+    def download(self, spec: ModelSpec, dest: Path, network: NetworkOptions) -> tuple[list[FetchedFile], str]:
         from classwise.models import torchvision_models
 
-        files = torchvision_models.download(spec, dest, options)
+        files = torchvision_models.download(spec, dest, network)
         weights = torchvision_models.resolve_weights(str(spec.name), spec.weights)
         resolved = f"{spec.name}:{type(weights).__name__}.{weights.name}" if weights is not None else f"{spec.name}:random"
         return files, resolved
