@@ -29,7 +29,13 @@ import numpy as np
 import pandas as pd
 
 from classwise.errors import InputError, field_path
-from classwise.metrics.result import metric_entry, read_metrics_document, read_per_class_table, read_text_table
+from classwise.metrics.result import (
+    metric_entry,
+    read_checked_csv,
+    read_metrics_document,
+    read_per_class_table,
+    read_text_table,
+)
 
 __all__ = [
     "DROP_CODES",
@@ -292,21 +298,17 @@ def _read_summary(path: str) -> dict[tuple[str, str], dict[str, Any]]:
     return rows
 
 
-def _read_table(path: str, columns: Sequence[str], what: str, **kwargs: Any) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""], **kwargs)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"cannot read the {what}: {error}", path=path) from error
-    missing = [column for column in columns if column not in frame.columns]
-    if missing:
-        raise InputError(f"expected the columns {list(columns)}, missing {missing}", path=path)
-    return frame
-
-
 def read_class_drops(path: str, models: Sequence[str], shifts: Sequence[str], n_classes: int) -> ClassDrops:
     """The class-drop tests of ``class_drops.csv`` on the view's models, shifts and classes (a
     row of another model, shift or class is an :class:`InputError`: the file is of another view)."""
-    frame = _read_table(path, DROP_COLUMNS, "class-drop tests", dtype={"model": str, "shift": str, "test": str})
+    frame = read_checked_csv(
+        path,
+        DROP_COLUMNS,
+        "the class-drop tests",
+        keep_default_na=False,
+        na_values=[""],
+        dtype={"model": str, "shift": str, "test": str},
+    )
     m = frame["model"].map({name: i for i, name in enumerate(models)})
     s = frame["shift"].map({name: i for i, name in enumerate(shifts)})
     c = pd.to_numeric(frame["class"], errors="coerce")
@@ -349,7 +351,14 @@ def read_rankings(paths: Mapping[str, str], models: Sequence[str]) -> pd.DataFra
     """The rows of each shift's ``model_ranking.csv`` of :data:`RANKED_METRICS`, with ``shift``."""
     parts = []
     for shift, path in paths.items():
-        frame = _read_table(path, RANKING_COLUMNS, "model ranking", dtype={"metric": str, "model": str, "group": str})
+        frame = read_checked_csv(
+            path,
+            RANKING_COLUMNS,
+            "the model ranking",
+            keep_default_na=False,
+            na_values=[""],
+            dtype={"metric": str, "model": str, "group": str},
+        )
         frame = frame[frame["metric"].isin(RANKED_METRICS) & frame["model"].isin(list(models))]
         parts.append(frame[list(RANKING_COLUMNS)].assign(shift=shift))
     if not parts:

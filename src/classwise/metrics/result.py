@@ -79,19 +79,24 @@ def metric_entry(document: Mapping[str, Any], name: str, path: str | Path) -> di
     return entry
 
 
-def read_text_table(path: str | Path, columns: Sequence[str], what: str) -> pd.DataFrame:
-    """A CSV a step wrote, every cell as written (text; an empty cell ""), holding ``columns``; an
-    :class:`InputError` naming the file when it cannot be read as ``what`` or lacks a column."""
+def read_checked_csv(path: str | Path, columns: Sequence[str], what: str, **read_csv: Any) -> pd.DataFrame:
+    """A CSV a step wrote, read by ``pandas.read_csv(path, **read_csv)`` and holding ``columns``;
+    an :class:`InputError` naming the file when it cannot be read as ``what`` or lacks a column."""
     import pandas as pd
 
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(path, **read_csv)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         raise InputError(f"cannot read {what}: {error}", path=path) from error
     missing = [column for column in columns if column not in frame.columns]
     if missing:
         raise InputError(f"expected the columns {list(columns)}, missing {missing}", path=path)
     return frame
+
+
+def read_text_table(path: str | Path, columns: Sequence[str], what: str) -> pd.DataFrame:
+    """:func:`read_checked_csv` with every cell as written (text; an empty cell "")."""
+    return read_checked_csv(path, columns, what, dtype=str, keep_default_na=False)
 
 
 def read_per_class_table(path: str | Path, columns: Sequence[str]) -> pd.DataFrame:
