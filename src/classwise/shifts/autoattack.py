@@ -228,11 +228,11 @@ def autoattack(
     ``progress``: one line per attack (samples attacked, fooled, still robust, seconds).
     Runs on the model's device, returns float32 on ``images``' device; the model is in eval
     mode during the attack and its modes are restored afterwards; torch's global generators are
-    left as they were. Raises :class:`InputError` before any work on bad arguments (see
-    :func:`check_autoattack_arguments`), images outside ``[0, 1]``, labels that do not match,
-    and a model with fewer outputs than the version needs.
+    left as they were. Raises :class:`InputError` before any work on a seed that is not an
+    integer ``>= 0`` (``attack`` checked itself when made), images outside ``[0, 1]``, labels
+    that do not match, and a model with fewer outputs than the version needs.
     """
-    check_autoattack_arguments(norm=attack.norm, eps=attack.eps, version=attack.version, seed=seed)
+    check_count(seed, "seed", minimum=0)
     check_attack_inputs(images, labels)
     eps, version = attack.eps, attack.version
     home = images.device
