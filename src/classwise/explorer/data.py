@@ -298,17 +298,15 @@ def _read_summary(path: str) -> dict[tuple[str, str], dict[str, Any]]:
     return rows
 
 
+def _read_table(path: str, columns: Sequence[str], what: str, *, dtype: Mapping[str, type]) -> pd.DataFrame:
+    """A step's CSV (:func:`~classwise.metrics.result.read_checked_csv`), an empty cell NaN."""
+    return read_checked_csv(path, columns, what, keep_default_na=False, na_values=[""], dtype=dict(dtype))
+
+
 def read_class_drops(path: str, models: Sequence[str], shifts: Sequence[str], n_classes: int) -> ClassDrops:
     """The class-drop tests of ``class_drops.csv`` on the view's models, shifts and classes (a
     row of another model, shift or class is an :class:`InputError`: the file is of another view)."""
-    frame = read_checked_csv(
-        path,
-        DROP_COLUMNS,
-        "the class-drop tests",
-        keep_default_na=False,
-        na_values=[""],
-        dtype={"model": str, "shift": str, "test": str},
-    )
+    frame = _read_table(path, DROP_COLUMNS, "the class-drop tests", dtype={"model": str, "shift": str, "test": str})
     m = frame["model"].map({name: i for i, name in enumerate(models)})
     s = frame["shift"].map({name: i for i, name in enumerate(shifts)})
     c = pd.to_numeric(frame["class"], errors="coerce")
@@ -351,14 +349,7 @@ def read_rankings(paths: Mapping[str, str], models: Sequence[str]) -> pd.DataFra
     """The rows of each shift's ``model_ranking.csv`` of :data:`RANKED_METRICS`, with ``shift``."""
     parts = []
     for shift, path in paths.items():
-        frame = read_checked_csv(
-            path,
-            RANKING_COLUMNS,
-            "the model ranking",
-            keep_default_na=False,
-            na_values=[""],
-            dtype={"metric": str, "model": str, "group": str},
-        )
+        frame = _read_table(path, RANKING_COLUMNS, "the model ranking", dtype={"metric": str, "model": str, "group": str})
         frame = frame[frame["metric"].isin(RANKED_METRICS) & frame["model"].isin(list(models))]
         parts.append(frame[list(RANKING_COLUMNS)].assign(shift=shift))
     if not parts:
